@@ -1,0 +1,188 @@
+"""The engine: one SimPy environment per run, a component tree with dotted paths, and per-component
+random streams.
+
+No globals. Each :class:`Simulation` owns its ``simpy.Environment`` and its seed; each component
+gets a numpy ``Generator`` seeded by ``SeedSequence(seed, spawn_key=hash(component path))`` so that
+adding, removing or changing one component never shifts another's random numbers, and the same
+seed gives identical results.
+
+Hot-path convention (see docs/design.md, "Events per IO"): devices do not run a SimPy process per
+request. A request's completion event is created at submit time and *scheduled* as already
+succeeded at its completion time (:func:`succeed_at`), so one IO through one device costs a single
+SimPy event. Devices that need to act when that event fires put their own callback first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.core import NORMAL
+
+__all__ = [
+    "BufferedRandom",
+    "Component",
+    "Simulation",
+    "path_spawn_key",
+    "succeed_at",
+    "succeed_now",
+]
+
+
+def path_spawn_key(path: str) -> tuple[int, ...]:
+    """Stable spawn key for a component path (independent of Python's hash randomisation)."""
+    digest = hashlib.blake2b(path.encode("utf-8"), digest_size=16).digest()
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+
+
+def succeed_at(env: simpy.Environment, event: simpy.Event, delay: float, value: Any = None) -> simpy.Event:
+    """Schedule ``event`` to fire successfully ``delay`` seconds from now, with ``value``.
+
+    Equivalent to a Timeout that is the caller's own event: one heap entry, no process.
+    """
+    if delay < 0:
+        raise ValueError(f"negative delay {delay}")
+    event._ok = True
+    event._value = value
+    env.schedule(event, NORMAL, delay)
+    return event
+
+
+def succeed_now(env: simpy.Environment, event: simpy.Event, value: Any = None) -> simpy.Event:
+    event._ok = True
+    event._value = value
+    env.schedule(event, NORMAL, 0.0)
+    return event
+
+
+class BufferedRandom:
+    """Fast scalar draws from a numpy Generator by refilling blocks of uniforms.
+
+    Drawing one float from numpy costs ~1 µs; reading it from a prefilled array costs ~50 ns.
+    The sequence depends only on the generator's seed (blocks are drawn in order).
+    """
+
+    __slots__ = ("_block", "_buf", "_i", "gen")
+
+    def __init__(self, gen: np.random.Generator, block: int = 4096):
+        self.gen = gen
+        self._block = block
+        self._buf: list[float] = []
+        self._i = 0
+
+    def random(self) -> float:
+        i = self._i
+        buf = self._buf
+        if i >= len(buf):
+            buf = self._buf = self.gen.random(self._block).tolist()
+            i = 0
+        self._i = i + 1
+        return buf[i]
+
+    def exponential(self, mean: float) -> float:
+        # inverse transform on (0,1]
+        return -mean * np.log1p(-self.random()) if mean > 0 else 0.0
+
+    def uniform(self, low: float, high: float) -> float:
+        return low + (high - low) * self.random()
+
+    def integers(self, n: int) -> int:
+        """Uniform integer in [0, n)."""
+        return min(int(self.random() * n), n - 1)
+
+
+class Simulation:
+    """One run: a SimPy environment, an experiment seed, and the root of the component tree."""
+
+    def __init__(self, seed: int = 1, name: str = "sim"):
+        if seed < 0:
+            raise ValueError("seed must be >= 0")
+        self.env = simpy.Environment()
+        self.seed = int(seed)
+        self.root = Component(name="", parent=None, sim=self)
+        self._paths: set[str] = set()
+
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def stream(self, path: str) -> np.random.Generator:
+        """Independent random generator for ``path``: SeedSequence(seed, spawn_key=f(path))."""
+        ss = np.random.SeedSequence(entropy=self.seed, spawn_key=path_spawn_key(path))
+        return np.random.Generator(np.random.PCG64(ss))
+
+    def register(self, path: str) -> None:
+        if path in self._paths:
+            raise ValueError(f"duplicate component path {path!r}")
+        self._paths.add(path)
+
+    def run(self, until: float | simpy.Event | None = None) -> None:
+        self.env.run(until=until)
+
+    def components(self) -> Iterator[Component]:
+        yield from self.root.walk()
+
+
+class Component:
+    """A node of the component tree. ``path`` is the dotted path from the root ("cluster.osd3.hdd").
+
+    Subclasses get ``self.env``, ``self.sim``, a private random generator ``self.rng`` (numpy) and a
+    fast scalar stream ``self.rand`` (:class:`BufferedRandom`), both seeded from the path.
+    """
+
+    def __init__(self, name: str, parent: Component | None, sim: Simulation | None = None):
+        if parent is None and sim is None:
+            raise ValueError("a root component needs a Simulation")
+        if name and ("." in name or not name.strip()):
+            raise ValueError(f"invalid component name {name!r} (no dots, not blank)")
+        self.name = name
+        self.parent = parent
+        self.sim: Simulation = sim if sim is not None else parent.sim  # type: ignore[union-attr]
+        self.env: simpy.Environment = self.sim.env
+        self.children: list[Component] = []
+        if parent is not None:
+            parent.children.append(self)
+        self.path = name if parent is None or not parent.path else f"{parent.path}.{name}"
+        if self.path:
+            self.sim.register(self.path)
+        self._rng: np.random.Generator | None = None
+        self._rand: BufferedRandom | None = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        if self._rng is None:
+            self._rng = self.sim.stream(self.path or "<root>")
+        return self._rng
+
+    @property
+    def rand(self) -> BufferedRandom:
+        if self._rand is None:
+            self._rand = BufferedRandom(self.sim.stream((self.path or "<root>") + "#scalar"))
+        return self._rand
+
+    def substream(self, name: str) -> np.random.Generator:
+        """A further independent stream of this component (e.g. 'offsets', 'service')."""
+        return self.sim.stream(f"{self.path}#{name}")
+
+    def walk(self) -> Iterator[Component]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def find(self, path: str) -> Component:
+        for c in self.sim.root.walk():
+            if c.path == path:
+                return c
+        raise KeyError(path)
+
+    def on_end(self) -> None:  # noqa: B027 - optional hook
+        """Called once when the run ends (close accounting windows, etc.)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path or '<root>'}>"
+
+
+Callback = Callable[[simpy.Event], None]
