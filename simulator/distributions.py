@@ -142,7 +142,7 @@ class Erlang(_Dist):
 
 
 Distribution = Annotated[
-    Union[Deterministic, Exponential, Uniform, Lognormal, Erlang],  # noqa: UP007
+    Union[Deterministic, Exponential, Uniform, Lognormal, Erlang],
     Field(discriminator="dist"),
 ]
 

@@ -53,7 +53,7 @@ def load_yaml(path: str | Path) -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read file: {e}", source=str(path)) from None
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None

@@ -178,7 +178,7 @@ class Component:
                 return c
         raise KeyError(path)
 
-    def on_end(self) -> None:  # noqa: B027 - optional hook
+    def on_end(self) -> None:
         """Called once when the run ends (close accounting windows, etc.)."""
 
     def __repr__(self) -> str:

@@ -1,0 +1,202 @@
+"""``simrun``: the command line.
+
+    simrun experiments/mach2_vs_single.yaml          # = simrun run FILE
+    simrun run FILE [--set key=value ...] [--out DIR] [--workers N] [--scheduler processes|dask]
+    simrun check FILE                                # validate only
+    simrun schema [--kind hdd]                       # JSON schema of experiments / device kinds
+    simrun fio JOBFILE --device PROFILE              # a real fio job file against a simulated device
+    simrun bench                                     # simulated IOs per wall second
+    simrun calibrate SPEC.yaml / simrun compare ... / simrun measure ...
+
+Bad input of any kind ends with one message naming the file and field and exit code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from simulator.errors import ConfigError, SimError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Storage performance simulator: HDDs, SSDs and Ceph clusters with fio semantics.",
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+_SUBCOMMANDS = {"run", "check", "schema", "fio", "bench", "calibrate", "compare", "measure", "validate", "--help", "-h", "--version"}
+
+
+def _fail(e: SimError) -> None:
+    err_console.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(e.exit_code)
+
+
+def _progress_ctx(enabled: bool):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.1f}/{task.total:.0f} runs"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int], scheduler: str, quiet: bool, resume: bool) -> None:
+    from simulator.experiment.load import load_experiment, parse_sets
+    from simulator.experiment.report import (
+        compare_references,
+        point_summaries,
+        ratio_rows,
+        render_tables,
+        write_outputs,
+    )
+    from simulator.experiment.runner import run_experiment
+
+    try:
+        exp = load_experiment(file, parse_sets(sets))
+    except SimError as e:
+        _fail(e)
+    out_dir = out if out is not None else Path("out") / exp.name
+    show = not quiet
+    with _progress_ctx(show) as prog:
+        task = prog.add_task(exp.name, total=len(exp.points) * exp.spec.replications)
+
+        def cb(desc: str, done: float, total: float) -> None:
+            prog.update(task, completed=done, total=total)
+
+        try:
+            run = run_experiment(exp, out_dir, workers=workers, scheduler=scheduler, progress=cb, resume=resume)
+        except SimError as e:
+            prog.stop()
+            _fail(e)
+    points = point_summaries(run)
+    try:
+        comparisons = compare_references(run, points)
+    except SimError as e:
+        _fail(e)
+    ratios = ratio_rows(run, points)
+    render_tables(run, points, comparisons, ratios, console)
+    written = write_outputs(run, points, comparisons, ratios)
+    ios = sum(o.ios for o in run.outputs)
+    console.print(
+        f"{len(run.outputs)} runs, {ios:,} simulated IOs in {run.wall_s:.1f} s wall"
+        + (f"; results in {out_dir}/ ({len(written)} files + runs/)" if out_dir else "")
+    )
+
+
+@app.command("run")
+def run_cmd(
+    file: Annotated[Path, typer.Argument(help="experiment YAML")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override a dotted key: workload.global.iodepth=8")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output directory (default out/<name>)")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="parallel worker processes (default: all cores)")] = None,
+    scheduler: Annotated[str, typer.Option(help="processes (local pool) or dask (dask.distributed LocalCluster)")] = "processes",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="ignore finished runs in the output directory (no resume)")] = False,
+) -> None:
+    """Run an experiment: simulate every sweep point, print tables, write fio JSON, CSV and plots."""
+    if scheduler not in ("processes", "dask"):
+        _fail(ConfigError("must be 'processes' or 'dask'", source="command line", field="--scheduler"))
+    _run(file, set_ or [], out, workers, scheduler, quiet, not fresh)
+
+
+@app.command("check")
+def check_cmd(
+    file: Annotated[Path, typer.Argument(help="experiment YAML")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override a dotted key")] = None,
+) -> None:
+    """Validate an experiment (every sweep point, every device) without running it."""
+    from simulator.experiment.load import load_experiment, parse_sets
+
+    try:
+        exp = load_experiment(file, parse_sets(set_ or []))
+    except SimError as e:
+        _fail(e)
+    console.print(f"{file}: OK — {len(exp.points)} points × {exp.spec.replications} replications")
+
+
+@app.command("schema")
+def schema_cmd(
+    kind: Annotated[Optional[str], typer.Option(help="a device kind (hdd, ssd, queue, ceph_cluster) instead of the experiment")] = None,
+) -> None:
+    """Print the JSON schema of experiment files (or of one device kind's parameters)."""
+    if kind is None:
+        from simulator.experiment.model import ExperimentSpec
+
+        schema = ExperimentSpec.model_json_schema(by_alias=True)
+    else:
+        from simulator.devices.registry import device_kinds
+
+        with contextlib.suppress(ModuleNotFoundError):
+            import simulator.ceph  # noqa: F401
+        kinds = device_kinds()
+        if kind not in kinds:
+            _fail(ConfigError(f"unknown kind {kind!r} (known: {', '.join(sorted(kinds))})", source="command line", field="--kind"))
+        schema = kinds[kind].config.model_json_schema(by_alias=True)
+    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+
+
+@app.command("fio")
+def fio_cmd(
+    jobfile: Annotated[Path, typer.Argument(help="a fio job file (ini: [global] and job sections)")],
+    device: Annotated[list[str], typer.Option("--device", "-d", help="profile (e.g. hdd/seagate_st91000640ns) or name=profile; repeatable")],
+    seed: Annotated[int, typer.Option(help="experiment seed")] = 1,
+    output_format: Annotated[str, typer.Option("--output-format", help="normal or json (like fio)")] = "normal",
+    out: Annotated[Optional[Path], typer.Option("--output", help="write the result to this file instead of stdout")] = None,
+) -> None:
+    """Run a real fio job file against simulated devices; prints fio-style output."""
+    from simulator.fio_cli import run_fio_jobfile
+
+    try:
+        text = run_fio_jobfile(jobfile, device, seed, output_format)
+    except SimError as e:
+        _fail(e)
+    if out:
+        out.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command("bench")
+def bench_cmd(
+    ios: Annotated[int, typer.Option(help="simulated IOs per case")] = 200_000,
+    case: Annotated[Optional[list[str]], typer.Option(help="run only these cases")] = None,
+) -> None:
+    """Simulated IOs per second of wall time for the reference cases (one core)."""
+    from simulator.bench import run_bench
+
+    try:
+        run_bench(ios, case, console)
+    except SimError as e:
+        _fail(e)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: ``simrun FILE`` is short for ``simrun run FILE``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in _SUBCOMMANDS and not args[0].startswith("-") and args[0].endswith((".yaml", ".yml")):
+        args = ["run", *args]
+    try:
+        app(args=args, prog_name="simrun", standalone_mode=True)
+    except SimError as e:  # pragma: no cover - commands catch their own
+        err_console.print(f"[bold red]error:[/] {e}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Experiments: YAML files that name a system, fio jobs, a sweep and references; their runs and reports."""

@@ -1,0 +1,215 @@
+"""Running simulations: build the system, run the fio jobs, return fio-shaped documents.
+
+A run is self-contained (own Simulation, own seed) so runs can go to worker processes. Replication
+``r`` of every sweep point uses the same seed (common random numbers across the sweep: differences
+between points are not drowned in seed noise). With ``persist_state`` the points of one replication
+run back to back on one system.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulator.config.base import validate
+from simulator.devices.base import Device
+from simulator.engine import Component, Simulation
+from simulator.errors import ConfigError
+from simulator.experiment.model import ExperimentSpec, SystemSpec
+
+__all__ = ["RunOutput", "System", "execute_task", "replication_seed", "run_jobs_on"]
+
+ProgressFn = Callable[[int, float], None]
+
+
+def replication_seed(seed: int, replication: int) -> int:
+    """Seed of replication ``r``: independent streams per replication, identical across points."""
+    if replication == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(replication)]).generate_state(1, dtype=np.uint32)[0])
+
+
+class System(Component):
+    """The simulated hardware of one run: named devices and an optional Ceph cluster."""
+
+    def __init__(self, sim: Simulation, spec: SystemSpec, source: str | None = None):
+        super().__init__("system", sim.root)
+        from simulator.devices.registry import build_device
+
+        self.devices: dict[str, Device] = {}
+        for i, d in enumerate(spec.devices):
+            names = [d.name] if d.count == 1 else [f"{d.name}{k}" for k in range(d.count)]
+            for n in names:
+                self.devices[n] = build_device(
+                    d.model_dump(exclude={"name", "count"}), n, self, source=source, field=f"system.devices.{i}"
+                )
+        self.cluster = None
+        if spec.cluster is not None:
+            import simulator.ceph  # noqa: F401  (registers the ceph_cluster kind)
+
+            c = spec.cluster
+            self.cluster = build_device(
+                {"profile": c.profile, "kind": c.kind or (None if c.profile else "ceph_cluster"), "params": c.params},
+                c.name,
+                self,
+                source=source,
+                field="system.cluster",
+            )
+
+    def resolve_target(self, job: Any) -> list[Device]:
+        """fio's filename=a:b (device names or dotted paths such as sda.lun0) or the rbd engine's image."""
+        if getattr(job, "ioengine", None) == "rbd":
+            if self.cluster is None:
+                raise ConfigError("ioengine=rbd needs a Ceph cluster in system.cluster", field=f"workload.{job.name}.ioengine")
+            return [self.cluster.image(job.pool, job.rbdname)]
+        names = [n for n in str(getattr(job, "filename", "") or "").split(":") if n]
+        if not names:
+            if len(self.devices) == 1:
+                return list(self.devices.values())
+            raise ConfigError("job has no filename= and the system has several devices", field=f"workload.{job.name}.filename")
+        out = []
+        for n in names:
+            dev = self.devices.get(n)
+            if dev is None:
+                try:
+                    dev = self.find(f"system.{n}")
+                except KeyError:
+                    known = ", ".join(sorted(self.devices)) or "none"
+                    raise ConfigError(f"no device {n!r} (devices: {known})", field=f"workload.{job.name}.filename") from None
+            if not isinstance(dev, Device):
+                raise ConfigError(f"{n!r} is not a block device", field=f"workload.{job.name}.filename")
+            out.append(dev)
+        return out
+
+    def all_devices(self) -> list[Device]:
+        return [c for c in self.walk() if isinstance(c, Device)]
+
+    def reset_stats(self) -> None:
+        for d in self.all_devices():
+            d.reset_stats()
+        if self.cluster is not None and hasattr(self.cluster, "reset_stats"):
+            self.cluster.reset_stats()
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"devices": [d.stats() for d in self.all_devices()]}
+        if self.cluster is not None and hasattr(self.cluster, "stats"):
+            out["cluster"] = self.cluster.stats()
+        return out
+
+
+@dataclass
+class RunOutput:
+    point: int
+    replication: int
+    seed: int
+    labels: dict[str, Any]
+    doc: dict[str, Any]
+    summary: dict[str, Any]
+    wall_s: float
+    sim_s: float
+    ios: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _planned_duration(jobs: list[Any]) -> float | None:
+    best = 0.0
+    for j in jobs:
+        rt = getattr(j, "runtime", None)
+        if not rt:
+            return None
+        best = max(best, float(rt) + float(getattr(j, "ramp_time", 0) or 0))
+    return best or None
+
+
+def _ticker(sim: Simulation, horizon: float, done: Any, report: Callable[[float], None]):
+    """A control process (not on the IO path) reporting progress ~100 times per run, at most 10/s."""
+    step = horizon / 100.0
+    last = [0.0]
+
+    def gen():
+        while not done.triggered:
+            yield sim.env.timeout(step)
+            now_wall = time.perf_counter()
+            if now_wall - last[0] > 0.1:
+                last[0] = now_wall
+                report(min(1.0, sim.env.now / horizon))
+
+    return sim.env.process(gen())
+
+
+def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Callable[[float], None] | None = None) -> tuple[list[Any], float]:
+    """Run one fio workload to completion on ``system``; returns (job results, simulated seconds)."""
+    from simulator.workloads.runner import Workload
+
+    system.reset_stats()
+    t0 = sim.env.now
+    wl = Workload(sim, jobs, system.resolve_target)
+    done = wl.start()
+    horizon = _planned_duration(jobs)
+    if progress is not None and horizon:
+        # fraction of planned simulated time, offset to this workload's start
+        def rep(f: float, _t0=t0, _h=horizon) -> None:
+            progress(min(1.0, (sim.env.now - _t0) / _h))
+
+        _ticker(sim, horizon, done, rep)
+    sim.env.run(until=done)
+    return wl.results(), sim.env.now - t0
+
+
+def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: int, labels: dict[str, Any], system: System, wall: float, sim_s: float) -> tuple[dict, dict]:
+    from simulator import __version__
+    from simulator.metrics.fiojson import to_fio_json
+    from simulator.metrics.summary import summary_row
+
+    gopts = {k: str(v) for k, v in (spec.workload.global_ or {}).items()}
+    meta = {
+        "simulator_version": __version__,
+        "experiment": spec.name,
+        "seed": seed,
+        "labels": labels,
+        "wall_seconds": wall,
+        "simulated_seconds": sim_s,
+        **system.stats(),
+    }
+    now = datetime.now(timezone.utc).strftime("%a %b %d %H:%M:%S %Y")
+    doc = to_fio_json(results, gopts, time_str=now, sim_meta=meta)
+    row = summary_row(results)
+    return doc, row
+
+
+def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> list[RunOutput]:
+    """Run one task: a single (point, replication), or all points of a replication (persist_state).
+
+    ``task`` is picklable: {"source", "points": [(index, labels, raw)], "replication", "seed"}.
+    """
+    source = task["source"]
+    exp_dir = Path(task.get("exp_dir") or ".")
+    seed = replication_seed(task["seed"], task["replication"])
+    outputs: list[RunOutput] = []
+    sim = Simulation(seed)
+    system: System | None = None
+    from simulator.experiment.load import _resolve_jobs
+
+    for index, labels, raw in task["points"]:
+        spec = validate(ExperimentSpec, raw, source)
+        jobs = _resolve_jobs(raw, spec, exp_dir, source)
+        if system is None or not task.get("persist"):
+            if system is not None:
+                sim = Simulation(seed)
+            system = System(sim, spec.system, source)
+        t_wall = time.perf_counter()
+        cb = (lambda f, _i=index: progress(_i, f)) if progress else None
+        results, sim_s = run_jobs_on(sim, system, jobs, cb)
+        wall = time.perf_counter() - t_wall
+        doc, row = _document(results, jobs, spec, seed, labels, system, wall, sim_s)
+        ios = int(sum(row.get(f"{d}.total_ios", 0) or 0 for d in ("read", "write", "trim")))
+        outputs.append(RunOutput(index, task["replication"], seed, labels, doc, row, wall, sim_s, ios))
+        if progress:
+            progress(index, 1.0)
+    return outputs

@@ -1,0 +1,188 @@
+"""The experiment file: what a user writes in experiments/*.yaml.
+
+::
+
+    name: working_set_sata_vs_sas
+    seed: 1
+    replications: 3
+    system:
+      devices:
+        - {name: sda, profile: hdd/seagate_st91000640ns}
+    workload:                      # fio's options, fio's names ([global] + job sections)
+      global: {rw: randread, bs: 8k, iodepth: 1, time_based: 1, runtime: 60s, filename: sda}
+      jobs:
+        - {name: randread}
+    sweep:
+      axes:
+        working_set_GB: {key: workload.global.size, values: [1GB, 100GB, 1000GB]}
+        drive:
+          values:
+            sata: {system.devices.0.profile: hdd/seagate_st91000640ns}
+            sas:  {system.devices.0.profile: hdd/toshiba_al13seb900}
+    reference:
+      - table: calibration/reference/nutanix_working_set.csv
+        match: {working_set_GB: working_set_GB}
+        metrics: {mean_response_ms: read.lat_mean_ms}
+
+The workload sections are validated by the workload layer (fio semantics) for every sweep point;
+device parameters by each device kind's model. Everything else is validated here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from simulator.config.base import ConfigModel
+
+
+class DeviceSpec(ConfigModel):
+    """One top-level device: a profile from models/ (with optional parameter overrides) or an inline kind."""
+
+    name: str = Field(description="device name, used by fio's filename= (e.g. sda); no dots")
+    profile: str | None = Field(None, description="profile path under models/ without .yaml (e.g. hdd/seagate_st91000640ns)")
+    kind: str | None = Field(None, description="device kind for an inline device (queue, hdd, ssd...) when no profile is given")
+    params: dict[str, Any] = Field(default_factory=dict, description="parameter overrides (nested mapping), merged over the profile")
+    count: int = Field(1, ge=1, description="number of identical devices; >1 names them name0, name1, ... (default 1)")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v or "." in v or ":" in v or "/" in v or v.strip() != v:
+            raise ValueError(f"invalid device name {v!r}: no dots, colons, slashes or spaces")
+        return v
+
+    @model_validator(mode="after")
+    def _profile_or_kind(self) -> DeviceSpec:
+        if not self.profile and not self.kind:
+            raise ValueError("a device needs a 'profile' or a 'kind'")
+        return self
+
+
+class ClusterSpec(ConfigModel):
+    """A Ceph cluster from models/clusters (or inline) with parameter overrides."""
+
+    name: str = Field("ceph", description="component name of the cluster (default ceph)")
+    profile: str | None = Field(None, description="cluster profile under models/ (e.g. clusters/croit_mach2)")
+    kind: str | None = Field(None, description="'ceph_cluster' for an inline cluster")
+    params: dict[str, Any] = Field(default_factory=dict, description="parameter overrides, merged over the profile")
+
+
+class SystemSpec(ConfigModel):
+    """The simulated hardware: standalone devices and/or one Ceph cluster."""
+
+    devices: list[DeviceSpec] = Field(default_factory=list, description="standalone block devices")
+    cluster: ClusterSpec | None = Field(None, description="a Ceph cluster whose RBD images fio's rbd engine can drive")
+
+    @model_validator(mode="after")
+    def _something(self) -> SystemSpec:
+        if not self.devices and self.cluster is None:
+            raise ValueError("the system has no devices and no cluster")
+        names = [d.name for d in self.devices]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate device name {sorted(dup)[0]!r}")
+        return self
+
+
+class WorkloadSpec(ConfigModel):
+    """fio job description: a [global] section and job sections, fio option names and values."""
+
+    global_: dict[str, Any] = Field(default_factory=dict, alias="global", description="fio [global] options")
+    jobs: list[dict[str, Any]] = Field(min_length=1, description="fio job sections; 'name' names the job")
+    jobfile: str | None = Field(None, description="optional: read jobs from a real fio job file instead (path relative to the experiment)")
+
+
+class AxisSpec(ConfigModel):
+    """One sweep axis. Either ``key`` + a list of ``values`` (each value is set at the dotted key), or a
+    mapping label -> {dotted.key: value, ...} for axes that change several keys at once."""
+
+    key: str | None = Field(None, description="dotted key set to each value (e.g. workload.global.iodepth)")
+    values: list[Any] | dict[str, dict[str, Any]] = Field(description="values of the axis, or label -> overrides")
+
+    @model_validator(mode="after")
+    def _shape(self) -> AxisSpec:
+        if isinstance(self.values, list):
+            if not self.key:
+                raise ValueError("an axis with a list of values needs 'key'")
+            if not self.values:
+                raise ValueError("an axis needs at least one value")
+        elif self.key:
+            raise ValueError("'key' is only for a list of values; a mapping gives its own dotted keys per label")
+        return self
+
+
+class SweepSpec(ConfigModel):
+    """Grid (cartesian product, first axis outermost) or zip (lock-step) over named axes."""
+
+    mode: Literal["grid", "zip"] = Field("grid", description="grid = every combination; zip = axes advance together")
+    axes: dict[str, AxisSpec] = Field(description="axis name -> axis; names label the runs in tables and plots")
+    persist_state: bool = Field(
+        False,
+        description="run the points of one replication back to back on the same simulated system "
+        "(caches, drive state and fio's repeated offsets carry over), in the order listed",
+    )
+
+    @model_validator(mode="after")
+    def _zip_lengths(self) -> SweepSpec:
+        if self.mode == "zip":
+            lens = {len(a.values) for a in self.axes.values()}
+            if len(lens) > 1:
+                raise ValueError("zip sweep axes must all have the same number of values")
+        return self
+
+
+class ReferenceSpec(ConfigModel):
+    """A table of measured/published figures to print beside the simulated ones."""
+
+    table: str = Field(description="CSV path, relative to the project root or the experiment file")
+    label: str = Field("reference", description="name shown in tables and plots")
+    source: str = Field("", description="where the figures come from (shown in the report)")
+    match: dict[str, str] = Field(default_factory=dict, description="table column -> sweep axis name (values compared as numbers when both parse)")
+    filter: dict[str, Any] = Field(default_factory=dict, description="keep only rows whose column equals the value")
+    metrics: dict[str, str] = Field(description="table column -> simulated metric (e.g. read.lat_mean_ms, write.iops, read.p99_ms)")
+    goal: float | None = Field(None, gt=0, description="relative error goal shown in the table (0.10 = 10%)")
+
+
+class RatioSpec(ConfigModel):
+    """Print metric(numerator) / metric(denominator) along one axis (e.g. MACH.2 / single per QD)."""
+
+    axis: str = Field(description="the axis whose two labels are compared")
+    numerator: str = Field(description="axis label on top")
+    denominator: str = Field(description="axis label below")
+    metrics: list[str] = Field(default_factory=lambda: ["iops"], description="metric names (per direction present)")
+
+
+class PlotSpec(ConfigModel):
+    """A plot written to the output directory."""
+
+    kind: Literal["iops_vs_x", "hdr", "cdf", "metric_vs_x"] = Field(description="plot type")
+    x: str | None = Field(None, description="axis name on the x axis (iops_vs_x, metric_vs_x)")
+    metric: str = Field("iops", description="metric on the y axis for *_vs_x plots")
+    at: dict[str, list[Any]] = Field(default_factory=dict, description="for hdr/cdf: one figure per combination of these axis values")
+    log_x: bool = Field(True, description="log2 x axis for *_vs_x plots")
+    title: str = Field("", description="plot title")
+
+
+class ReportSpec(ConfigModel):
+    metrics: list[str] = Field(
+        default_factory=lambda: ["iops", "lat_mean_ms", "p50_ms", "p99_ms", "p99.9_ms"],
+        description="metrics shown in the terminal table (per direction present)",
+    )
+    ratio: RatioSpec | None = Field(None, description="optional ratio table")
+    plots: list[PlotSpec] = Field(default_factory=list, description="plots to write")
+
+
+class ExperimentSpec(ConfigModel):
+    """A runnable experiment: system + fio workload + run control + optional sweep and references."""
+
+    name: str = Field(description="experiment name (output directory name)")
+    description: str = Field("", description="what the experiment shows")
+    seed: int = Field(1, ge=0, description="experiment seed; each component's stream is derived from it and its path")
+    replications: int = Field(1, ge=1, description="independent replications per point (CIs over replications when >= 2)")
+    system: SystemSpec = Field(description="the simulated hardware")
+    workload: WorkloadSpec = Field(description="fio jobs")
+    sweep: SweepSpec | None = Field(None, description="optional parameter sweep")
+    reference: list[ReferenceSpec] = Field(default_factory=list, description="measured/published tables to compare with")
+    report: ReportSpec = Field(default_factory=ReportSpec, description="what to print and plot")

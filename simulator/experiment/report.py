@@ -1,0 +1,276 @@
+"""What an experiment prints and writes: per-point tables with confidence intervals, simulated vs
+reference (published or measured) figures with the error of each, ratios along an axis, plots,
+summary.csv and comparison.csv."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scipy import stats as sstats
+
+from simulator.errors import ConfigError
+from simulator.experiment.load import project_root
+from simulator.experiment.model import ReferenceSpec
+from simulator.experiment.runner import ExperimentRun, atomic_write_text
+
+__all__ = ["PointSummary", "combine", "compare_references", "point_summaries", "write_outputs"]
+
+DIRS = ("read", "write", "trim")
+
+
+@dataclass
+class PointSummary:
+    index: int
+    labels: dict[str, Any]
+    values: dict[str, float] = field(default_factory=dict)  # metric -> mean over replications
+    ci: dict[str, float] = field(default_factory=dict)  # metric -> 95% half-width
+    replications: int = 1
+    docs: list[dict[str, Any]] = field(default_factory=list)
+
+    def get(self, metric: str) -> float | None:
+        v = self.values.get(metric)
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def combine(rows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+    """Mean of each metric over replications and its 95% CI half-width.
+
+    With >= 2 replications the CI is Student-t over replications; with one run the run's own
+    (batch-means) half-width is kept.
+    """
+    values: dict[str, float] = {}
+    ci: dict[str, float] = {}
+    keys = [k for k in rows[0] if not k.endswith("_ci")]
+    n = len(rows)
+    for k in keys:
+        xs = [r.get(k) for r in rows]
+        if not all(isinstance(x, (int, float)) and x is not None and math.isfinite(x) for x in xs):
+            continue
+        m = sum(xs) / n
+        values[k] = m
+        if n >= 2:
+            var = sum((x - m) ** 2 for x in xs) / (n - 1)
+            ci[k] = float(sstats.t.ppf(0.975, n - 1) * math.sqrt(var / n))
+        else:
+            own = rows[0].get(f"{k}_ci")
+            if isinstance(own, (int, float)) and math.isfinite(own):
+                ci[k] = float(own)
+    return values, ci
+
+
+def point_summaries(run: ExperimentRun) -> list[PointSummary]:
+    out = []
+    by = run.by_point()
+    for p in run.experiment.points:
+        outs = by.get(p.index, [])
+        if not outs:
+            continue
+        values, ci = combine([o.summary for o in outs])
+        out.append(PointSummary(p.index, dict(p.labels), values, ci, len(outs), [o.doc for o in outs]))
+    return out
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, bool):
+        return str(v).lower()
+    try:
+        f = float(v)
+        return round(f, 9)
+    except (TypeError, ValueError):
+        return str(v).strip().lower()
+
+
+def _resolve_table(ref: ReferenceSpec, exp_path: Path) -> Path:
+    p = Path(ref.table)
+    for cand in ([p] if p.is_absolute() else [exp_path.parent / p, project_root() / p]):
+        if cand.is_file():
+            return cand
+    raise ConfigError(f"reference table {ref.table!r} not found", source=str(exp_path), field="reference.table")
+
+
+def _metric_key(metric: str) -> str:
+    return metric
+
+
+def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str, Any]]:
+    """One row per (reference row, metric) plus prediction rows for points no reference covers."""
+    exp = run.experiment
+    rows: list[dict[str, Any]] = []
+    covered: set[int] = set()
+    for ref in exp.spec.reference:
+        path = _resolve_table(ref, exp.path)
+        with path.open(newline="", encoding="utf-8") as f:
+            table = list(csv.DictReader(f))
+        for col in [*ref.match, *ref.filter, *ref.metrics]:
+            if table and col not in table[0]:
+                raise ConfigError(f"column {col!r} not in {path.name} (columns: {', '.join(table[0])})", source=str(exp.path), field="reference")
+        for trow in table:
+            if any(_norm(trow.get(c)) != _norm(v) for c, v in ref.filter.items()):
+                continue
+            match = [p for p in points if all(_norm(p.labels.get(axis)) == _norm(trow[col]) for col, axis in ref.match.items())]
+            if len(match) != 1:
+                continue
+            p = match[0]
+            covered.add(p.index)
+            for col, metric in ref.metrics.items():
+                txt = (trow.get(col) or "").strip()
+                if not txt:
+                    continue
+                refv = float(txt)
+                sim = p.get(metric)
+                err = (sim - refv) / refv if sim is not None and refv else None
+                rows.append({
+                    **p.labels, "reference": ref.label, "metric": metric, "published": refv,
+                    "simulated": sim, "ci": p.ci.get(metric), "error": err,
+                    "goal": ref.goal, "within_goal": (abs(err) <= ref.goal) if (err is not None and ref.goal) else None,
+                })
+    if exp.spec.reference:
+        metrics = sorted({m for r in exp.spec.reference for m in r.metrics.values()})
+        for p in points:
+            if p.index in covered:
+                continue
+            for m in metrics:
+                if p.get(m) is None:
+                    continue
+                rows.append({**p.labels, "reference": "prediction (not published)", "metric": m, "published": None,
+                             "simulated": p.get(m), "ci": p.ci.get(m), "error": None, "goal": None, "within_goal": None})
+    return rows
+
+
+def _metric_names(points: list[PointSummary], wanted: list[str]) -> list[str]:
+    names = []
+    for d in DIRS:
+        for m in wanted:
+            k = f"{d}.{m}"
+            if any(p.get(k) is not None for p in points):
+                names.append(k)
+    return names
+
+
+def _fmt(v: float | None, ci: float | None = None) -> str:
+    if v is None:
+        return "–"
+    a = abs(v)
+    s = f"{v:.0f}" if a >= 1000 else f"{v:.3g}"
+    if ci is not None and ci > 0:
+        s += f" ±{ci:.2g}"
+    return s
+
+
+def ratio_rows(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str, Any]]:
+    spec = run.experiment.spec.report.ratio
+    if spec is None:
+        return []
+    others = [a for a in (run.experiment.spec.sweep.axes if run.experiment.spec.sweep else {}) if a != spec.axis]
+    groups: dict[tuple, dict[str, PointSummary]] = {}
+    for p in points:
+        key = tuple(_norm(p.labels.get(a)) for a in others)
+        groups.setdefault(key, {})[str(p.labels.get(spec.axis))] = p
+    rows = []
+    for _key, g in groups.items():
+        num, den = g.get(str(spec.numerator)), g.get(str(spec.denominator))
+        if not num or not den:
+            continue
+        for m in _metric_names([num, den], spec.metrics):
+            a, b = num.get(m), den.get(m)
+            if a is None or not b:
+                continue
+            rows.append({**{k: num.labels[k] for k in others}, "metric": m, "ratio": a / b,
+                         spec.numerator: a, spec.denominator: b})
+    return rows
+
+
+def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: list[dict], ratios: list[dict], console: Any) -> None:
+    from rich.table import Table
+
+    exp = run.experiment
+    metrics = _metric_names(points, exp.spec.report.metrics)
+    axes = list(exp.spec.sweep.axes) if exp.spec.sweep else []
+    t = Table(title=f"{exp.name}: simulated (mean ± 95% CI half-width)", show_lines=False)
+    for a in axes:
+        t.add_column(a)
+    for m in metrics:
+        t.add_column(m, justify="right")
+    for p in points:
+        t.add_row(*[str(p.labels[a]) for a in axes], *[_fmt(p.get(m), p.ci.get(m)) for m in metrics])
+    console.print(t)
+    if comparisons:
+        ct = Table(title="simulated vs reference")
+        for a in axes:
+            ct.add_column(a)
+        for c in ("metric", "reference", "published", "simulated", "error"):
+            ct.add_column(c, justify="right" if c in ("published", "simulated", "error") else "left")
+        for r in comparisons:
+            err = r["error"]
+            mark = ""
+            if r.get("within_goal") is True:
+                mark = " ✓"
+            elif r.get("within_goal") is False:
+                mark = " ✗"
+            ct.add_row(*[str(r.get(a, "")) for a in axes], r["metric"], r["reference"], _fmt(r["published"]),
+                       _fmt(r["simulated"], r.get("ci")), ("–" if err is None else f"{err * 100:+.1f}%") + mark)
+        console.print(ct)
+    if ratios:
+        spec = exp.spec.report.ratio
+        rt = Table(title=f"ratio {spec.numerator} / {spec.denominator}")
+        keys = [k for k in ratios[0] if k not in ("metric", "ratio", spec.numerator, spec.denominator)]
+        for k in keys:
+            rt.add_column(k)
+        for c in ("metric", spec.numerator, spec.denominator, "ratio"):
+            rt.add_column(c, justify="right")
+        for r in ratios:
+            rt.add_row(*[str(r[k]) for k in keys], r["metric"], _fmt(r[spec.numerator]), _fmt(r[spec.denominator]), f"{r['ratio']:.2f}×")
+        console.print(rt)
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+    return buf.getvalue()
+
+
+def summary_rows(points: list[PointSummary]) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        row: dict[str, Any] = {"point": p.index, **p.labels, "replications": p.replications}
+        for k, v in p.values.items():
+            row[k] = v
+            if k in p.ci:
+                row[f"{k}_ci"] = p.ci[k]
+        rows.append(row)
+    return rows
+
+
+def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: list[dict], ratios: list[dict]) -> list[Path]:
+    """summary.csv, comparison.csv, ratio.csv and the plots named in the experiment."""
+    out = run.out_dir
+    if out is None:
+        return []
+    written = []
+    atomic_write_text(out / "summary.csv", _csv_text(summary_rows(points)))
+    written.append(out / "summary.csv")
+    if comparisons:
+        atomic_write_text(out / "comparison.csv", _csv_text(comparisons))
+        written.append(out / "comparison.csv")
+    if ratios:
+        atomic_write_text(out / "ratio.csv", _csv_text(ratios))
+        written.append(out / "ratio.csv")
+    from simulator.experiment.plotting import make_plots
+
+    written.extend(make_plots(run, points))
+    return written

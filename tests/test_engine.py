@@ -1,0 +1,74 @@
+import numpy as np
+import pytest
+
+from simulator.devices.base import Op, Request
+from simulator.devices.simple import QueueDevice, QueueDeviceConfig
+from simulator.engine import Component, Simulation, path_spawn_key, succeed_at
+
+
+def test_streams_depend_on_seed_and_path_only():
+    a = Simulation(7)
+    b = Simulation(7)
+    assert np.array_equal(a.stream("x.y").random(5), b.stream("x.y").random(5))
+    assert not np.array_equal(a.stream("x.y").random(5), a.stream("x.z").random(5))
+    assert not np.array_equal(Simulation(8).stream("x.y").random(5), a.stream("x.y").random(5))
+
+
+def test_adding_a_component_does_not_shift_another_stream():
+    s1 = Simulation(3)
+    c1 = Component("dev", s1.root)
+    x1 = c1.rng.random(10)
+    s2 = Simulation(3)
+    Component("other", s2.root).rng.random(100)  # a new component drawing first
+    c2 = Component("dev", s2.root)
+    assert np.array_equal(x1, c2.rng.random(10))
+
+
+def test_independent_streams_uncorrelated():
+    s = Simulation(11)
+    x = s.stream("a").random(20000)
+    y = s.stream("b").random(20000)
+    r = np.corrcoef(x, y)[0, 1]
+    # |r| ~ N(0, 1/n): 5 sigma bound
+    assert abs(r) < 5 / np.sqrt(len(x))
+
+
+def test_path_spawn_key_stable():
+    assert path_spawn_key("cluster.osd3") == path_spawn_key("cluster.osd3")
+    assert path_spawn_key("a") != path_spawn_key("b")
+
+
+def test_component_paths_and_duplicates():
+    s = Simulation(1)
+    a = Component("a", s.root)
+    b = Component("b", a)
+    assert b.path == "a.b"
+    assert s.root.find("a.b") is b
+    with pytest.raises(ValueError):
+        Component("b", a)
+    with pytest.raises(ValueError):
+        Component("x.y", a)
+
+
+def test_succeed_at_single_event():
+    s = Simulation(1)
+    ev = s.env.event()
+    seen = []
+    ev.callbacks.append(lambda e: seen.append((s.env.now, e.value)))
+    succeed_at(s.env, ev, 2.5, "v")
+    s.run()
+    assert seen == [(2.5, "v")]
+
+
+def test_queue_device_fcfs_and_accounting():
+    s = Simulation(1)
+    d = QueueDevice(QueueDeviceConfig(service={"dist": "deterministic", "value": "1ms"}), "d", s.root)
+    evs = [d.submit(Request(Op.READ, 0, 4096)) for _ in range(4)]
+    s.run()
+    done = [e.value.t_start for e in evs]
+    assert done == pytest.approx([0, 1e-3, 2e-3, 3e-3])
+    st = d.stats()
+    assert st["completed"]["read"] == 4
+    assert st["utilisation"] == pytest.approx(1.0)
+    # requests inside: 4 for 1ms, 3, 2, 1 -> mean 2.5 over 4ms
+    assert st["mean_queue_depth"] == pytest.approx(2.5)
