@@ -1,0 +1,693 @@
+"""Running fio jobs against devices: closed loop (``iodepth``) and open loop (``rate_iops``).
+
+A :class:`Workload` is a component (``workload``) with one child per job (``workload.<jobname>``)
+and one :class:`JobThread` per clone (``workload.<jobname>.<k>``, ``numjobs`` of them), like fio's
+threads. Each thread has its own random streams and its own statistics (``JobStats`` of the
+metrics layer).
+
+The IO path uses no SimPy process: a thread submits a :class:`~simulator.devices.base.Request` and
+appends its completion callback to the request's event; the callback records the IO and issues
+the next one. One IO through one device is one SimPy event (two with a submission latency, three
+in open loop counting the arrival).
+
+fio semantics reproduced (see also :mod:`simulator.workloads.options`):
+
+* **Closed loop**: ``iodepth`` IOs in flight per thread; each completion issues the next IO
+  immediately. Synchronous engines (psync, sync, ...) run at depth 1 whatever ``iodepth`` says.
+  Several files in one job share the job's ``iodepth``; files are chosen by
+  ``file_service_type`` (round robin by default), so the slowest device paces the job and the
+  queue depths self-balance -- versus one job per device, each with its own depth.
+* **Open loop** (``rate_iops``): arrivals per data direction, at fixed gaps (``rate_process=linear``)
+  or exponential gaps (``poisson``), on an absolute schedule starting at the job's start, each
+  direction its own stream (so, as in fio, a mixed job with a per-direction rate runs each
+  direction at its rate and ``rwmixread`` does not apply). An arrival finding all ``iodepth`` slots
+  busy waits (FIFO) for a free slot; its latency is counted from submission, as fio does.
+  Choose ``iodepth`` large enough for an open-loop experiment.
+* **Mixed jobs** (rw/randrw, closed loop): the direction of each IO follows fio's ``get_rw_ddir``
+  (a fresh draw ``1..100 <= rwmixread`` whenever the current direction has issued its share), from
+  a stream separate from the offsets.
+* ``sync=1``: writes are issued with FUA (the device implements FUA or write+flush).
+  ``fsync=N`` / ``fdatasync=N``: after every N-th write issue the next slot issues a FLUSH to the
+  file chosen for it (fio counts writes per thread); the FLUSH holds its slot until it completes;
+  its latency goes to the sync statistics. With ``ioengine=libaio`` fio performs fsync (and trim)
+  synchronously: the thread issues nothing else until it returns (in-flight IOs continue).
+* ``ramp_time``: IOs completing before the ramp ends are not recorded; at the ramp's end the
+  thread's counters restart (``size``/``number_ios`` count from there; IOs in flight at that
+  moment count towards them), ``device.reset_stats()`` is called on the job's devices so their
+  utilisation covers the same window, and ``runtime`` starts (fio: "ramp_time ... will increase
+  the total runtime"). The statistics window is ``[ramp end, last completion]``.
+* Stop conditions: ``time_based``: issue until ``runtime`` then drain (in-flight IOs count);
+  otherwise until ``size`` bytes (or ``io_size``, times ``loops``) have been issued, or ``runtime``
+  if shorter; ``number_ios`` stops after that many IOs (exactly that many are recorded).
+* Submission latency (``slat``): a per-engine constant (``sim_slat`` overrides) spent by the
+  thread before the IO reaches the device, serialised per thread (a thread can submit at most
+  1/slat IOs per second). ``clat`` = device completion - device submission; ``lat`` = slat + clat.
+* ``stonewall`` waits for all previous jobs; ``stonewall``/``new_group`` start a new reporting
+  group; ``group_reporting`` merges a thread into the previous entry when both are in the same
+  group (fio's rule), using the metrics layer's ``merge``.
+* ``randrepeat=1`` (default): every random stream of a thread is seeded from ``randseed`` (fio's
+  0xb1899bed by default) and the thread number (1-based over the whole workload, clones included,
+  as fio numbers threads), not from the experiment seed; so runs with different seeds, and
+  successive Workloads on one Simulation (a sweep keeping device state), replay the same offsets.
+  With ``randrepeat=0`` the streams come from the component path and the experiment seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import simpy
+
+from simulator.devices.base import Device, Op, Request
+from simulator.engine import Component, Simulation, succeed_at, succeed_now
+from simulator.errors import ConfigError
+from simulator.workloads.offsets import OffsetGenerator, make_offsets
+from simulator.workloads.options import FioJob
+
+__all__ = ["JobThread", "Workload"]
+
+_INF = math.inf
+_FLUSH = int(Op.FLUSH)
+_TRIM = int(Op.TRIM)
+
+# purposes of a thread's repeatable random streams (spawn keys under randseed)
+_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE = 0, 1, 2, 4
+
+
+class _File:
+    """One target of one thread: device, region, offset generator."""
+
+    __slots__ = ("dev", "gen", "index", "issued", "name", "span", "start", "submit")
+
+    def __init__(self, index: int, name: str, dev: Device, start: int, span: int, gen: OffsetGenerator):
+        self.index = index
+        self.name = name
+        self.dev = dev
+        self.submit = dev.submit
+        self.start = start
+        self.span = span
+        self.gen = gen
+        self.issued = 0  # bytes issued in the current pass (file_service_type=sequential)
+
+
+def _pct(v: Any) -> float | None:
+    return float(v[:-1]) if isinstance(v, str) and v.endswith("%") else None
+
+
+class JobThread(Component):
+    """One fio thread (a job clone): issues IOs to its files and records them in its JobStats."""
+
+    def __init__(
+        self,
+        parent: Component,
+        clone: int,
+        job: FioJob,
+        targets: Sequence[Device],
+        thread_number: int,
+        groupid: int,
+        stats_factory: Callable[..., Any],
+        workload: Workload,
+    ):
+        super().__init__(str(clone), parent)
+        self.job = job
+        self.clone = clone
+        self.thread_number = thread_number
+        self.groupid = groupid
+        self.workload = workload
+        self.stats = stats_factory(job.name, job.fio_options(), groupid=groupid, jobs=1)
+        self._add = self.stats.add
+        self._add_sync = self.stats.add_sync
+        self.files = self._make_files(targets)
+        self._nfiles = len(self.files)
+        self._file0 = self.files[0]
+        self._env = self.env
+
+        # limits
+        if job.time_based:
+            self._bytes_limit = _INF
+        else:
+            regions = sum(f.span for f in self.files)
+            if job.io_size:
+                total = job.io_size
+            elif isinstance(job.size, int):
+                total = min(job.size, regions)  # fio clamps size to what the devices hold
+            elif job.filesize:
+                total = job.filesize * self._nfiles
+            else:
+                total = regions
+            self._bytes_limit = total * job.loops
+        self._ios_limit = job.number_ios if job.number_ios else _INF
+        self._runtime = job.runtime if job.runtime else _INF
+
+        # per-IO constants
+        self._depth = job.effective_iodepth
+        self._bs = job.bs
+        self._ddirs = job.ddirs
+        self._ddir0 = job.ddirs[0]
+        self._mixed = job.is_mixed and job.rate_iops is None
+        self._mix_read = job.rwmixread
+        self._fua = bool(job.sync)
+        self._fsync_n = job.fsync
+        self._fdsync_n = job.fdatasync
+        self._slat = float(job.slat)
+        self._blocking = job.blocking_flush
+        fs_kind, fs_nr = job.file_service
+        self._fs_kind = fs_kind
+        self._fs_nr = fs_nr
+        self._rate = job.rate_iops
+        self._poisson = job.rate_process == "poisson"
+
+        self._rw_rand = self._stream(_S_RWMIX, "rwmix") if self._mixed else None
+        self._file_rand = (
+            self._stream(_S_FILES, "files") if fs_kind == "random" and self._nfiles > 1 else None
+        )
+        self._rate_rand = (
+            [self._stream(_S_RATE + d, f"rate{d}") for d in range(3)] if self._rate is not None else None
+        )
+        self._cb = self._on_done
+        self._submit_cb = self._on_slat
+        self._reset_run_state()
+
+    # ------------------------------------------------------------------ setup
+    def _seed_seq(self, purpose: int, sub: int = 0) -> np.random.SeedSequence:
+        return np.random.SeedSequence(self.job.seed, spawn_key=(self.thread_number, purpose, sub))
+
+    def _gen(self, purpose: int, name: str, sub: int = 0) -> np.random.Generator:
+        if self.job.repeatable:
+            return np.random.Generator(np.random.PCG64(self._seed_seq(purpose, sub)))
+        return self.substream(name)
+
+    def _stream(self, purpose: int, name: str) -> _Uniforms:
+        return _Uniforms(self._gen(purpose, name))
+
+    def _make_files(self, targets: Sequence[Device]) -> list[_File]:
+        job = self.job
+        names = job.filenames or [getattr(t, "path", str(i)) for i, t in enumerate(targets)]
+        if len(names) != len(targets):
+            names = [getattr(t, "path", str(i)) for i, t in enumerate(targets)]
+        nfiles = len(targets)
+        sizes = [job.bs[d] for d in job.ddirs]
+        min_bs, max_bs = min(sizes), max(sizes)
+        files = []
+        for i, dev in enumerate(targets):
+            cap = int(dev.capacity)
+            pct = _pct(job.offset)
+            base = int(cap * pct / 100.0) // min_bs * min_bs if pct is not None else int(job.offset)
+            start = base + self.clone * job.offset_increment
+            if start >= cap:
+                opt = "offset_increment" if base < cap else "offset"
+                raise job.config_error(
+                    opt, f"offset {start} bytes is beyond the end of {names[i]!r} ({cap} bytes)"
+                )
+            spct = _pct(job.size)
+            if job.filesize:
+                span = job.filesize
+            elif spct is not None:
+                span = int(cap * spct / 100.0)
+            elif job.size is not None:
+                span = int(job.size) // nfiles
+            else:
+                span = cap - start
+            span = min(span, cap - start)  # a block device cannot grow (fio's bdev_size)
+            if max_bs > span:
+                raise job.config_error(
+                    "bs",
+                    f"block size {max_bs} bytes is larger than the region of {names[i]!r} ({span} bytes"
+                    f" from offset {start})",
+                )
+            if job.direct:
+                ss = int(getattr(dev, "sector_size", 512) or 512)
+                bad = [b for b in sizes if b % ss]
+                if bad:
+                    raise job.config_error(
+                        "bs",
+                        f"direct IO needs block sizes that are multiples of the {ss}-byte sectors of {names[i]!r}",
+                    )
+                if start % ss:
+                    raise job.config_error(
+                        "offset",
+                        f"direct IO needs an offset aligned to the {ss}-byte sectors of {names[i]!r}",
+                    )
+            gen = None
+            if job.is_random:
+                gen = self._gen(_S_OFFSETS, f"offsets{i}", i)
+            try:
+                og = make_offsets(
+                    job.is_random,
+                    start,
+                    span,
+                    job.bs,
+                    job.ddirs,
+                    job.distribution,
+                    gen,
+                    randommap=not job.norandommap,
+                )
+            except ValueError as e:
+                raise job.config_error("random_distribution" if "zone" in str(e) else "bs", str(e)) from None
+            files.append(_File(i, names[i], dev, start, span, og))
+        return files
+
+    def _reset_run_state(self) -> None:
+        self._inflight = 0
+        self._if_ios = 0
+        self._if_bytes = 0
+        self._c_ios = 0
+        self._c_bytes = 0
+        self._issues = [0, 0, 0]
+        self._w_issues = 0
+        self._sync_due = False
+        self._rwmix_ddir = 0
+        self._rwmix_issues = 0
+        self._next_file = 0
+        self._fs_left = 0
+        self._cur_file = self._file0
+        self._cpu_free = 0.0
+        self._blocker: Request | None = None
+        self._issuing = False
+        self._limits_on = False
+        self._t0 = _INF
+        self._t_rec = _INF
+        self._t_stop = _INF
+        self._t_end: float | None = None
+        self._backlog: deque[int] = deque()
+        self._arrivals = [0, 0, 0]
+        self._stop_scheduled = False
+        self.done = False
+        self.issued = 0
+        self.completed = 0
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> None:
+        """Begin (after ``startdelay``). Called by the Workload."""
+        d = self.job.startdelay
+        if d > 0:
+            self._timer(d, self._begin)
+        else:
+            self._begin(None)
+
+    def _timer(self, delay: float, cb: Callable[[Any], None], value: Any = None) -> None:
+        ev = simpy.Event(self._env)
+        ev.callbacks.append(cb)
+        succeed_at(self._env, ev, delay, value)
+
+    def _begin(self, _ev: Any) -> None:
+        now = self._env.now
+        self._t0 = now
+        ramp = self.job.ramp_time
+        self._t_rec = now + ramp
+        self._t_stop = self._t_rec + self._runtime
+        self._cpu_free = now
+        self._issuing = True
+        if self.job.time_based:
+            # the expected window, so that the metrics layer's batches tile it (set again at the end)
+            self.stats.set_window(self._t_rec, self._t_stop)
+        if ramp > 0:
+            self._timer(ramp, self._ramp_end)
+        else:
+            self._ramp_end(None)
+        if self._rate is None:
+            self._fill()
+        else:
+            for d in self._ddirs:
+                if self._rate[d] > 0:
+                    self._arrive(d, now)
+            self._pump()
+        if not self._issuing and self._inflight == 0 and not self.done:
+            self._finish()
+
+    def _ramp_end(self, _ev: Any) -> None:
+        if self.done:
+            return
+        self._limits_on = True
+        # fio's reset_all_stats: issue counters restart (rwmix, fsync cadence)
+        self._issues = [0, 0, 0]
+        self._w_issues = 0
+        self._rwmix_issues = 0
+        seen = set()
+        for f in self.files:
+            if id(f.dev) not in seen:
+                seen.add(id(f.dev))
+                f.dev.reset_stats()
+
+    def _stop(self) -> None:
+        self._issuing = False
+        self._backlog.clear()
+
+    def _finish(self) -> None:
+        self.done = True
+        now = self._env.now
+        self._t_end = now
+        self.stats.set_window(self._t_rec, max(now, self._t_rec))
+        self.workload._thread_done(self)
+
+    # ------------------------------------------------------------------ issuing
+    def _fill(self) -> None:
+        """Closed loop: top the thread up to its depth."""
+        while self._inflight < self._depth and self._blocker is None:
+            if not self._issue(-1):
+                return
+
+    def _pump(self) -> None:
+        """Open loop: issue waiting arrivals while slots are free."""
+        backlog = self._backlog
+        while backlog and self._inflight < self._depth and self._blocker is None:
+            if not self._issue(backlog[0]):
+                return
+            backlog.popleft()
+
+    def _arrive(self, ddir: int, t: float) -> None:
+        """Schedule the arrival of direction ``ddir`` at absolute time ``t`` (or the stop)."""
+        if t >= self._t_stop:
+            if not self._stop_scheduled:
+                self._stop_scheduled = True
+                self._timer(self._t_stop - self._env.now, self._on_time_stop)
+            return
+        now = self._env.now
+        if t <= now:
+            self._on_arrival_now(ddir, t)
+        else:
+            self._timer(t - now, self._on_arrival, (ddir, t))
+
+    def _on_arrival(self, ev: Any) -> None:
+        ddir, t = ev._value
+        if self.done or not self._issuing:
+            return
+        self._on_arrival_now(ddir, t)
+        self._pump()
+        if not self._issuing and self._inflight == 0:
+            self._finish()
+
+    def _on_arrival_now(self, ddir: int, t: float) -> None:
+        self._backlog.append(ddir)
+        rate = self._rate[ddir]
+        if self._poisson:
+            t_next = t + self._rate_rand[ddir].exponential(1.0 / rate)
+        else:
+            # fio's linear rate: the k-th IO of a direction is due at k/rate (no accumulated rounding)
+            k = self._arrivals[ddir] = self._arrivals[ddir] + 1
+            t_next = self._t0 + k / rate
+        self._arrive(ddir, t_next)
+
+    def _on_time_stop(self, _ev: Any) -> None:
+        if self.done:
+            return
+        self._stop()
+        if self._inflight == 0:
+            self._finish()
+
+    def _pick_file(self) -> _File:
+        kind = self._fs_kind
+        if kind == "sequential":
+            f = self._cur_file
+            if f.issued >= f.span:
+                f.issued = 0
+                f = self.files[(f.index + 1) % self._nfiles]
+                self._cur_file = f
+            return f
+        if self._fs_left > 0:
+            self._fs_left -= 1
+            return self._cur_file
+        if kind == "roundrobin":
+            i = self._next_file
+            self._next_file = i + 1 if i + 1 < self._nfiles else 0
+        else:
+            i = self._file_rand.integers(self._nfiles)
+        f = self._cur_file = self.files[i]
+        self._fs_left = self._fs_nr - 1
+        return f
+
+    def _next_ddir(self) -> int:
+        """fio's get_rw_ddir for rw/randrw (rwmix)."""
+        cur = self._rwmix_ddir
+        issues = self._issues
+        if issues[cur] >= self._rwmix_issues:
+            v = 1 + int(self._rw_rand.random() * 100.0)
+            ddir = 0 if v <= self._mix_read else 1
+            if ddir != cur:
+                # fio's set_rwmix_bytes, evaluated with the old direction
+                self._rwmix_issues = (
+                    issues[cur] * (self._mix_read if cur == 1 else 100 - self._mix_read) // 100
+                )
+            self._rwmix_ddir = cur = ddir
+        return cur
+
+    def _issue(self, ddir: int) -> bool:
+        """Issue one IO (closed loop: ``ddir`` = -1, chosen here). False when the thread stops."""
+        now = self._env.now
+        if now >= self._t_stop:
+            self._stop()
+            return False
+        if self._limits_on and (
+            self._c_ios + self._if_ios >= self._ios_limit
+            or self._c_bytes + self._if_bytes >= self._bytes_limit
+        ):
+            self._stop()
+            return False
+        f = self._file0 if self._nfiles == 1 else self._pick_file()
+        if self._sync_due:
+            self._sync_due = False
+            req = Request(_FLUSH, 0, 0, False, None, now)
+            self._inflight += 1
+            self.issued += 1
+            if self._blocking:
+                self._blocker = req
+            self._submit(req, f, now)
+            # the flush took this slot; the arrival (open loop) is still waiting
+            return ddir < 0 or (self._inflight < self._depth and self._blocker is None and self._issue(ddir))
+        if ddir < 0:
+            ddir = self._next_ddir() if self._mixed else self._ddir0
+        bs = self._bs[ddir]
+        off = f.gen.next(ddir)
+        req = Request(ddir, off, bs, self._fua and ddir == 1, None, now)
+        self._inflight += 1
+        self._if_ios += 1
+        self._if_bytes += bs
+        self.issued += 1
+        self._issues[ddir] += 1
+        f.issued += bs
+        if ddir == 1:
+            self._w_issues = w = self._w_issues + 1
+            if (self._fsync_n and w % self._fsync_n == 0) or (self._fdsync_n and w % self._fdsync_n == 0):
+                self._sync_due = True
+        elif ddir == _TRIM and self._blocking:
+            self._blocker = req
+        self._submit(req, f, now)
+        return True
+
+    def _submit(self, req: Request, f: _File, now: float) -> None:
+        slat = self._slat
+        if slat > 0.0:
+            t = self._cpu_free
+            if t < now:
+                t = now
+            t += slat
+            self._cpu_free = t
+            self._timer(t - now, self._submit_cb, (req, f))
+        else:
+            f.submit(req).callbacks.append(self._cb)
+
+    def _on_slat(self, ev: Any) -> None:
+        req, f = ev._value
+        f.submit(req).callbacks.append(self._cb)
+
+    # ------------------------------------------------------------------ completion
+    def _on_done(self, ev: Any) -> None:
+        req = ev._value
+        now = self._env.now
+        self._inflight -= 1
+        self.completed += 1
+        op = req.op
+        if op != _FLUSH:
+            size = req.size
+            self._if_ios -= 1
+            self._if_bytes -= size
+            if now >= self._t_rec:
+                self._c_ios += 1
+                self._c_bytes += size
+                ts = req.t_submit
+                self._add(op, now, ts - req.tag, now - ts, size)
+        elif now >= self._t_rec:
+            self._add_sync(now, now - req.t_submit)
+        if self._blocker is req:
+            self._blocker = None
+        if self._issuing:
+            if self._rate is None:
+                self._fill()
+            else:
+                self._pump()
+        if self._inflight == 0 and not self._issuing and not self.done:
+            self._finish()
+
+    # ------------------------------------------------------------------ reporting
+    @property
+    def window(self) -> tuple[float, float | None]:
+        """(start, end) of the statistics window, simulated seconds."""
+        return self._t_rec, self._t_end
+
+
+class _Uniforms:
+    """Blocked uniforms from a numpy Generator (per-draw cost of a list pop)."""
+
+    __slots__ = ("_buf", "_gen")
+
+    def __init__(self, gen: np.random.Generator):
+        self._gen = gen
+        self._buf: list[float] = []
+
+    def random(self) -> float:
+        buf = self._buf
+        if not buf:
+            buf = self._buf = self._gen.random(4096)[::-1].tolist()
+        return buf.pop()
+
+    def integers(self, n: int) -> int:
+        return min(int(self.random() * n), n - 1)
+
+    def exponential(self, mean: float) -> float:
+        return -mean * math.log1p(-self.random())
+
+
+def _component_name(text: str) -> str:
+    out = "".join(c if (c.isalnum() or c in "-_") else "_" for c in text.strip())
+    return out or "job"
+
+
+class Workload(Component):
+    """fio jobs running against devices.
+
+    ``resolve_target(job)`` returns the job's devices, one per file of ``job.filenames`` (an RBD
+    image for ``ioengine=rbd``). ``start()`` returns an event that fires when every job has
+    finished; ``results()`` then gives one JobStats result per reported job (clones merged under
+    ``group_reporting``, as fio). ``stats_factory``/``merge`` default to
+    ``simulator.metrics.stats.JobStats``/``merge``.
+    """
+
+    def __init__(
+        self,
+        sim: Simulation,
+        jobs: Sequence[FioJob],
+        resolve_target: Callable[[FioJob], Sequence[Device]],
+        parent: Component | None = None,
+        *,
+        name: str = "workload",
+        stats_factory: Callable[..., Any] | None = None,
+        merge: Callable[[list], Any] | None = None,
+    ):
+        parent = parent if parent is not None else sim.root
+        taken = {c.name for c in parent.children}
+        base = _component_name(name)
+        nm, n = base, 1
+        while nm in taken:
+            n += 1
+            nm = f"{base}{n}"
+        super().__init__(nm, parent)
+        if stats_factory is None:
+            try:
+                from simulator.metrics.stats import JobStats as stats_factory
+            except ImportError as e:  # pragma: no cover - until the metrics layer is present
+                raise RuntimeError(
+                    "simulator.metrics.stats.JobStats is not available; pass stats_factory"
+                ) from e
+        self._merge = merge
+        self.jobs = list(jobs)
+        if not self.jobs:
+            raise ConfigError("a workload needs at least one job", field="jobs")
+        self.threads: list[JobThread] = []
+        self._phases: list[list[JobThread]] = [[]]
+        groupid = 0
+        prev_group_jobs = 0
+        tn = 0
+        names: set[str] = set()
+        for ji, job in enumerate(self.jobs):
+            if not isinstance(job, FioJob):
+                raise TypeError(f"jobs[{ji}] is {type(job).__name__}, expected FioJob (see resolve_jobs)")
+            targets = list(resolve_target(job))
+            if not targets:
+                raise job.config_error("filename", f"job {job.name!r} resolved to no device")
+            for t in targets:
+                if not hasattr(t, "submit") or not hasattr(t, "capacity"):
+                    raise job.config_error("filename", f"job {job.name!r}: target {t!r} is not a device")
+            if (job.stonewall or job.new_group) and prev_group_jobs:
+                groupid += 1
+                prev_group_jobs = 0
+            if job.stonewall and self._phases[-1]:
+                self._phases.append([])
+            cname = _component_name(job.name)
+            k = 1
+            uname = cname
+            while uname in names:
+                k += 1
+                uname = f"{cname}_{k}"
+            names.add(uname)
+            jc = Component(uname, self)
+            for clone in range(job.numjobs):
+                tn += 1
+                th = JobThread(jc, clone, job, targets, tn, groupid, stats_factory, self)
+                self.threads.append(th)
+                self._phases[-1].append(th)
+            prev_group_jobs += 1
+        self._started = False
+        self._done_ev: simpy.Event | None = None
+        self._phase = 0
+        self._remaining = 0
+
+    def start(self) -> simpy.Event:
+        """Start every job (stonewalled ones after their predecessors); the event fires when all
+        have finished."""
+        if self._started:
+            raise RuntimeError(f"{self.path} was already started (create a new Workload for another run)")
+        self._started = True
+        self._done_ev = simpy.Event(self.env)
+        self._start_phase(0)
+        return self._done_ev
+
+    def _start_phase(self, i: int) -> None:
+        self._phase = i
+        if i >= len(self._phases):
+            succeed_now(self.env, self._done_ev, self)
+            return
+        phase = self._phases[i]
+        self._remaining = len(phase)
+        for th in phase:
+            th.start()
+
+    def _thread_done(self, th: JobThread) -> None:
+        self._remaining -= 1
+        if self._remaining == 0:
+            self._start_phase(self._phase + 1)
+
+    @property
+    def finished(self) -> bool:
+        return all(t.done for t in self.threads)
+
+    def results(self) -> list:
+        """One result per reported job, in job order: each clone alone, or merged with the
+        previous entry when it has ``group_reporting`` and the same reporting group (fio)."""
+        if not self.finished:
+            raise RuntimeError(
+                f"{self.path}: results() before every job finished (run until start()'s event)"
+            )
+        groups: list[list[JobThread]] = []
+        prev: JobThread | None = None
+        for th in self.threads:
+            if prev is None or not th.job.group_reporting or th.groupid != prev.groupid:
+                groups.append([th])
+            else:
+                groups[-1].append(th)
+            prev = th
+        merge = self._merge
+        out = []
+        for g in groups:
+            if len(g) == 1:
+                out.append(g[0].stats.result())
+            else:
+                if merge is None:
+                    from simulator.metrics.stats import merge as merge_fn
+
+                    merge = merge_fn
+                out.append(merge([t.stats.result() for t in g]))
+        return out
