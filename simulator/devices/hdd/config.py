@@ -1,0 +1,680 @@
+"""Configuration of the HDD model (kind ``hdd``) and the geometry/seek derivations.
+
+Every field documents its unit and default. Profiles in ``models/hdd/`` set them from datasheets
+(and say so in their ``sources``). Derived quantities (cylinders, zone table, seek coefficients,
+skews) are computed by :func:`derive` for one actuator.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from simulator.config.base import ConfigModel
+from simulator.units import RPM, Bytes, BytesPerSecond, Seconds
+
+from . import kernels as K
+
+__all__ = [
+    "ActuatorConfig",
+    "CacheConfig",
+    "Derived",
+    "GeometryConfig",
+    "HDDConfig",
+    "InterfaceConfig",
+    "QueueConfig",
+    "RotationConfig",
+    "SeekConfig",
+    "ZoneRow",
+    "ZonesConfig",
+    "derive",
+]
+
+
+class ZoneRow(ConfigModel):
+    """One row of an explicit zone table (outer diameter first)."""
+
+    fraction: float = Field(
+        1.0,
+        gt=0,
+        description="share of the cylinders in this zone (rows are normalised to sum 1), dimensionless, default 1",
+    )
+    sectors_per_track: int = Field(
+        1000, ge=1, description="logical sectors per track in this zone, sectors, default 1000"
+    )
+
+
+class ZonesConfig(ConfigModel):
+    """Zoned recording: sectors per track fall from the outer (OD, LBA 0) to the inner diameter.
+
+    Three ways to say it, in order of precedence: ``table`` (explicit rows), else
+    ``od_sectors_per_track``/``id_sectors_per_track``, else ``od_rate``/``id_rate`` (media rate of
+    one head at OD/ID, as datasheets quote "internal data rate 84-163 MB/s"). With the two compact
+    forms the ``n_zones`` zones have equal radial width (equal cylinder counts) and sectors per track
+    fall linearly from OD to ID (constant linear density).
+    """
+
+    n_zones: int = Field(
+        16, ge=1, le=4096, description="number of zones for the OD/ID forms, count, default 16"
+    )
+    od_rate: BytesPerSecond = Field(
+        "163MB/s",
+        gt=0,
+        description="media transfer rate of one head at the outer diameter, bytes/s, default 163MB/s",
+    )
+    id_rate: BytesPerSecond = Field(
+        "84MB/s",
+        gt=0,
+        description="media transfer rate of one head at the inner diameter, bytes/s, default 84MB/s",
+    )
+    od_sectors_per_track: int | None = Field(
+        None,
+        ge=1,
+        description="sectors per track at OD (overrides the rates when both OD and ID are given), sectors, default none",
+    )
+    id_sectors_per_track: int | None = Field(
+        None, ge=1, description="sectors per track at ID, sectors, default none"
+    )
+    table: tuple[ZoneRow, ...] | None = Field(
+        None, description="explicit zone table, OD first (overrides everything else), default none"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ZonesConfig:
+        if (self.od_sectors_per_track is None) != (self.id_sectors_per_track is None):
+            raise ValueError("give both od_sectors_per_track and id_sectors_per_track, or neither")
+        if self.table is not None and len(self.table) == 0:
+            raise ValueError("zone table is empty")
+        if self.od_rate < self.id_rate:
+            raise ValueError(
+                f"od_rate {self.od_rate:g} B/s is below id_rate {self.id_rate:g} B/s (OD tracks are the longest)"
+            )
+        if self.od_sectors_per_track is not None and self.od_sectors_per_track < self.id_sectors_per_track:  # type: ignore[operator]
+            raise ValueError("od_sectors_per_track is below id_sectors_per_track (OD tracks are the longest)")
+        return self
+
+
+class GeometryConfig(ConfigModel):
+    """Capacity, heads and zones; cylinders are derived."""
+
+    capacity: Bytes = Field(
+        "1TB", gt=0, description="user capacity of the whole drive (all actuators), bytes, default 1TB"
+    )
+    sector_size: Bytes = Field(512, description="logical sector size, bytes (512 or 4096), default 512")
+    heads: int = Field(
+        8,
+        ge=1,
+        le=64,
+        description="data heads (recording surfaces) of the whole drive; a dual-actuator drive splits them between its actuators, count, default 8",
+    )
+    zones: ZonesConfig = Field(
+        default_factory=ZonesConfig, description="zoned-recording layout, default 16 zones 163->84 MB/s"
+    )
+    layout: Literal["serpentine", "cylinder"] = Field(
+        "serpentine",
+        description="LBA order: serpentine (each zone is laid surface by surface, alternating direction, as modern drives do) or cylinder (all heads of a cylinder, then the next cylinder: the classic layout), default serpentine",
+    )
+    track_skew: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="angular offset of sector 0 between adjacent heads of a cylinder, revolutions; default none = just enough to cover a head switch",
+    )
+    cylinder_skew: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="angular offset of sector 0 from the last head of a cylinder to head 0 of the next, revolutions; default none = just enough to cover a single-track seek",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> GeometryConfig:
+        if self.sector_size not in (512, 4096):
+            raise ValueError(f"sector_size must be 512 or 4096 bytes, not {self.sector_size}")
+        if self.capacity < self.sector_size * self.heads:
+            raise ValueError("capacity is smaller than one sector per head")
+        return self
+
+
+class RotationConfig(ConfigModel):
+    """Spindle. The platter's angle at time t is (phase0 + t*rpm/60) mod 1, phase0 drawn at start."""
+
+    rpm: RPM = Field(
+        "7200rpm", gt=0, le=30000, description="spindle speed, revolutions per minute, default 7200rpm"
+    )
+
+
+class SeekConfig(ConfigModel):
+    """Seek time as a function of distance, plus settle and head-switch times.
+
+    Models:
+
+    * ``three_point``: seek(d) = t_track + alpha*(d-1) + beta*sqrt(d-1) through the datasheet's
+      single-track, average and full-stroke *read* figures (which include read settle).
+      ``average_weighting`` says what "average" averages over: ``random_pairs`` (distance between two
+      uniformly random cylinders, density 2(1-x): E[x]=1/3, E[sqrt x]=8/15) or ``uniform_distance``
+      (every distance equally likely: E[x]=1/2, E[sqrt x]=2/3 — the desim/chs.c formula
+      alpha=(4 full-6 avg+2 track)/Ncyl, beta=(-3 full+6 avg-3 track)/sqrt(Ncyl)). A write seek is
+      the read curve - read_settle + write_settle, unless write figures are given.
+    * ``ruemmler_wilkes``: x=d/Ncyl; a + b*sqrt(x) below ``rw_boundary``, c + e*x above, plus settle.
+      With ``rw_from_figures`` the five numbers come from the three datasheet figures instead: the
+      curve passes through single_track (d=1) and full_stroke, its mean (``average_weighting``)
+      equals average, and the two parts join smoothly (same value and slope at the boundary — the
+      point where the arm stops accelerating). Write figures give the write curve the same way.
+    * ``table``: measured points (distance as a fraction of the full stroke -> seconds), linearly
+      interpolated, plus settle.
+    """
+
+    model: Literal["three_point", "ruemmler_wilkes", "table"] = Field(
+        "three_point", description="seek curve model, default three_point"
+    )
+    single_track: Seconds = Field(
+        "0.23ms",
+        gt=0,
+        description="three_point: single-track read seek incl. read settle, seconds, default 0.23ms",
+    )
+    average: Seconds = Field(
+        "7.5ms", gt=0, description="three_point: average read seek incl. read settle, seconds, default 7.5ms"
+    )
+    full_stroke: Seconds = Field(
+        "17.26ms",
+        gt=0,
+        description="three_point: full-stroke read seek incl. read settle, seconds, default 17.26ms",
+    )
+    write_single_track: Seconds | None = Field(
+        None,
+        gt=0,
+        description="three_point: single-track write seek incl. write settle, seconds, default none (derived from the read curve)",
+    )
+    write_average: Seconds | None = Field(
+        None, gt=0, description="three_point: average write seek, seconds, default none"
+    )
+    write_full_stroke: Seconds | None = Field(
+        None, gt=0, description="three_point: full-stroke write seek, seconds, default none"
+    )
+    average_weighting: Literal["random_pairs", "uniform_distance"] = Field(
+        "random_pairs", description="three_point: what the average figure averages over, default random_pairs"
+    )
+    rw_from_figures: bool = Field(
+        False,
+        description="ruemmler_wilkes: derive a, b, c, e and the boundary from single_track/average/full_stroke (smooth join), default false",
+    )
+    rw_boundary: float = Field(
+        0.195,
+        gt=0,
+        le=1,
+        description="ruemmler_wilkes: boundary between sqrt and linear parts, fraction of the full stroke, default 0.195 (HP 97560: 383/1962 cylinders)",
+    )
+    rw_short_const: Seconds = Field(
+        "3.24ms", ge=0, description="ruemmler_wilkes: a, seconds, default 3.24ms (HP 97560 fit)"
+    )
+    rw_short_sqrt: Seconds = Field(
+        "17.72ms",
+        ge=0,
+        description="ruemmler_wilkes: b (times sqrt of the stroke fraction), seconds, default 17.72ms (0.400ms*sqrt(1962))",
+    )
+    rw_long_const: Seconds = Field("8.0ms", ge=0, description="ruemmler_wilkes: c, seconds, default 8.0ms")
+    rw_long_linear: Seconds = Field(
+        "15.7ms",
+        ge=0,
+        description="ruemmler_wilkes: e (times the stroke fraction), seconds, default 15.7ms (0.008ms*1962)",
+    )
+    table: tuple[tuple[float, Seconds], ...] | None = Field(
+        None,
+        description="table: (stroke fraction in (0,1], seconds) points, increasing fraction, default none",
+    )
+    read_settle: Seconds = Field(
+        "0ms",
+        ge=0,
+        description="settle before reading after a seek (included in three_point figures; added to the other models), seconds, default 0",
+    )
+    write_settle: Seconds = Field(
+        "0.5ms",
+        ge=0,
+        description="settle before writing after a seek, seconds, default 0.5ms (desim's guess for a 7.2K drive)",
+    )
+    head_switch: Seconds = Field(
+        "0.5ms",
+        ge=0,
+        description="switch to another head on the same cylinder, for a read, seconds, default 0.5ms (desim's guess)",
+    )
+    write_head_switch: Seconds | None = Field(
+        None,
+        ge=0,
+        description="head switch for a write, seconds, default none = head_switch + max(0, write_settle - read_settle)",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> SeekConfig:
+        figures = self.model == "three_point" or (self.model == "ruemmler_wilkes" and self.rw_from_figures)
+        if figures:
+            if not (self.single_track <= self.average <= self.full_stroke):
+                raise ValueError("need single_track <= average <= full_stroke")
+            w = (self.write_single_track, self.write_average, self.write_full_stroke)
+            if any(v is not None for v in w):
+                if any(v is None for v in w):
+                    raise ValueError(
+                        "give all three write figures (write_single_track, write_average, write_full_stroke) or none"
+                    )
+                if not (w[0] <= w[1] <= w[2]):  # type: ignore[operator]
+                    raise ValueError("need write_single_track <= write_average <= write_full_stroke")
+        if self.model == "table":
+            if not self.table or len(self.table) < 1:
+                raise ValueError("seek model 'table' needs a non-empty table of (fraction, seconds)")
+            xs = [p[0] for p in self.table]
+            ys = [p[1] for p in self.table]
+            if any(x <= 0 or x > 1 for x in xs) or any(b <= a for a, b in itertools.pairwise(xs)):
+                raise ValueError("seek table fractions must be strictly increasing within (0, 1]")
+            if any(y < 0 for y in ys) or any(b < a for a, b in itertools.pairwise(ys)):
+                raise ValueError("seek table times must be >= 0 and non-decreasing")
+        if self.model == "ruemmler_wilkes" and not self.rw_from_figures:
+            xb = self.rw_boundary
+            if (
+                self.rw_long_const + self.rw_long_linear * xb
+                < self.rw_short_const + self.rw_short_sqrt * math.sqrt(xb) - 1e-12
+            ):
+                raise ValueError("ruemmler_wilkes curve drops at the boundary (long part below short part)")
+        return self
+
+
+class InterfaceConfig(ConfigModel):
+    """Host interface and command processing."""
+
+    protocol: Literal["sata", "sas"] = Field(
+        "sata",
+        description="host protocol (informational; FUA and queue depth are set explicitly), default sata",
+    )
+    link_rate: BytesPerSecond = Field(
+        "6Gb/s",
+        gt=0,
+        description="line rate of the host link, bytes/s (6Gb/s SATA-3/SAS-2, 12Gb/s SAS-3), default 6Gb/s",
+    )
+    link_efficiency: float = Field(
+        0.8,
+        gt=0,
+        le=1,
+        description="payload share of the line rate (8b/10b = 0.8), dimensionless, default 0.8",
+    )
+    read_overhead: Seconds = Field(
+        "0.2ms", ge=0, description="controller overhead per read command, seconds, default 0.2ms"
+    )
+    write_overhead: Seconds = Field(
+        "0.2ms", ge=0, description="controller overhead per write command, seconds, default 0.2ms"
+    )
+    cache_hit_overhead: Seconds | None = Field(
+        None,
+        ge=0,
+        description="overhead of a read served from the buffer, seconds, default none = read_overhead",
+    )
+    flush_overhead: Seconds | None = Field(
+        None,
+        ge=0,
+        description="overhead of a FLUSH (on top of waiting for destage), seconds, default none = write_overhead",
+    )
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.link_rate * self.link_efficiency
+
+
+class QueueConfig(ConfigModel):
+    """On-drive command queue (NCQ/TCQ) and its scheduler."""
+
+    depth: int = Field(
+        32,
+        ge=1,
+        le=4096,
+        description="commands the drive accepts at once (SATA NCQ 32; SAS TCQ deeper); more wait in a host-side FIFO, count, default 32",
+    )
+    policy: Literal["sptf", "fifo"] = Field(
+        "sptf",
+        description="order of service: shortest positioning time first (seek + rotation from the platter's real angle) or arrival order, default sptf",
+    )
+    max_age: Seconds = Field(
+        "0.5s",
+        ge=0,
+        description="aging guard: a command older than this goes first (0 disables), seconds, default 0.5s",
+    )
+    max_skips: int = Field(
+        0,
+        ge=0,
+        description="aging guard: a command passed over more than this many times goes first (0 disables), count, default 0",
+    )
+
+
+class CacheConfig(ConfigModel):
+    """DRAM buffer: write cache (off / volatile write-back / persistent) and read look-ahead."""
+
+    buffer_size: Bytes = Field(
+        "64MiB", ge=0, description="DRAM buffer of the whole drive, bytes, default 64MiB"
+    )
+    write_cache: Literal["off", "volatile", "persistent"] = Field(
+        "off",
+        description="off (WCE=0: writes reach media before ack), volatile (WCE=1: ack from DRAM, FLUSH waits for destage), persistent (non-volatile cache: ack once in it, FLUSH cheap), default off",
+    )
+    write_cache_size: Bytes | None = Field(
+        None,
+        ge=0,
+        description="bytes of dirty data the cache holds before writes wait (whole drive), default none = buffer_size (volatile) / persistent_size (persistent)",
+    )
+    persistent_size: Bytes | None = Field(
+        None,
+        ge=0,
+        description="size of the non-volatile write cache (persistent mode), bytes, default none = buffer_size",
+    )
+    persistent_ack: Seconds = Field(
+        "0s",
+        ge=0,
+        description="extra time to make a write durable in the non-volatile cache before ack, seconds, default 0",
+    )
+    destage: Literal["idle", "mixed"] = Field(
+        "idle",
+        description="idle: dirty data is written when no host command waits (or the cache is above high_watermark, or a FLUSH waits); mixed: destage competes with host commands in the scheduler, default idle",
+    )
+    high_watermark: float = Field(
+        0.75,
+        gt=0,
+        le=1,
+        description="dirty fraction above which destage competes with host commands even in idle mode, dimensionless, default 0.75",
+    )
+    destage_window: int = Field(
+        64,
+        ge=1,
+        le=4096,
+        description="oldest dirty extents the scheduler considers at once, count, default 64",
+    )
+    destage_merge: Bytes = Field(
+        "1MiB",
+        ge=0,
+        description="a cached write that continues the newest dirty extent merges into it up to this size, bytes, default 1MiB",
+    )
+    fua_supported: bool = Field(
+        True,
+        description="the drive honours FUA; if not, a FUA write is a cached write followed by a full FLUSH (what Linux does for most SATA drives), default true",
+    )
+    read_lookahead: bool = Field(
+        True, description="segment read cache with read-ahead after each media read, default true"
+    )
+    segments: int = Field(
+        16, ge=1, le=1024, description="read cache segments (most recent media reads kept), count, default 16"
+    )
+    readahead: Bytes = Field(
+        "256KiB",
+        ge=0,
+        description="most data read ahead after a media read while the mechanism is idle, bytes, default 256KiB",
+    )
+
+    def write_cache_bytes(self) -> int:
+        """Dirty bytes the write cache of the whole drive holds before writes wait."""
+        if self.write_cache_size is not None:
+            return int(self.write_cache_size)
+        if self.write_cache == "persistent" and self.persistent_size is not None:
+            return int(self.persistent_size)
+        return int(self.buffer_size)
+
+
+class ActuatorConfig(ConfigModel):
+    """Single or dual actuator (Seagate MACH.2)."""
+
+    count: Literal[1, 2] = Field(1, description="independent head stacks on one spindle, count, default 1")
+    exposure: Literal["luns", "lba_halves"] = Field(
+        "luns",
+        description="dual: 'luns' (SAS: children lun0/lun1, half capacity each) or 'lba_halves' (SATA: one device, first half of the LBAs on actuator 0), default luns",
+    )
+    split_cache: bool = Field(
+        True, description="dual: each actuator gets half the buffer and write cache, default true"
+    )
+
+
+class HDDConfig(ConfigModel):
+    """A hard disk drive: geometry, spindle, seek, interface, queue, caches, actuators."""
+
+    geometry: GeometryConfig = Field(
+        default_factory=GeometryConfig, description="capacity, heads, zones, skews"
+    )
+    rotation: RotationConfig = Field(default_factory=RotationConfig, description="spindle speed")
+    seek: SeekConfig = Field(default_factory=SeekConfig, description="seek curve, settle, head switch")
+    interface: InterfaceConfig = Field(
+        default_factory=InterfaceConfig, description="host link and command overheads"
+    )
+    queue: QueueConfig = Field(default_factory=QueueConfig, description="drive queue depth and scheduler")
+    cache: CacheConfig = Field(default_factory=CacheConfig, description="buffer, write cache, look-ahead")
+    actuators: ActuatorConfig = Field(default_factory=ActuatorConfig, description="single or dual actuator")
+
+    @model_validator(mode="after")
+    def _check(self) -> HDDConfig:
+        n = self.actuators.count
+        if self.geometry.heads % n:
+            raise ValueError(
+                f"geometry.heads ({self.geometry.heads}) must divide evenly between {n} actuators"
+            )
+        if self.geometry.capacity % (n * self.geometry.sector_size):
+            raise ValueError(f"geometry.capacity must be a multiple of {n} x sector_size")
+        if self.cache.write_cache != "off" and self.cache.write_cache_bytes() <= 0:
+            raise ValueError(
+                "a write cache needs a positive size (cache.write_cache_size / buffer_size / persistent_size)"
+            )
+        derive(self)  # raises ValueError on an impossible geometry or a non-monotone seek curve
+        return self
+
+
+@dataclass
+class Derived:
+    """Numbers of one actuator derived from the config (what the kernels use)."""
+
+    heads: int
+    total_sectors: int
+    sector_size: int
+    ncyl: int
+    rev_time: float
+    zt: np.ndarray  # [nz, 5]
+    sk: np.ndarray  # [2, 8]
+    tt: np.ndarray  # [2, k] seek table: stroke fraction; seconds
+    track_skew: float
+    cylinder_skew: float
+    head_switch_read: float
+    head_switch_write: float
+    seek_coeffs: dict
+
+    def media_rate(self, lba: int) -> float:
+        """Media transfer rate at an LBA, bytes/s."""
+        z = int(np.searchsorted(self.zt[:, 0], lba, side="right") - 1)
+        return float(self.zt[z, 3]) * self.sector_size / self.rev_time
+
+
+def _zone_spts(z: ZonesConfig, rev_time: float, sector_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sectors per track, cylinder fraction) per zone, OD first."""
+    if z.table is not None:
+        spt = np.array([r.sectors_per_track for r in z.table], dtype=float)
+        frac = np.array([r.fraction for r in z.table], dtype=float)
+        return spt, frac / frac.sum()
+    n = z.n_zones
+    if z.od_sectors_per_track is not None:
+        od, idd = float(z.od_sectors_per_track), float(z.id_sectors_per_track)  # type: ignore[arg-type]
+    else:
+        od = z.od_rate * rev_time / sector_size
+        idd = z.id_rate * rev_time / sector_size
+    if n == 1:
+        spt = np.array([round(od)], dtype=float)
+    else:
+        spt = np.round(od + (idd - od) * np.arange(n) / (n - 1))
+    if spt.min() < 1:
+        raise ValueError("zones give less than one sector per track; check the rates and sector_size")
+    return spt, np.full(n, 1.0 / n)
+
+
+def _three_point(t1: float, avg: float, full: float, weighting: str) -> tuple[float, float]:
+    """(A, B) with seek = t1 + A*x + B*sqrt(x), x = (d-1)/(dmax-1)."""
+    F = full - t1
+    V = avg - t1
+    if weighting == "uniform_distance":
+        return 4 * F - 6 * V, -3 * F + 6 * V
+    # random pairs: E[x] = 1/3, E[sqrt x] = 8/15
+    B = 5 * V - 5 * F / 3
+    return F - B, B
+
+
+def _rw_parts(xb: float, t1: float, full: float, n: float) -> tuple[float, float, float, float]:
+    r = math.sqrt(xb)
+    b = (full - t1) / (r / 2 + 1 / (2 * r) - 1 / math.sqrt(n))
+    a = t1 - b / math.sqrt(n)
+    e = b / (2 * r)
+    c = a + b * r / 2
+    return a, b, c, e
+
+
+def _rw_mean(xb: float, t1: float, full: float, n: float, weighting: str) -> float:
+    a, b, c, e = _rw_parts(xb, t1, full, n)
+    if weighting == "uniform_distance":  # integral of f over [0, 1]
+        return a * xb + b * 2 / 3 * xb**1.5 + c * (1 - xb) + e * (1 - xb * xb) / 2
+    i1 = 2 * (a * (xb - xb**2 / 2) + b * (2 / 3 * xb**1.5 - 2 / 5 * xb**2.5))
+    i2 = 2 * (c * (0.5 - (xb - xb**2 / 2)) + e * ((0.5 - 1 / 3) - (xb**2 / 2 - xb**3 / 3)))
+    return i1 + i2
+
+
+def rw_from_figures(
+    t1: float, avg: float, full: float, dmax: float, weighting: str
+) -> tuple[float, float, float, float, float]:
+    """Ruemmler-Wilkes curve (a, b, c, e, boundary fraction) through the three datasheet figures
+    with a smooth join; raises ValueError when no boundary in (0, 1] reproduces ``avg``."""
+    n = max(2.0, float(dmax))
+    lo, hi = 1.0 / n, 1.0
+    f_lo = _rw_mean(lo, t1, full, n, weighting) - avg
+    f_hi = _rw_mean(hi, t1, full, n, weighting) - avg
+    if f_lo > 0 or f_hi < 0:
+        raise ValueError(
+            f"no smooth Ruemmler-Wilkes curve has single_track={t1 * 1e3:g}ms, average={avg * 1e3:g}ms, "
+            f"full_stroke={full * 1e3:g}ms (average must lie between {(f_lo + avg) * 1e3:.3g} and {(f_hi + avg) * 1e3:.3g} ms)"
+        )
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if _rw_mean(mid, t1, full, n, weighting) < avg:
+            lo = mid
+        else:
+            hi = mid
+    xb = 0.5 * (lo + hi)
+    a, b, c, e = _rw_parts(xb, t1, full, n)
+    return a, b, c, e, xb
+
+
+def derive(cfg: HDDConfig, actuators: int | None = None) -> Derived:
+    """Derive one actuator's geometry, zone table and seek coefficients. Raises ValueError."""
+    g = cfg.geometry
+    n_act = actuators if actuators is not None else cfg.actuators.count
+    heads = g.heads // n_act
+    ss = int(g.sector_size)
+    total = int(g.capacity // ss) // n_act
+    rev = 60.0 / cfg.rotation.rpm
+    spt, frac = _zone_spts(g.zones, rev, ss)
+    # cylinders: total <= sum_z round(frac_z*C) * heads * spt_z
+    per_cyl = heads * float((frac * spt).sum())
+    C = max(len(spt), int(math.ceil(total / per_cyl)))
+    while True:
+        zc = np.maximum(1, np.floor(frac * C + 0.5)).astype(np.int64)
+        cap = int((zc * heads * spt.astype(np.int64)).sum())
+        if cap >= total:
+            break
+        C += max(1, C // 1000)
+    ncyl = int(zc.sum())
+    if ncyl < 2:
+        raise ValueError("geometry gives fewer than 2 cylinders (too few sectors for the heads and zones)")
+    zt = np.zeros((len(spt), 5))
+    lba = 0
+    cyl = 0
+    rows = []
+    trk = 0
+    for i in range(len(spt)):
+        if lba >= total:
+            break
+        n_sect = int(zc[i]) * heads * int(spt[i])
+        end = min(total, lba + n_sect)
+        used = int(math.ceil((end - lba) / (heads * spt[i])))  # the last zone may be partly used
+        rows.append((lba, end, cyl, spt[i], used, trk))
+        trk += used * heads
+        lba = end
+        cyl += used
+    zt = np.array(rows, dtype=float)
+    ncyl = max(2, cyl)
+
+    s = cfg.seek
+    sk = np.zeros((2, K.NSEEK))
+    tt = np.array([[0.0, 1.0], [0.0, 0.0]])
+    dmax = ncyl - 1
+    coeffs: dict = {"model": s.model, "ncyl": ncyl}
+    if s.model == "three_point":
+        norm = max(1.0, dmax - 1.0)
+        rows3 = [(s.single_track, s.average, s.full_stroke, 0.0)]
+        if s.write_single_track is not None:
+            rows3.append((s.write_single_track, s.write_average, s.write_full_stroke, 0.0))  # type: ignore[arg-type]
+        else:
+            rows3.append((s.single_track, s.average, s.full_stroke, s.write_settle - s.read_settle))
+        for w, (t1, av, fu, add) in enumerate(rows3):
+            A, B = _three_point(t1, av, fu, s.average_weighting)
+            if B < -1e-12 or A + B / 2 < -1e-12:
+                raise ValueError(
+                    f"three_point seek curve through single_track={t1 * 1e3:g}ms, average={av * 1e3:g}ms, "
+                    f"full_stroke={fu * 1e3:g}ms with average_weighting={s.average_weighting} is not monotone "
+                    f"(A={A * 1e3:.3g}ms, B={B * 1e3:.3g}ms); try average_weighting=random_pairs or another model"
+                )
+            if t1 + add < 0:
+                raise ValueError("write seek curve negative (write_settle much smaller than read_settle)")
+            sk[w] = (0, t1, A / norm, B / math.sqrt(norm), 0.0, 0.0, add, norm)
+            coeffs["write" if w else "read"] = {"t_track": t1, "A": A, "B": B, "add": add}
+    elif s.model == "ruemmler_wilkes" and s.rw_from_figures:
+        figs = [(s.single_track, s.average, s.full_stroke, 0.0)]
+        if s.write_single_track is not None:
+            figs.append((s.write_single_track, s.write_average, s.write_full_stroke, 0.0))  # type: ignore[arg-type]
+        else:
+            figs.append((s.single_track, s.average, s.full_stroke, s.write_settle - s.read_settle))
+        for w, (t1, av, fu, add) in enumerate(figs):
+            a, b, c, e, xb = rw_from_figures(t1, av, fu, dmax, s.average_weighting)
+            sk[w] = (1, a, b, c, e, xb * dmax, add, dmax)
+            coeffs["write" if w else "read"] = {"a": a, "b": b, "c": c, "e": e, "boundary": xb, "add": add}
+    elif s.model == "ruemmler_wilkes":
+        for w, add in enumerate((s.read_settle, s.write_settle)):
+            sk[w] = (
+                1,
+                s.rw_short_const,
+                s.rw_short_sqrt,
+                s.rw_long_const,
+                s.rw_long_linear,
+                s.rw_boundary * dmax,
+                add,
+                dmax,
+            )
+    else:
+        pts = s.table or ()
+        tt = np.array([[p[0] for p in pts], [p[1] for p in pts]], dtype=float)
+        for w, add in enumerate((s.read_settle, s.write_settle)):
+            sk[w] = (2, 0, 0, 0, 0, 0, add, dmax)
+    # head switch and skews
+    hs_r = float(s.head_switch)
+    hs_w = (
+        float(s.write_head_switch)
+        if s.write_head_switch is not None
+        else hs_r + max(0.0, s.write_settle - s.read_settle)
+    )
+    one = K.seek_curve(np.array([1.0]), 1, sk, tt)[0]
+    one_r = K.seek_curve(np.array([1.0]), 0, sk, tt)[0]
+    tsk = g.track_skew if g.track_skew is not None else min(0.999, max(hs_r, hs_w) / rev * 1.01)
+    csk = g.cylinder_skew if g.cylinder_skew is not None else min(0.999, max(one, one_r) / rev * 1.01)
+    return Derived(
+        heads=heads,
+        total_sectors=total,
+        sector_size=ss,
+        ncyl=ncyl,
+        rev_time=rev,
+        zt=np.ascontiguousarray(zt),
+        sk=sk,
+        tt=tt,
+        track_skew=float(tsk),
+        cylinder_skew=float(csk),
+        head_switch_read=hs_r,
+        head_switch_write=hs_w,
+        seek_coeffs=coeffs,
+    )

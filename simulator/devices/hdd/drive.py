@@ -1,0 +1,671 @@
+"""The HDD device: one mechanism (head stack) with its drive queue, scheduler, write cache and
+read look-ahead; and the dual-actuator drive (Seagate MACH.2) built from two of them.
+
+Per IO the hot path is: ``submit`` -> admit (one numba call writes the command into the candidate
+set) -> when the mechanism is free, one numba call chooses the next command (SPTF or FIFO, aging
+guard) *and* computes its whole service (overhead, seek, rotational delay from the platter's real
+angle, media transfer with head/cylinder switches) -> one scheduled completion event. Background
+destage of cached writes uses the same scheduler and mechanism, one scheduled callback per extent.
+
+Timing of one media command (absolute times)::
+
+    arrival ─ overhead ─▶ t_ready ─ seek (and host data for a write) ─▶ rotational delay ─▶ xs
+      xs ─ media transfer (track/cylinder switches with skew) ─▶ t_end ; reads stream over the
+      link while the media read runs: completion = max(t_end, link end)
+
+A queued command's overhead overlaps the mechanism's work on earlier commands (its t_ready is
+arrival + overhead); at QD1 it is serial.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.core import NORMAL
+
+from simulator.devices.base import Device, Op, Request
+from simulator.engine import Component, succeed_at, succeed_now
+
+from . import kernels as K
+from .config import HDDConfig, derive
+
+__all__ = ["HDD", "DualActuatorHDD", "Link", "build_hdd"]
+
+_READ = int(Op.READ)
+_WRITE = int(Op.WRITE)
+_TRIM = int(Op.TRIM)
+_FLUSH = int(Op.FLUSH)
+
+
+class Link:
+    """The host link of one drive (shared by its actuators).
+
+    Transfers reserve intervals; a transfer takes the first gap at or after its desired start that
+    is long enough (the list holds only a few future intervals, pruned as time passes).
+    """
+
+    __slots__ = ("_iv", "busy", "rate")
+
+    def __init__(self, rate: float):
+        self.rate = float(rate)
+        self._iv: list[tuple[float, float]] = []
+        self.busy = 0.0
+
+    def reserve(self, t: float, dur: float, now: float) -> float:
+        """Reserve ``dur`` seconds starting at the earliest free time >= t; return the start."""
+        if dur <= 0.0:
+            return t
+        iv = self._iv
+        while iv and iv[0][1] <= now:
+            iv.pop(0)
+        self.busy += dur
+        if not iv or t >= iv[-1][1]:
+            iv.append((t, t + dur))
+            return t
+        cur = t
+        pos = len(iv)
+        for k, (s, e) in enumerate(iv):
+            if cur + dur <= s:
+                pos = k
+                break
+            if e > cur:
+                cur = e
+        iv.insert(pos, (cur, cur + dur))
+        return cur
+
+
+class HDD(Device):
+    """One actuator's worth of disk drive (a whole single-actuator drive, or one MACH.2 LUN)."""
+
+    def __init__(
+        self,
+        cfg: HDDConfig,
+        name: str,
+        parent: Component | None,
+        *,
+        actuators: int | None = None,
+        link: Link | None = None,
+        phase: float | None = None,
+    ):
+        n_act = actuators if actuators is not None else cfg.actuators.count
+        d = derive(cfg, n_act)
+        super().__init__(name, parent, capacity=d.total_sectors * d.sector_size, sector_size=d.sector_size)
+        self.cfg = cfg
+        self.geo = d
+        itf = cfg.interface
+        c = cfg.cache
+        q = cfg.queue
+        self._ss = d.sector_size
+        self._ovh_r = float(itf.read_overhead)
+        self._ovh_w = float(itf.write_overhead)
+        self._ovh_hit = float(
+            itf.cache_hit_overhead if itf.cache_hit_overhead is not None else itf.read_overhead
+        )
+        self._ovh_flush = float(itf.flush_overhead if itf.flush_overhead is not None else itf.write_overhead)
+        self.link = link if link is not None else Link(itf.bytes_per_second)
+        self._lrate = self.link.rate
+        rng = self.rng
+        self.phase0 = float(rng.random()) if phase is None else float(phase)
+        split = n_act if cfg.actuators.split_cache else 1
+        par = np.zeros(K.NPAR)
+        par[K.P_HEADS] = d.heads
+        par[K.P_T] = d.rev_time
+        par[K.P_RPS] = 1.0 / d.rev_time
+        par[K.P_PHASE] = self.phase0
+        par[K.P_TSKEW] = d.track_skew
+        par[K.P_CSKEW] = d.cylinder_skew
+        par[K.P_HSR] = d.head_switch_read
+        par[K.P_HSW] = d.head_switch_write
+        par[K.P_NCYL] = d.ncyl
+        par[K.P_POLICY] = 1.0 if q.policy == "sptf" else 0.0
+        par[K.P_MAXAGE] = q.max_age
+        par[K.P_MAXSKIP] = q.max_skips
+        par[K.P_TOTAL] = d.total_sectors
+        par[K.P_LAYOUT] = 1.0 if cfg.geometry.layout == "serpentine" else 0.0
+        par[K.ST_CYL] = float(rng.integers(0, d.ncyl))
+        par[K.P_RA] = int(c.readahead) // self._ss
+        par[K.P_LA] = 1.0 if c.read_lookahead else 0.0
+        self._par = par
+        self._zt = d.zt
+        self._sk = d.sk
+        self._tt = d.tt
+        self._seg = np.full((max(1, c.segments // split), 3), -1.0)
+        self._qd = q.depth
+        self._window = c.destage_window if c.write_cache != "off" else 0
+        self._cq = np.zeros((self._qd + self._window + 1, K.NCOL))
+        self._cr: list[Any] = []
+        self._n = 0
+        self._nhost = 0
+        self._win = 0
+        self._hostq: deque[Request] = deque()
+        self._outstanding = 0
+        self._seq = 0
+        self._busy = False
+        self._mech_item: Any = None
+        self._stream = False
+        # write cache
+        self._wc = c.write_cache
+        self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
+        self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
+        self._idle_destage = c.destage == "idle"
+        self._hw = c.high_watermark * self._wc_size
+        self._merge = int(c.destage_merge)
+        self._fua_ok = c.fua_supported
+        self._dirty: deque[list] = deque()  # [lba, nsect, first_seq] not yet in the window
+        self._ndirty = 0  # extents in the deque, the window and in flight
+        self._dirty_bytes = 0
+        self._blocked: deque[tuple[Request, bool]] = deque()
+        self._flushes: list[list] = []  # [seq, remaining, req, ack_done]
+        #: set to a list to record every media operation as (t_dispatch, kind, seek, rotation,
+        #: media transfer, t_end) — for tests and analysis; None (default) costs nothing
+        self.trace: list[tuple[float, int, float, float, float, float]] | None = None
+        self._reset_hdd_stats()
+
+    # ------------------------------------------------------------------ accounting
+    def _reset_hdd_stats(self) -> None:
+        for i in (K.A_SEEK, K.A_ROT, K.A_XFER, K.A_OPS):
+            self._par[i] = 0.0
+        self._trace_acc = (0.0, 0.0)
+        self.read_hits = 0
+        self.destaged = 0
+        self.destaged_bytes = 0
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        if hasattr(self, "_par"):
+            self._reset_hdd_stats()
+
+    @property
+    def media_ops(self) -> int:
+        return int(self._par[K.A_OPS])
+
+    def stats(self) -> dict[str, Any]:
+        s = super().stats()
+        p = self._par
+        ops = p[K.A_OPS]
+        s["hdd"] = {
+            "media_ops": int(ops),
+            "mean_seek_s": p[K.A_SEEK] / ops if ops else 0.0,
+            "mean_rotation_s": p[K.A_ROT] / ops if ops else 0.0,
+            "mean_media_transfer_s": p[K.A_XFER] / ops if ops else 0.0,
+            "read_cache_hits": self.read_hits,
+            "destaged_extents": self.destaged,
+            "destaged_bytes": self.destaged_bytes,
+            "dirty_bytes": self._dirty_bytes,
+            "queued": self._n,
+            "host_fifo": len(self._hostq),
+        }
+        return s
+
+    # ------------------------------------------------------------------ interface
+    def submit(self, req: Request) -> simpy.Event:
+        op = req.op
+        if op != _FLUSH and (
+            op > _TRIM or op < 0 or req.size < 0 or req.offset < 0 or req.offset + req.size > self.capacity
+        ):
+            if op not in (_READ, _WRITE, _TRIM):
+                raise ValueError(f"{self.path}: unknown op {op!r}")
+            if req.size < 0:
+                raise ValueError(f"{self.path}: negative size in {req!r}")
+            self.check_range(req)
+        env = self.env
+        now = env.now
+        req.t_submit = now
+        ev = req.event = simpy.Event(env)
+        self._qarea += self._inside * (now - self._tq)
+        self._tq = now
+        self._inside += 1
+        if self._outstanding >= self._qd:
+            self._hostq.append(req)
+        else:
+            self._admit(req)
+        return ev
+
+    def _start(self, req: Request) -> None:  # pragma: no cover - submit() is overridden
+        if self._outstanding >= self._qd:
+            self._hostq.append(req)
+        else:
+            self._admit(req)
+
+    def _sectors(self, req: Request) -> tuple[int, int]:
+        ss = self._ss
+        lba = req.offset // ss
+        end = -(-(req.offset + req.size) // ss)
+        if end <= lba:
+            end = lba + 1
+        return lba, end
+
+    def _ack(self, req: Request, now: float, delay: float) -> None:
+        req.t_start = now
+        req.service = delay
+        self._complete_after(req, delay)
+
+    def _admit(self, req: Request) -> None:
+        self._outstanding += 1
+        op = req.op
+        now = self.env.now
+        if op == _READ:
+            ss = self._ss
+            off = req.offset
+            lba = off // ss
+            end = -(-(off + req.size) // ss)
+            if end <= lba:
+                end = lba + 1
+            par = self._par
+            if not self._busy and par[K.PF_ON] != 0.0:
+                if K.seg_hit(now, float(lba), float(end), self._seg, par):
+                    self._read_hit(req, now)
+                    return
+                if par[K.PF_LBA] <= lba < par[K.PF_LIM]:
+                    self._stream_hit(req, now, end)
+                    return
+            self._seq += 1
+            n = self._n
+            if K.admit_read(
+                self._cq,
+                n,
+                float(lba),
+                float(end - lba),
+                now,
+                float(self._seq),
+                now + self._ovh_r,
+                self._zt,
+                par,
+                self._seg,
+            ):
+                self._read_hit(req, now)
+                return
+            self._cr.append(req)
+            self._n = n + 1
+            self._nhost += 1
+            if not self._busy:
+                self._dispatch()
+        elif op == _WRITE:
+            self._admit_write(req, now)
+        elif op == _FLUSH:
+            if self._wc == "volatile" and self._ndirty > 0:
+                self._flushes.append([self._seq, self._ndirty, req, 0.0])
+                if not self._busy:
+                    self._dispatch()
+            else:
+                self._ack(req, now, self._ovh_flush)
+        else:  # TRIM: a no-op for the mechanism
+            lba, end = self._sectors(req)
+            K.invalidate(float(lba), float(end), self._seg, self._par)
+            self._ack(req, now, self._ovh_w)
+
+    # ------------------------------------------------------------------ reads
+    def _read_hit(self, req: Request, now: float) -> None:
+        self.read_hits += 1
+        dur = req.size / self._lrate
+        ls = self.link.reserve(now + self._ovh_hit, dur, now)
+        self._ack(req, now, ls + dur - now)
+
+    def _stream_hit(self, req: Request, now: float, end: int) -> None:
+        """The read-ahead in progress will reach the end of ``req``: wait for it (no seek)."""
+        par = self._par
+        self.read_hits += 1
+        t_data = par[K.PF_T] + (end - par[K.PF_LBA]) / par[K.PF_RATE]
+        dur = req.size / self._lrate
+        ls = self.link.reserve(max(now + self._ovh_hit, t_data), dur, now)
+        done = ls + dur
+        lim = min(float(end + par[K.P_RA]), par[K.P_TOTAL])
+        if lim > par[K.PF_LIM]:
+            par[K.PF_LIM] = lim
+        self._busy = True
+        self._stream = True
+        self._mech_item = req
+        self._busy_acc += done - now
+        self._ack(req, now, done - now)
+
+    # ------------------------------------------------------------------ writes
+    def _admit_write(self, req: Request, now: float) -> None:
+        lba, end = self._sectors(req)
+        K.invalidate(float(lba), float(end), self._seg, self._par)
+        wc = self._wc
+        nbytes = (end - lba) * self._ss
+        if wc == "off" or (req.fua and wc == "volatile" and self._fua_ok) or nbytes > self._wc_size:
+            self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
+            return
+        fua_flush = bool(req.fua and wc == "volatile")
+        if self._blocked or self._dirty_bytes + nbytes > self._wc_size:
+            self._blocked.append((req, fua_flush))
+            if not self._busy:
+                self._dispatch()
+            return
+        self._accept(req, now, lba, end, fua_flush)
+
+    def _accept(self, req: Request, now: float, lba: int, end: int, fua_flush: bool) -> None:
+        """Take a write into the write cache and acknowledge it after overhead + link transfer."""
+        self._seq += 1
+        ns = end - lba
+        dq = self._dirty
+        tail = dq[-1] if dq else None
+        if tail is not None and tail[0] + tail[1] == lba and (tail[1] + ns) * self._ss <= self._merge:
+            tail[1] += ns
+        else:
+            dq.append([lba, ns, self._seq])
+            self._ndirty += 1
+        self._dirty_bytes += ns * self._ss
+        dur = req.size / self._lrate
+        ls = self.link.reserve(now + self._ovh_w, dur, now)
+        done = ls + dur + self._nv_ack
+        if fua_flush:
+            req.t_start = now
+            req.service = done - now
+            self._flushes.append([self._seq, self._ndirty, req, done])
+        else:
+            self._ack(req, now, done - now)
+        if not self._busy:
+            self._dispatch()
+
+    def _destage_done(self, ev: simpy.Event) -> None:
+        e = ev._value
+        now = self.env.now
+        self._busy = False
+        self._mech_item = None
+        self._ndirty -= 1
+        nb = e[1] * self._ss
+        self._dirty_bytes -= nb
+        self.destaged += 1
+        self.destaged_bytes += nb
+        if self._flushes:
+            fseq = e[2]
+            keep = []
+            for f in self._flushes:
+                if fseq <= f[0]:
+                    f[1] -= 1
+                    if f[1] <= 0:
+                        req = f[2]
+                        delay = max(0.0, f[3] - now) + self._ovh_flush
+                        if req.op == _FLUSH:
+                            req.t_start = now
+                            req.service = self._ovh_flush
+                        self._complete_after(req, delay)
+                        continue
+                keep.append(f)
+            self._flushes = keep
+        bl = self._blocked
+        while bl:
+            req, ff = bl[0]
+            lba, end = self._sectors(req)
+            if self._dirty_bytes + (end - lba) * self._ss > self._wc_size:
+                break
+            bl.popleft()
+            self._accept(req, now, lba, end, ff)
+        self._pump()
+
+    # ------------------------------------------------------------------ mechanism
+    def _enqueue_host(
+        self, req: Request, now: float, lba: int, ns: int, w: int, ready: float, linkw: float
+    ) -> None:
+        self._seq += 1
+        K.enqueue(
+            self._cq,
+            self._n,
+            float(lba),
+            float(ns),
+            float(w),
+            now,
+            float(self._seq),
+            0.0,
+            ready,
+            linkw,
+            self._zt,
+            self._par,
+        )
+        self._cr.append(req)
+        self._n += 1
+        self._nhost += 1
+        if not self._busy:
+            self._dispatch()
+
+    def _fill_window(self, now: float) -> None:
+        dq = self._dirty
+        while dq and self._win < self._window:
+            e = dq.popleft()
+            K.enqueue(
+                self._cq,
+                self._n,
+                float(e[0]),
+                float(e[1]),
+                1.0,
+                now,
+                float(e[2]),
+                1.0,
+                now,
+                0.0,
+                self._zt,
+                self._par,
+            )
+            self._cr.append(e)
+            self._n += 1
+            self._win += 1
+
+    def _dispatch(self) -> None:
+        """The mechanism is free: start the next media operation, if any."""
+        if self._dirty and self._win < self._window:
+            self._fill_window(self.env.now)
+        n = self._n
+        if n == 0:
+            return
+        env = self.env
+        now = env.now
+        mode = 0
+        if (
+            self._win
+            and self._nhost
+            and self._idle_destage
+            and not (self._flushes or self._blocked or self._dirty_bytes >= self._hw)
+        ):
+            mode = 1
+        i, kind, t0, xs, tend = K.dispatch(
+            now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode
+        )
+        if i < 0:
+            return
+        if self.trace is not None:
+            self._record(now, kind, xs, tend)
+        cr = self._cr
+        item = cr[i]
+        last = cr.pop()
+        if i < n - 1:
+            cr[i] = last
+        self._n = n - 1
+        self._busy = True
+        self._mech_item = item
+        if kind == 0:
+            self._nhost -= 1
+            link = self.link
+            dur = item.size / self._lrate
+            if item.op == _READ:
+                iv = link._iv
+                if not iv or (iv[-1][1] <= now and len(iv) == 1):
+                    # fast path: the link is idle from now on
+                    link._iv = [(xs, xs + dur)]
+                    link.busy += dur
+                    done = xs + dur
+                else:
+                    done = link.reserve(xs, dur, now) + dur
+                if done < tend:
+                    done = tend
+            else:
+                link.reserve(t0, dur, now)
+                done = tend
+            delay = done - now
+            self._busy_acc += delay
+            item.t_start = now
+            item.service = delay
+            ev = item.event
+            ev.callbacks.insert(0, self._on_complete)
+            ev._ok = True
+            ev._value = item
+            env.schedule(ev, NORMAL, delay)
+        else:
+            self._win -= 1
+            self._busy_acc += tend - now
+            ev = simpy.Event(env)
+            ev.callbacks.append(self._destage_done)
+            succeed_at(env, ev, tend - now, item)
+
+    def _record(self, now: float, kind: int, xs: float, tend: float) -> None:
+        p = self._par
+        last = getattr(self, "_trace_acc", (0.0, 0.0))
+        seek = p[K.A_SEEK] - last[0]
+        rot = p[K.A_ROT] - last[1]
+        self._trace_acc = (p[K.A_SEEK], p[K.A_ROT])
+        self.trace.append((now, kind, seek, rot, tend - xs, tend))  # type: ignore[union-attr]
+
+    def _take_stream(self, i: int, now: float) -> None:
+        """Serve queued read i from the read-ahead in progress."""
+        K.remove_row(self._cq, self._n, i)
+        cr = self._cr
+        req = cr[i]
+        last = cr.pop()
+        if i < self._n - 1:
+            cr[i] = last
+        self._n -= 1
+        self._nhost -= 1
+        end = self._sectors(req)[1]
+        self._stream_hit(req, now, end)
+
+    def _on_complete(self, ev: simpy.Event) -> None:
+        self._finish(ev._value)
+
+    def _finish(self, req: Request) -> None:
+        now = self.env.now
+        self._qarea += self._inside * (now - self._tq)
+        self._tq = now
+        self._inside -= 1
+        op = req.op
+        self.completed[op] += 1
+        self.bytes[op] += req.size
+        self._outstanding -= 1
+        if req is self._mech_item:
+            self._mech_item = None
+            self._busy = False
+            if self._stream:
+                self._stream = False
+                par = self._par
+                if self._nhost and par[K.PF_ON] != 0.0:
+                    i = K.find_read_in(self._cq, self._n, par[K.PF_LBA], par[K.PF_LIM])
+                    if i >= 0:
+                        self._take_stream(i, now)
+        hq = self._hostq
+        while hq and self._outstanding < self._qd:
+            self._admit(hq.popleft())
+        if not self._busy and (self._n or self._dirty):
+            self._dispatch()
+
+    def _pump(self) -> None:
+        hq = self._hostq
+        while hq and self._outstanding < self._qd:
+            self._admit(hq.popleft())
+        if not self._busy and (self._n or self._dirty):
+            self._dispatch()
+
+    # ------------------------------------------------------------------ helpers for tests/tools
+    def locate(self, offset: int) -> tuple[int, int, int, int, float]:
+        """(cylinder, head, sector, sectors per track, angle) of a byte offset."""
+        c, h, s, spt, a = K.locate(float(offset // self._ss), self._zt, self._par)
+        return int(c), int(h), int(s), int(spt), float(a)
+
+    def seek(self, distance: float, write: bool = False) -> float:
+        """Seek time in seconds for a move of ``distance`` cylinders."""
+        return float(K.seek_curve(np.array([float(distance)]), 1 if write else 0, self._sk, self._tt)[0])
+
+    @property
+    def rev_time(self) -> float:
+        return self.geo.rev_time
+
+    def angle_at(self, t: float) -> float:
+        a = self.phase0 + t / self.geo.rev_time
+        return a - math.floor(a)
+
+
+class DualActuatorHDD(Device):
+    """A dual-actuator drive: two :class:`HDD` mechanisms on one spindle sharing the host link.
+
+    ``exposure: luns`` (SAS MACH.2) -> children ``lun0``/``lun1``; address them as
+    ``<name>.lun0``. Submitting to the drive itself treats it as the concatenation of the two (what
+    dm-linear over both LUNs would give). ``exposure: lba_halves`` (SATA MACH.2) -> one device whose
+    first half of the LBAs is actuator ``act0`` and second half ``act1``.
+    """
+
+    def __init__(self, cfg: HDDConfig, name: str, parent: Component | None):
+        super().__init__(name, parent, capacity=cfg.geometry.capacity, sector_size=cfg.geometry.sector_size)
+        self.cfg = cfg
+        self.link = Link(cfg.interface.bytes_per_second)
+        phase = float(self.rng.random())
+        names = ("lun0", "lun1") if cfg.actuators.exposure == "luns" else ("act0", "act1")
+        self.actuators = [HDD(cfg, nm, self, actuators=2, link=self.link, phase=phase) for nm in names]
+        self._half = self.actuators[0].capacity
+        self.capacity = 2 * self._half
+
+    def _start(self, req: Request) -> None:
+        op = req.op
+        parts: list[tuple[HDD, int, int]] = []
+        if op == _FLUSH:
+            parts = [(a, 0, 0) for a in self.actuators]
+        else:
+            if op not in (_READ, _WRITE, _TRIM):
+                raise ValueError(f"{self.path}: unknown op {op!r}")
+            off, end, h = req.offset, req.offset + req.size, self._half
+            if off < h:
+                parts.append((self.actuators[0], off, min(end, h) - off))
+            if end > h or (off >= h):
+                s = max(off, h)
+                parts.append((self.actuators[1], s - h, end - s))
+        state = [len(parts), req]
+        for act, o, sz in parts:
+            child = Request(op, o, sz, fua=req.fua, parent=req, tag=state)
+            ev = act.submit(child)
+            ev.callbacks.append(self._child_done)
+        req.t_start = float("inf")
+        req.service = 0.0
+
+    def submit(self, req: Request) -> simpy.Event:
+        if req.op != _FLUSH:
+            if req.size < 0:
+                raise ValueError(f"{self.path}: negative size in {req!r}")
+            self.check_range(req)
+        return super().submit(req)
+
+    def _child_done(self, ev: simpy.Event) -> None:
+        child = ev._value
+        state = child.tag
+        req = state[1]
+        if child.t_start < req.t_start:
+            req.t_start = child.t_start
+        if child.service > req.service:
+            req.service = child.service
+        state[0] -= 1
+        if state[0] == 0:
+            self._finish(req)
+            succeed_now(self.env, req.event, req)
+
+    def busy_time(self) -> float:
+        """Mean of the two mechanisms' busy time (utilisation of the drive = mean of actuators)."""
+        return sum(a.busy_time() for a in self.actuators) / len(self.actuators)
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        for a in getattr(self, "actuators", ()):
+            a.reset_stats()
+
+    def stats(self) -> dict[str, Any]:
+        s = super().stats()
+        s["actuators"] = [a.stats() for a in self.actuators]
+        s["link_busy_s"] = self.link.busy
+        return s
+
+
+def build_hdd(cfg: HDDConfig, name: str, parent: Component) -> Device:
+    """Factory registered as kind ``hdd``."""
+    if cfg.actuators.count == 2:
+        return DualActuatorHDD(cfg, name, parent)
+    return HDD(cfg, name, parent)

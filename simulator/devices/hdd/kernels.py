@@ -1,0 +1,488 @@
+"""numba kernels of the HDD model: LBA -> (cylinder, head, angle), seek curves, rotation, the
+SPTF/FIFO choice among queued commands and the service time of the chosen one.
+
+Everything here works on plain numpy arrays so one compiled call does a whole dispatch:
+
+* ``zt`` zone table, float64 ``[n_zones, 6]``: first LBA, end LBA (exclusive), first cylinder,
+  sectors per track, cylinders in the zone, index of the zone's first track in LBA order.
+  Integers are exact in float64 up to 2**53.
+* ``par`` scalar parameters, mechanism state, statistics and read-ahead state, float64
+  (indices ``P_*``, ``ST_*``, ``A_*``, ``PF_*`` below).
+* ``sk`` seek curves, float64 ``[2, 8]``: row 0 reads, row 1 writes; columns ``S_*`` below.
+  ``tt`` the measured table ``[2, k]`` (stroke fraction; seconds) for the table model.
+* ``cq`` the candidate set, float64 ``[capacity, NCOL]``, rows ``0..n-1`` valid, columns ``C_*``.
+* ``seg`` the read cache segments ``[n_segments, 3]``: first sector, end sector, time valid from.
+
+Angles are fractions of a revolution in [0, 1). The platter's angle under the heads at absolute
+simulated time t is ``(phase + t / T) mod 1`` with T the revolution time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# ---- par indices
+P_HEADS = 0
+P_T = 1  # revolution time, s
+P_PHASE = 2  # spindle angle at t=0, rev
+P_TSKEW = 3  # track (head) skew, rev
+P_CSKEW = 4  # cylinder skew, rev
+P_HSR = 5  # head switch, read, s
+P_HSW = 6  # head switch, write, s
+P_NCYL = 7
+P_POLICY = 8  # 0 fifo, 1 sptf
+P_MAXAGE = 9  # s; <= 0 disables
+P_MAXSKIP = 10  # <= 0 disables
+P_TOTAL = 11  # total sectors
+P_LAYOUT = 12  # 0 cylinder-major, 1 serpentine (each zone laid surface by surface)
+# mechanism state
+ST_CYL = 13
+ST_HEAD = 14
+# accumulated statistics
+A_SEEK = 15
+A_ROT = 16
+A_XFER = 17
+A_OPS = 18
+# read look-ahead: the read-ahead running after the last media read while the mechanism idles
+PF_ON = 19
+PF_LBA = 20  # first sector being read ahead
+PF_T = 21  # time the read-ahead started (end of the media read)
+PF_SEG = 22  # segment row it extends
+PF_LIM = 23  # read-ahead stops here (sectors)
+PF_RATE = 24  # sectors per second
+P_RA = 25  # read-ahead limit, sectors
+P_SEGNEXT = 26  # next segment row to overwrite (ring)
+P_LA = 27  # 1 = look-ahead cache on
+P_RPS = 28  # revolutions per second (1 / P_T)
+NPAR = 29
+
+# ---- seek row columns
+S_MODE = 0  # 0 three-point, 1 Ruemmler-Wilkes, 2 table
+S_A = 1
+S_B = 2
+S_C = 3
+S_E = 4
+S_BOUND = 5  # RW boundary in cylinders
+S_ADD = 6  # constant added to every d>0 seek (settle)
+S_N = 7  # normalising number of cylinders
+NSEEK = 8
+
+# ---- candidate columns
+C_LBA = 0
+C_NS = 1
+C_W = 2  # 1 = write
+C_T = 3  # time the command entered the drive queue
+C_SEQ = 4  # arrival order (FIFO and aging tie-break)
+C_SKIP = 5  # times passed over
+C_CYL = 6
+C_HEAD = 7
+C_ANG = 8
+C_KIND = 9  # 0 host command, 1 destage of dirty cache data
+C_READY = 10  # earliest time the mechanism may start on it (command decoded), s
+C_LINKW = 11  # host->drive data transfer that must finish before media write, s
+NCOL = 12
+
+_EPS_REV = 1e-9  # a target this close *behind* the head counts as "now" (float round-off)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def zone_of(lba, zt):
+    lo = 0
+    hi = zt.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if zt[mid, 0] <= lba:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def track_offset(cyl, head, par):
+    """Angle of sector 0 of track (cyl, head): accumulated track and cylinder skew."""
+    heads = par[P_HEADS]
+    off = cyl * ((heads - 1.0) * par[P_TSKEW] + par[P_CSKEW]) + head * par[P_TSKEW]
+    return off - np.floor(off)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def locate(lba, zt, par):
+    """(cylinder, head, sector in track, sectors per track, start angle) of an LBA.
+
+    Cylinder-major layout: a zone's tracks go head 0..H-1 on a cylinder, then the next cylinder.
+    Serpentine layout: a zone is laid on head 0 from its outer to its inner cylinder, then on head 1
+    back outwards, and so on; a head change happens once per surface per zone.
+    """
+    z = zone_of(lba, zt)
+    spt = zt[z, 3]
+    heads = par[P_HEADS]
+    rel = lba - zt[z, 0]
+    trk = np.floor(rel / spt)
+    sector = rel - trk * spt
+    if par[P_LAYOUT] == 0.0:
+        tc = np.floor(trk / heads)
+        cyl = zt[z, 2] + tc
+        head = trk - tc * heads
+        off = track_offset(cyl, head, par)
+    else:
+        zc = zt[z, 4]
+        head = np.floor(trk / zc)
+        t = trk - head * zc
+        if head - 2.0 * np.floor(head / 2.0) == 0.0:
+            cyl = zt[z, 2] + t
+        else:
+            cyl = zt[z, 2] + zc - 1.0 - t
+        g = zt[z, 5] + trk
+        off = g * par[P_CSKEW] + (z * (heads - 1.0) + head) * (par[P_TSKEW] - par[P_CSKEW])
+    a = off + sector / spt
+    a -= np.floor(a)
+    return cyl, head, sector, spt, a
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def seek_time(d, w, sk, tt):
+    """Seek time for a move of ``d`` cylinders (d >= 1); w = 0 read, 1 write."""
+    if d <= 0:
+        return 0.0
+    m = sk[w, S_MODE]
+    if m == 0.0:
+        x = d - 1.0
+        t = sk[w, S_A] + sk[w, S_B] * x + sk[w, S_C] * math.sqrt(x)
+    elif m == 1.0:
+        x = d / sk[w, S_N]
+        if d < sk[w, S_BOUND]:
+            t = sk[w, S_A] + sk[w, S_B] * math.sqrt(x)
+        else:
+            t = sk[w, S_C] + sk[w, S_E] * x
+    else:
+        t = _interp(d / sk[w, S_N], tt)
+    return t + sk[w, S_ADD]
+
+
+@njit(cache=True, error_model="numpy")
+def _interp(x, tt):
+    """Linear interpolation in the table tt[0] -> tt[1] (clamped at the ends); no array views,
+    so the caller stays allocation-free."""
+    k = tt.shape[1]
+    if x <= tt[0, 0]:
+        return tt[1, 0]
+    if x >= tt[0, k - 1]:
+        return tt[1, k - 1]
+    lo = 0
+    hi = k - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tt[0, mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    f = (x - tt[0, lo]) / (tt[0, hi] - tt[0, lo])
+    return tt[1, lo] + f * (tt[1, hi] - tt[1, lo])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def move_time(cur_cyl, cur_head, cyl, head, w, par, sk, tt):
+    d = abs(cyl - cur_cyl)
+    if d == 0.0:
+        if head == cur_head:
+            return 0.0
+        return par[P_HSW] if w else par[P_HSR]
+    return seek_time(d, w, sk, tt)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def rot_wait(t, angle, par):
+    """Seconds from absolute time t until ``angle`` is under the head."""
+    delta = angle - par[P_PHASE] - t * par[P_RPS]
+    delta -= np.floor(delta)
+    if delta > 1.0 - _EPS_REV:
+        delta = 0.0
+    return delta * par[P_T]
+
+
+@njit(cache=True, error_model="numpy")
+def transfer_end(t, lba, ns, w, zt, par, sk, tt):
+    """Media transfer of ``ns`` sectors from ``lba`` starting at time t with the head on the first
+    sector; follows head/cylinder switches with skew. Moves the head (par ST_*) to the last track;
+    returns (end time, sectors per track of the last track)."""
+    cyl, head, sector, spt, _a = locate(lba, zt, par)
+    rem = ns
+    T = par[P_T]
+    while True:
+        k = spt - sector
+        if k > rem:
+            k = rem
+        t += k / spt * T
+        rem -= k
+        if rem <= 0.0:
+            break
+        lba += k
+        ncyl, nhead, nsector, nspt, na = locate(lba, zt, par)
+        t += move_time(cyl, head, ncyl, nhead, w, par, sk, tt)
+        t += rot_wait(t, na, par)
+        cyl = ncyl
+        head = nhead
+        sector = nsector
+        spt = nspt
+    par[ST_CYL] = cyl
+    par[ST_HEAD] = head
+    return t, spt
+
+
+@njit(cache=True, error_model="numpy")
+def seg_hit(now, lba, end, seg, par):
+    """True if sectors [lba, end) are in the read cache at time ``now`` (a finished segment, or
+    the part of the running read-ahead already read)."""
+    for j in range(seg.shape[0]):
+        if seg[j, 0] <= lba and end <= seg[j, 1] and seg[j, 2] <= now:
+            return True
+    if par[PF_ON] != 0.0 and par[PF_T] <= now:
+        j = int(par[PF_SEG])
+        if seg[j, 0] <= lba:
+            got = np.floor((now - par[PF_T]) * par[PF_RATE])
+            lim = par[PF_LIM] - par[PF_LBA]
+            if got > lim:
+                got = lim
+            if end <= par[PF_LBA] + got:
+                return True
+    return False
+
+
+@njit(cache=True, error_model="numpy")
+def enqueue(cq, n, lba, ns, w, t, seq, kind, ready, linkw, zt, par):
+    """Write row n of the candidate set (the caller grows n)."""
+    cyl, head, _sector, _spt, a = locate(lba, zt, par)
+    cq[n, C_LBA] = lba
+    cq[n, C_NS] = ns
+    cq[n, C_W] = w
+    cq[n, C_T] = t
+    cq[n, C_SEQ] = seq
+    cq[n, C_SKIP] = 0.0
+    cq[n, C_CYL] = cyl
+    cq[n, C_HEAD] = head
+    cq[n, C_ANG] = a
+    cq[n, C_KIND] = kind
+    cq[n, C_READY] = ready
+    cq[n, C_LINKW] = linkw
+
+
+@njit(cache=True, error_model="numpy")
+def admit_read(cq, n, lba, ns, t, seq, ready, zt, par, seg):
+    """A host read arrives: 1 if the read cache has it (nothing queued), else queue it as row n
+    and return 0."""
+    if par[P_LA] != 0.0 and seg_hit(t, lba, lba + ns, seg, par):
+        return 1
+    enqueue(cq, n, lba, ns, 0.0, t, seq, 0.0, ready, 0.0, zt, par)
+    return 0
+
+
+@njit(cache=True, error_model="numpy")
+def invalidate(lba, end, seg, par):
+    """A write (or trim) of [lba, end): drop overlapping read cache segments, stop read-ahead."""
+    for j in range(seg.shape[0]):
+        if seg[j, 0] < end and lba < seg[j, 1]:
+            seg[j, 0] = -1.0
+            seg[j, 1] = -1.0
+            if par[PF_ON] != 0.0 and j == int(par[PF_SEG]):
+                par[PF_ON] = 0.0
+    if par[PF_ON] != 0.0 and lba < par[PF_LIM] and end > par[PF_LBA]:
+        if lba <= par[PF_LBA]:
+            par[PF_ON] = 0.0
+        else:
+            par[PF_LIM] = lba
+
+
+@njit(cache=True, error_model="numpy")
+def finalize_readahead(now, seg, par):
+    """The mechanism leaves the read-ahead at ``now``: the segment keeps what was read."""
+    if par[PF_ON] == 0.0:
+        return
+    par[PF_ON] = 0.0
+    if now > par[PF_T]:
+        got = np.floor((now - par[PF_T]) * par[PF_RATE])
+        lim = par[PF_LIM] - par[PF_LBA]
+        if got > lim:
+            got = lim
+        j = int(par[PF_SEG])
+        if par[PF_LBA] + got > seg[j, 1]:
+            seg[j, 1] = par[PF_LBA] + got
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def position_time(now, i, cq, par, sk, tt):
+    """(time data transfer can start, seek part, rotational part) for candidate i from now.
+
+    The mechanism starts at max(now, t_ready); a write's data crosses the link from t_ready on
+    (overlapping the seek and, for a queued command, the mechanism's earlier work)."""
+    t0 = cq[i, C_READY]
+    if t0 < now:
+        t0 = now
+    w = 1 if cq[i, C_W] != 0.0 else 0
+    s = move_time(par[ST_CYL], par[ST_HEAD], cq[i, C_CYL], cq[i, C_HEAD], w, par, sk, tt)
+    ts = t0 + s
+    dr = cq[i, C_READY] + cq[i, C_LINKW]
+    if dr > ts:
+        ts = dr
+    r = rot_wait(ts, cq[i, C_ANG], par)
+    return ts + r, s, r
+
+
+@njit(cache=True, error_model="numpy")
+def choose(now, n, cq, par, sk, tt, mode):
+    """Index of the next candidate. mode 0: any, 1: host commands only, 2: destage only.
+
+    Aging guard first (host commands older than max_age or skipped more than max_skips: oldest of
+    them); then FIFO (lowest seq) or SPTF (earliest start of data transfer, i.e. shortest
+    seek + rotational delay from the platter's real angle now). Returns -1 if nothing eligible.
+    """
+    maxage = par[P_MAXAGE]
+    maxskip = par[P_MAXSKIP]
+    best = -1
+    bseq = 1e300
+    if maxage > 0.0 or maxskip > 0.0:
+        for i in range(n):
+            if mode == 2 or cq[i, C_KIND] != 0.0:
+                continue
+            overdue = (maxage > 0.0 and now - cq[i, C_T] > maxage) or (
+                maxskip > 0.0 and cq[i, C_SKIP] > maxskip
+            )
+            if overdue and cq[i, C_SEQ] < bseq:
+                bseq = cq[i, C_SEQ]
+                best = i
+    if best < 0:
+        if par[P_POLICY] == 0.0:
+            for i in range(n):
+                kind = cq[i, C_KIND]
+                if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
+                    continue
+                if cq[i, C_SEQ] < bseq:
+                    bseq = cq[i, C_SEQ]
+                    best = i
+        else:
+            btime = 1e300
+            cc = par[ST_CYL]
+            ch = par[ST_HEAD]
+            for i in range(n):
+                kind = cq[i, C_KIND]
+                if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
+                    continue
+                t0 = cq[i, C_READY]
+                if t0 < now:
+                    t0 = now
+                w = 1 if cq[i, C_W] != 0.0 else 0
+                ts = t0 + move_time(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, sk, tt)
+                dr = cq[i, C_READY] + cq[i, C_LINKW]
+                if dr > ts:
+                    ts = dr
+                if ts > btime:
+                    continue  # the rotational delay only adds
+                ts += rot_wait(ts, cq[i, C_ANG], par)
+                if ts < btime or (ts == btime and cq[i, C_SEQ] < bseq):
+                    btime = ts
+                    bseq = cq[i, C_SEQ]
+                    best = i
+    if best >= 0 and maxskip > 0.0:
+        for i in range(n):
+            if i != best and cq[i, C_KIND] == 0.0:
+                cq[i, C_SKIP] += 1.0
+    return best
+
+
+@njit(cache=True, error_model="numpy")
+def dispatch(now, n, cq, zt, par, sk, tt, seg, mode):
+    """The mechanism is free at ``now``: end the read-ahead, choose the next candidate, compute its
+    whole service, move the head, remove its row (the last row moves into its place), start the
+    read-ahead bookkeeping if it is a read.
+
+    Returns (index, kind, t_ready, t_xfer_start, t_end) with absolute times; index -1 if nothing
+    is eligible.
+    """
+    finalize_readahead(now, seg, par)
+    i = choose(now, n, cq, par, sk, tt, mode)
+    if i < 0:
+        return -1, 0, now, now, now
+    xs, s, r = position_time(now, i, cq, par, sk, tt)
+    t0 = cq[i, C_READY]
+    if t0 < now:
+        t0 = now
+    w = 1 if cq[i, C_W] != 0.0 else 0
+    kind = int(cq[i, C_KIND])
+    lba = cq[i, C_LBA]
+    ns = cq[i, C_NS]
+    tend, spt = transfer_end(xs, lba, ns, w, zt, par, sk, tt)
+    par[A_SEEK] += s
+    par[A_ROT] += r
+    par[A_XFER] += tend - xs
+    par[A_OPS] += 1.0
+    if w == 0 and par[P_LA] != 0.0:
+        j = int(par[P_SEGNEXT])
+        seg[j, 0] = lba
+        seg[j, 1] = lba + ns
+        seg[j, 2] = tend
+        par[P_SEGNEXT] = (j + 1) % seg.shape[0]
+        par[PF_ON] = 1.0
+        par[PF_LBA] = lba + ns
+        par[PF_T] = tend
+        par[PF_SEG] = j
+        lim = lba + ns + par[P_RA]
+        if lim > par[P_TOTAL]:
+            lim = par[P_TOTAL]
+        par[PF_LIM] = lim
+        # sustained read-ahead rate: one track per revolution plus the skew crossed per track
+        sw = par[P_CSKEW] if par[P_LAYOUT] != 0.0 else par[P_TSKEW]
+        par[PF_RATE] = spt / (par[P_T] * (1.0 + sw))
+    last = n - 1
+    if i != last:
+        for c in range(NCOL):
+            cq[i, c] = cq[last, c]
+    return i, kind, t0, xs, tend
+
+
+@njit(cache=True, error_model="numpy")
+def remove_row(cq, n, i):
+    """Remove row i of n (the last row moves into its place)."""
+    last = n - 1
+    if i != last:
+        for c in range(NCOL):
+            cq[i, c] = cq[last, c]
+
+
+@njit(cache=True, error_model="numpy")
+def find_read_in(cq, n, lo, hi):
+    """Oldest queued host read lying wholly in [lo, hi) sectors, or -1."""
+    best = -1
+    bseq = 1e300
+    for i in range(n):
+        if cq[i, C_KIND] == 0.0 and cq[i, C_W] == 0.0:
+            s = cq[i, C_LBA]
+            if lo <= s and s + cq[i, C_NS] <= hi and cq[i, C_SEQ] < bseq:
+                bseq = cq[i, C_SEQ]
+                best = i
+    return best
+
+
+@njit(cache=True, error_model="numpy")
+def seek_curve(ds, w, sk, tt):
+    """Vectorised seek_time (for tests and plots)."""
+    out = np.empty(ds.shape[0])
+    for i in range(ds.shape[0]):
+        out[i] = seek_time(ds[i], w, sk, tt)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def locate_many(lbas, zt, par):
+    """Vectorised locate: array [n, 5] of (cyl, head, sector, spt, angle)."""
+    out = np.empty((lbas.shape[0], 5))
+    for i in range(lbas.shape[0]):
+        c, h, s, spt, a = locate(lbas[i], zt, par)
+        out[i, 0] = c
+        out[i, 1] = h
+        out[i, 2] = s
+        out[i, 3] = spt
+        out[i, 4] = a
+    return out
