@@ -123,9 +123,17 @@ class SweepSpec(ConfigModel):
         description="run the points of one replication back to back on the same simulated system "
         "(caches, drive state and fio's repeated offsets carry over), in the order listed",
     )
+    persist_by: list[str] = Field(
+        default_factory=list,
+        description="with persist_state: axes whose labels split the points into independent sequences "
+        "(e.g. [pool] when two pools share no state); the sequences run in parallel",
+    )
 
     @model_validator(mode="after")
     def _zip_lengths(self) -> SweepSpec:
+        for a in self.persist_by:
+            if a not in self.axes:
+                raise ValueError(f"persist_by names {a!r}, which is not an axis")
         if self.mode == "zip":
             lens = {len(a.values) for a in self.axes.values()}
             if len(lens) > 1:

@@ -49,8 +49,12 @@ def plan_tasks(exp: Experiment) -> list[dict[str, Any]]:
     tasks = []
     for r in range(exp.spec.replications):
         if exp.persist_state:
-            pts = [(p.index, p.labels, p.raw) for p in exp.points]
-            tasks.append({**base, "points": pts, "replication": r, "persist": True})
+            groups: dict[tuple, list] = {}
+            by = exp.spec.sweep.persist_by if exp.spec.sweep else []
+            for p in exp.points:
+                groups.setdefault(tuple(str(p.labels[a]) for a in by), []).append((p.index, p.labels, p.raw))
+            for pts in groups.values():
+                tasks.append({**base, "points": pts, "replication": r, "persist": True})
         else:
             for p in exp.points:
                 tasks.append({**base, "points": [(p.index, p.labels, p.raw)], "replication": r, "persist": False})
