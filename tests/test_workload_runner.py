@@ -32,11 +32,9 @@ def data_reqs(dev):
 def test_every_io_completes_exactly_once_and_latency_covers_service():
     sim = new_sim(3)
     devs = recording_devices(sim, [2e-4], dist="exponential")
-    wl, (r,) = run_jobs(
-        AIO, [{"rw": "randrw", "iodepth": 8, "number_ios": 5000, "filename": "d0"}], devs, sim
-    )
+    _, (r,) = run_jobs(AIO, [{"rw": "randrw", "iodepth": 8, "number_ios": 5000, "filename": "d0"}], devs, sim)
     d = devs["d0"]
-    assert len(d.log) == wl.threads[0].issued == 5000
+    assert len(d.log) == 5000
     assert all(d.done_count[id(q)] == 1 for _, q in d.log)
     lat = np.array([d.done_time[id(q)] - q.t_submit for _, q in d.log])
     svc = np.array([q.service for _, q in d.log])
@@ -534,3 +532,24 @@ def test_with_the_metrics_layer():
     assert res.jobs == 2
     assert res.read.iops == pytest.approx(1e4, rel=0.01)
     assert res.options["rw"] == "randread"
+
+
+def test_end_fsync_flushes_each_file_after_the_last_write():
+    sim = new_sim()
+    devs = recording_devices(sim, [1e-4, 1e-4], flush_time=1e-3)
+    _, (r,) = run_jobs(
+        AIO,
+        [{"rw": "write", "iodepth": 4, "number_ios": 100, "end_fsync": 1, "filename": "d0:d1"}],
+        devs,
+        sim,
+    )
+    for d in devs.values():
+        assert [q.op for _, q in d.log].count(Op.FLUSH) == 1
+        assert d.log[-1][1].op == Op.FLUSH  # after every write of the job
+    assert r.sync_lat.size == 2 and r.n == 100
+    # one file after the other: the job ends 2 ms after its last write
+    assert r.window[1] == pytest.approx(r.t_done.max() + 2e-3)
+    sim = new_sim()
+    devs = recording_devices(sim, [1e-4])
+    run_jobs(AIO, [{"rw": "read", "number_ios": 10, "end_fsync": 1, "filename": "d0"}], devs, sim)
+    assert Op.FLUSH not in [q.op for _, q in devs["d0"].log]  # reads only: nothing to sync

@@ -109,7 +109,7 @@ IGNORED_OPTIONS = frozenset(
         "create_serialize", "create_fsync", "fallocate", "fadvise_hint", "unlink", "unlink_each_loop",
         "exitall", "exitall_on_error", "continue_on_error", "ignore_error", "error_dump",
         "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
-        "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low",
+        "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iops_avg_time", "bw_avg_time",
         "userspace_reap", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
         "sqthread_poll_cpu", "nonvectored", "uncached", "force_async", "busy_poll",
         "mem", "iomem", "iomem_align", "mem_align", "hugepage-size", "lockmem", "overwrite",
@@ -131,14 +131,14 @@ UNSUPPORTED_OPTIONS = frozenset(
         "rate", "rate_min", "ratemin", "rate_iops_min", "ratecycle", "rate_ignore_thinktime",
         "rwmixcycle", "percentage_random", "percentage_sequential", "rw_sequencer",
         "latency_target", "latency_window", "latency_percentile", "latency_run", "max_latency",
-        "end_fsync", "fsync_on_close", "sync_file_range", "write_barrier", "fill_device", "fill_fs",
+        "sync_file_range", "write_barrier", "fill_device", "fill_fs",
         "wait_for", "flow", "flow_id", "flow_watermark", "flow_sleep",
         "trim_percentage", "trim_backlog", "trim_backlog_batch", "trim_verify_zero",
         "pre_read", "unified_rw_reporting", "kb_base", "unit_base", "io_submit_mode",
         "offset_align", "experimental_verify", "read_iolog", "replay_no_stall",
         "replay_redirect", "replay_time_scale", "replay_align", "replay_scale", "exec_prerun",
         "exec_postrun", "steadystate", "ss", "ss_dur", "ss_ramp", "number_trims", "num_range",
-        "random_distribution_file", "dedupe_mode", "serialize_overlap", "stats",
+        "random_distribution_file", "dedupe_mode", "serialize_overlap", "stats", "iodepth_low",
     }
 )
 # fmt: on
@@ -582,6 +582,8 @@ class FioJob(ConfigModel):
     fdatasync: FioInt = Field(
         0, ge=0, description="as fsync, fdatasync flavour; a device flush too (default 0)"
     )
+    end_fsync: FioBool = Field(False, description="flush every file once when a writing job ends (default 0)")
+    fsync_on_close: FioBool = Field(False, description="as end_fsync, for a block device (default 0)")
     direct: FioBool = Field(
         False, description="O_DIRECT; the page cache is not modelled, so 0 behaves as 1 (default 0)"
     )
@@ -674,6 +676,8 @@ class FioJob(ConfigModel):
                 )
             if not any(active):
                 object.__setattr__(self, "rate_iops", None)
+        if self.fsync_on_close and not self.end_fsync:
+            object.__setattr__(self, "end_fsync", True)
         if self.filename is not None and not self.filenames:
             raise ValueError("filename: no file names in filename")
         return self
@@ -787,6 +791,8 @@ _FLAG_FIELDS = frozenset(
         "group_reporting",
         "stonewall",
         "new_group",
+        "end_fsync",
+        "fsync_on_close",
     }
 )
 

@@ -29,7 +29,8 @@ fio semantics reproduced (see also :mod:`simulator.workloads.options`):
 * ``sync=1``: writes are issued with FUA (the device implements FUA or write+flush).
   ``fsync=N`` / ``fdatasync=N``: after every N-th write issue the next slot issues a FLUSH to the
   file chosen for it (fio counts writes per thread); the FLUSH holds its slot until it completes;
-  its latency goes to the sync statistics. With ``ioengine=libaio`` fio performs fsync (and trim)
+  its latency goes to the sync statistics; ``end_fsync=1`` (or ``fsync_on_close=1``) flushes each
+  file once after the last IO of a job that writes. With ``ioengine=libaio`` fio performs fsync (and trim)
   synchronously: the thread issues nothing else until it returns (in-flight IOs continue).
 * ``ramp_time``: IOs completing before the ramp ends are not recorded; at the ramp's end the
   thread's counters restart (``size``/``number_ios`` count from there; IOs in flight at that
@@ -170,6 +171,7 @@ class JobThread(Component):
         )
         self._cb = self._on_done
         self._submit_cb = self._on_slat
+        self._refill = self._fill if self._rate is None else self._pump
         self._reset_run_state()
 
     # ------------------------------------------------------------------ setup
@@ -253,7 +255,7 @@ class JobThread(Component):
 
     def _reset_run_state(self) -> None:
         self._inflight = 0
-        self._if_ios = 0
+        self._fl_inflight = 0
         self._if_bytes = 0
         self._c_ios = 0
         self._c_bytes = 0
@@ -276,9 +278,8 @@ class JobThread(Component):
         self._backlog: deque[int] = deque()
         self._arrivals = [0, 0, 0]
         self._stop_scheduled = False
+        self._end_syncs: list[_File] = []
         self.done = False
-        self.issued = 0
-        self.completed = 0
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
@@ -317,7 +318,7 @@ class JobThread(Component):
                     self._arrive(d, now)
             self._pump()
         if not self._issuing and self._inflight == 0 and not self.done:
-            self._finish()
+            self._wind_up()
 
     def _ramp_end(self, _ev: Any) -> None:
         if self.done:
@@ -334,8 +335,22 @@ class JobThread(Component):
                 f.dev.reset_stats()
 
     def _stop(self) -> None:
+        if self._issuing and self.job.end_fsync and 1 in self._ddirs:
+            self._end_syncs = list(self.files)  # fio's end_fsync: one flush per file at the end
         self._issuing = False
         self._backlog.clear()
+
+    def _wind_up(self) -> None:
+        """Nothing in flight and no more IO: the end flushes (end_fsync), one file after another,
+        then the end of the job."""
+        if self._end_syncs:
+            f = self._end_syncs.pop(0)
+            now = self._env.now
+            self._inflight += 1
+            self._fl_inflight += 1
+            self._submit(Request(_FLUSH, 0, 0, False, None, now), f, now)
+            return
+        self._finish()
 
     def _finish(self) -> None:
         self.done = True
@@ -379,7 +394,7 @@ class JobThread(Component):
         self._on_arrival_now(ddir, t)
         self._pump()
         if not self._issuing and self._inflight == 0:
-            self._finish()
+            self._wind_up()
 
     def _on_arrival_now(self, ddir: int, t: float) -> None:
         self._backlog.append(ddir)
@@ -397,7 +412,7 @@ class JobThread(Component):
             return
         self._stop()
         if self._inflight == 0:
-            self._finish()
+            self._wind_up()
 
     def _pick_file(self) -> _File:
         kind = self._fs_kind
@@ -442,7 +457,7 @@ class JobThread(Component):
             self._stop()
             return False
         if self._limits_on and (
-            self._c_ios + self._if_ios >= self._ios_limit
+            self._c_ios + self._inflight - self._fl_inflight >= self._ios_limit
             or self._c_bytes + self._if_bytes >= self._bytes_limit
         ):
             self._stop()
@@ -452,7 +467,7 @@ class JobThread(Component):
             self._sync_due = False
             req = Request(_FLUSH, 0, 0, False, None, now)
             self._inflight += 1
-            self.issued += 1
+            self._fl_inflight += 1
             if self._blocking:
                 self._blocker = req
             self._submit(req, f, now)
@@ -464,9 +479,7 @@ class JobThread(Component):
         off = f.gen.next(ddir)
         req = Request(ddir, off, bs, self._fua and ddir == 1, None, now)
         self._inflight += 1
-        self._if_ios += 1
         self._if_bytes += bs
-        self.issued += 1
         self._issues[ddir] += 1
         f.issued += bs
         if ddir == 1:
@@ -475,7 +488,10 @@ class JobThread(Component):
                 self._sync_due = True
         elif ddir == _TRIM and self._blocking:
             self._blocker = req
-        self._submit(req, f, now)
+        if self._slat > 0.0:
+            self._submit(req, f, now)
+        else:
+            f.submit(req).callbacks.append(self._cb)
         return True
 
     def _submit(self, req: Request, f: _File, now: float) -> None:
@@ -499,28 +515,25 @@ class JobThread(Component):
         req = ev._value
         now = self._env.now
         self._inflight -= 1
-        self.completed += 1
         op = req.op
         if op != _FLUSH:
             size = req.size
-            self._if_ios -= 1
             self._if_bytes -= size
             if now >= self._t_rec:
                 self._c_ios += 1
                 self._c_bytes += size
                 ts = req.t_submit
                 self._add(op, now, ts - req.tag, now - ts, size)
-        elif now >= self._t_rec:
-            self._add_sync(now, now - req.t_submit)
+        else:
+            self._fl_inflight -= 1
+            if now >= self._t_rec:
+                self._add_sync(now, now - req.t_submit)
         if self._blocker is req:
             self._blocker = None
         if self._issuing:
-            if self._rate is None:
-                self._fill()
-            else:
-                self._pump()
+            self._refill()
         if self._inflight == 0 and not self._issuing and not self.done:
-            self._finish()
+            self._wind_up()
 
     # ------------------------------------------------------------------ reporting
     @property
