@@ -30,7 +30,7 @@ app = typer.Typer(
     help="Storage performance simulator: HDDs, SSDs and Ceph clusters with fio semantics.",
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 _SUBCOMMANDS = {"run", "check", "schema", "fio", "bench", "calibrate", "compare", "measure", "validate", "--help", "-h", "--version"}

@@ -183,6 +183,20 @@ def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: i
     return doc, row
 
 
+def _vary_offsets(jobs: list[Any], replication: int) -> list[Any]:
+    """Replication 0 replays fio's offset sequence (randseed as given or fio's default); replication
+    r > 0 uses another randseed, as independent fio runs with a different randseed would. Without
+    this, replications would share the offsets and their CI would understate the uncertainty."""
+    if replication == 0:
+        return jobs
+    out = []
+    for j in jobs:
+        base = j.seed
+        derived = int(np.random.SeedSequence([base, replication]).generate_state(1, dtype=np.uint32)[0])
+        out.append(j.model_copy(update={"randseed": derived}))
+    return out
+
+
 def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> list[RunOutput]:
     """Run one task: a single (point, replication), or all points of a replication (persist_state).
 
@@ -198,7 +212,7 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
 
     for index, labels, raw in task["points"]:
         spec = validate(ExperimentSpec, raw, source)
-        jobs = _resolve_jobs(raw, spec, exp_dir, source)
+        jobs = _vary_offsets(_resolve_jobs(raw, spec, exp_dir, source), task["replication"])
         if system is None or not task.get("persist"):
             if system is not None:
                 sim = Simulation(seed)

@@ -99,7 +99,7 @@ class AxisSpec(ConfigModel):
     mapping label -> {dotted.key: value, ...} for axes that change several keys at once."""
 
     key: str | None = Field(None, description="dotted key set to each value (e.g. workload.global.iodepth)")
-    values: list[Any] | dict[str, dict[str, Any]] = Field(description="values of the axis, or label -> overrides")
+    values: list[Any] | dict[str | int | float, dict[str, Any]] = Field(description="values of the axis, or label -> overrides")
 
     @model_validator(mode="after")
     def _shape(self) -> AxisSpec:
@@ -188,7 +188,12 @@ class ExperimentSpec(ConfigModel):
     name: str = Field(description="experiment name (output directory name)")
     description: str = Field("", description="what the experiment shows")
     seed: int = Field(1, ge=0, description="experiment seed; each component's stream is derived from it and its path")
-    replications: int = Field(1, ge=1, description="independent replications per point (CIs over replications when >= 2)")
+    replications: int = Field(
+        1,
+        ge=1,
+        description="independent replications per point (CIs over replications when >= 2). Replication 0 "
+        "replays fio's offset sequence; replication r > 0 uses its own seed and its own fio randseed",
+    )
     system: SystemSpec = Field(description="the simulated hardware")
     workload: WorkloadSpec = Field(description="fio jobs")
     sweep: SweepSpec | None = Field(None, description="optional parameter sweep")

@@ -199,22 +199,30 @@ def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: l
     for p in points:
         t.add_row(*[str(p.labels[a]) for a in axes], *[_fmt(p.get(m), p.ci.get(m)) for m in metrics])
     console.print(t)
-    if comparisons:
-        ct = Table(title="simulated vs reference")
+    published = [r for r in comparisons if r["published"] is not None]
+    predicted = [r for r in comparisons if r["published"] is None]
+    if published:
+        refs = sorted({r["reference"] for r in published})
+        ct = Table(title=f"simulated vs {', '.join(refs)}")
         for a in axes:
             ct.add_column(a)
-        for c in ("metric", "reference", "published", "simulated", "error"):
-            ct.add_column(c, justify="right" if c in ("published", "simulated", "error") else "left")
-        for r in comparisons:
+        for c in ("metric", "published", "simulated", "error"):
+            ct.add_column(c, justify="left" if c == "metric" else "right")
+        for r in published:
             err = r["error"]
-            mark = ""
-            if r.get("within_goal") is True:
-                mark = " ✓"
-            elif r.get("within_goal") is False:
-                mark = " ✗"
-            ct.add_row(*[str(r.get(a, "")) for a in axes], r["metric"], r["reference"], _fmt(r["published"]),
+            mark = {True: " ✓", False: " ✗"}.get(r.get("within_goal"), "")
+            ct.add_row(*[str(r.get(a, "")) for a in axes], r["metric"], _fmt(r["published"]),
                        _fmt(r["simulated"], r.get("ci")), ("–" if err is None else f"{err * 100:+.1f}%") + mark)
         console.print(ct)
+    if predicted:
+        pt = Table(title="predictions (figures not published or kept aside)")
+        for a in axes:
+            pt.add_column(a)
+        pt.add_column("metric")
+        pt.add_column("simulated", justify="right")
+        for r in predicted:
+            pt.add_row(*[str(r.get(a, "")) for a in axes], r["metric"], _fmt(r["simulated"], r.get("ci")))
+        console.print(pt)
     if ratios:
         spec = exp.spec.report.ratio
         rt = Table(title=f"ratio {spec.numerator} / {spec.denominator}")
