@@ -162,6 +162,28 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
     return wl.results(), sim.env.now - t0
 
 
+#: percentiles of the dense latency curves kept for HDR plots (HdrHistogram's usual ticks)
+DENSE_PERCENTILES = (
+    0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 55.0, 60.0, 65.0, 70.0, 75.0, 77.5, 80.0, 82.5, 85.0, 87.5, 88.75, 90.0,
+    91.25, 92.5, 93.75, 94.375, 95.0, 95.625, 96.25, 96.875, 97.1875, 97.5, 97.8125, 98.125, 98.4375,
+    98.59375, 98.75, 98.90625, 99.0, 99.2, 99.4, 99.5, 99.6, 99.7, 99.8, 99.85, 99.9, 99.925, 99.95,
+    99.97, 99.98, 99.99, 99.995, 99.999,
+)
+
+
+def _dense_percentiles(results: list[Any]) -> dict[str, dict[str, float]]:
+    """Completion-latency percentiles (ns) of the merged jobs, densely, for HDR plots."""
+    from simulator.metrics.stats import merge, percentile_key
+
+    job = merge(list(results)) if len(results) > 1 else results[0]
+    out: dict[str, dict[str, float]] = {}
+    for d in job.present_dirs():
+        h = d.clat.hist
+        if h is not None and h.total_count:
+            out[d.name] = {percentile_key(p): float(h.value_at_percentile(p)) for p in DENSE_PERCENTILES}
+    return out
+
+
 def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: int, labels: dict[str, Any], system: System, wall: float, sim_s: float) -> tuple[dict, dict]:
     from simulator import __version__
     from simulator.metrics.fiojson import to_fio_json
@@ -178,8 +200,18 @@ def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: i
         **system.stats(),
     }
     now = datetime.now(timezone.utc).strftime("%a %b %d %H:%M:%S %Y")
+    meta["hdr_percentiles"] = _dense_percentiles(results)
     doc = to_fio_json(results, gopts, time_str=now, sim_meta=meta)
     row = summary_row(results)
+    for name, st in ((d["path"], d) for d in meta.get("devices", [])):
+        if name.count(".") > 2:
+            continue  # top-level devices and their LUNs only
+        short = name.removeprefix("system.")
+        w = st.get("window_s") or 0.0
+        if w > 0:
+            row[f"dev.{short}.iops"] = sum(st["completed"].get(k, 0) for k in ("read", "write", "trim")) / w
+            row[f"dev.{short}.util"] = st.get("utilisation")
+            row[f"dev.{short}.qd"] = st.get("mean_queue_depth")
     return doc, row
 
 

@@ -7,7 +7,6 @@ colour. The HDR plot uses HdrHistogram's convention: x = percentile on a 1/(1-p)
 
 from __future__ import annotations
 
-import csv
 import itertools
 import re
 from pathlib import Path
@@ -18,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from simulator.experiment.report import DIRS, PointSummary, _norm, _resolve_table
+from simulator.experiment.report import DIRS, PointSummary, _norm, _resolve_table, read_table
 from simulator.experiment.runner import ExperimentRun
 
 _PCT = re.compile(r"^(read|write|trim)\.p([0-9.]+)_ms$")
@@ -43,10 +42,9 @@ def _reference_rows(run: ExperimentRun) -> list[tuple[Any, dict[str, str]]]:
     rows = []
     for ref in run.experiment.spec.reference:
         path = _resolve_table(ref, run.experiment.path)
-        with path.open(newline="", encoding="utf-8") as f:
-            for r in csv.DictReader(f):
-                if all(_norm(r.get(c)) == _norm(v) for c, v in ref.filter.items()):
-                    rows.append((ref, r))
+        for r in read_table(path):
+            if all(_norm(r.get(c)) == _norm(v) for c, v in ref.filter.items()):
+                rows.append((ref, r))
     return rows
 
 
@@ -120,7 +118,7 @@ def _percentiles(doc: dict[str, Any], d: str) -> list[tuple[float, float]]:
         sec = job.get(d) or {}
         if not sec.get("total_ios"):
             continue
-        dense = (doc.get("sim") or {}).get("hdr_percentiles", {}).get(f"{job.get('jobname')}.{d}")
+        dense = (doc.get("sim") or {}).get("hdr_percentiles", {}).get(d)
         src = dense or (sec.get("clat_ns") or {}).get("percentile") or {}
         for k, v in src.items():
             pts[float(k)] = float(v) / 1e6

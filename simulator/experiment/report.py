@@ -93,8 +93,10 @@ def _resolve_table(ref: ReferenceSpec, exp_path: Path) -> Path:
     raise ConfigError(f"reference table {ref.table!r} not found", source=str(exp_path), field="reference.table")
 
 
-def _metric_key(metric: str) -> str:
-    return metric
+def read_table(path: Path) -> list[dict[str, str]]:
+    """A reference CSV; lines starting with '#' (provenance notes) are skipped."""
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str, Any]]:
@@ -104,8 +106,7 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
     covered: set[int] = set()
     for ref in exp.spec.reference:
         path = _resolve_table(ref, exp.path)
-        with path.open(newline="", encoding="utf-8") as f:
-            table = list(csv.DictReader(f))
+        table = read_table(path)
         for col in [*ref.match, *ref.filter, *ref.metrics]:
             if table and col not in table[0]:
                 raise ConfigError(f"column {col!r} not in {path.name} (columns: {', '.join(table[0])})", source=str(exp.path), field="reference")
