@@ -301,8 +301,6 @@ class SSDConfig(ConfigModel):
         mu, page = self.ftl.mapping_unit, self.flash.page_size
         if mu > page or page % mu:
             raise ValueError(f"ftl.mapping_unit ({mu} B) must divide flash.page_size ({page} B)")
-        if self.capacity % mu:
-            raise ValueError(f"capacity ({self.capacity} B) must be a multiple of ftl.mapping_unit ({mu} B)")
         if self.controller.buffer_size < page:
             raise ValueError(f"controller.buffer_size ({self.controller.buffer_size} B) must hold at least one page")
         spare = self.blocks_per_plane - self.logical_blocks_per_plane
@@ -340,7 +338,7 @@ class SSDConfig(ConfigModel):
 
     @property
     def n_lpn(self) -> int:
-        return self.capacity // self.ftl.mapping_unit
+        return -(-self.capacity // self.ftl.mapping_unit)  # a last partial unit is still a unit
 
     @property
     def physical_bytes(self) -> int:
