@@ -69,7 +69,7 @@ from simulator.errors import ConfigError
 from simulator.workloads.offsets import OffsetGenerator, make_offsets
 from simulator.workloads.options import FioJob
 
-__all__ = ["JobThread", "Workload"]
+__all__ = ["FioRequest", "JobThread", "Workload"]
 
 _INF = math.inf
 _FLUSH = int(Op.FLUSH)
@@ -77,6 +77,13 @@ _TRIM = int(Op.TRIM)
 
 # purposes of a thread's repeatable random streams (spawn keys under randseed)
 _S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE = 0, 1, 2, 4
+
+
+class FioRequest(Request):
+    """A request issued by a job thread: also carries the time the thread issued it (before the
+    submission latency), so ``slat`` = device submission - issue. ``tag`` stays free for devices."""
+
+    __slots__ = ("t_issue",)
 
 
 class _File:
@@ -348,7 +355,9 @@ class JobThread(Component):
             now = self._env.now
             self._inflight += 1
             self._fl_inflight += 1
-            self._submit(Request(_FLUSH, 0, 0, False, None, now), f, now)
+            req = FioRequest(_FLUSH, 0, 0)
+            req.t_issue = now
+            self._submit(req, f, now)
             return
         self._finish()
 
@@ -465,7 +474,8 @@ class JobThread(Component):
         f = self._file0 if self._nfiles == 1 else self._pick_file()
         if self._sync_due:
             self._sync_due = False
-            req = Request(_FLUSH, 0, 0, False, None, now)
+            req = FioRequest(_FLUSH, 0, 0)
+            req.t_issue = now
             self._inflight += 1
             self._fl_inflight += 1
             if self._blocking:
@@ -477,7 +487,8 @@ class JobThread(Component):
             ddir = self._next_ddir() if self._mixed else self._ddir0
         bs = self._bs[ddir]
         off = f.gen.next(ddir)
-        req = Request(ddir, off, bs, self._fua and ddir == 1, None, now)
+        req = FioRequest(ddir, off, bs, self._fua and ddir == 1)
+        req.t_issue = now
         self._inflight += 1
         self._if_bytes += bs
         self._issues[ddir] += 1
@@ -523,7 +534,7 @@ class JobThread(Component):
                 self._c_ios += 1
                 self._c_bytes += size
                 ts = req.t_submit
-                self._add(op, now, ts - req.tag, now - ts, size)
+                self._add(op, now, ts - req.t_issue, now - ts, size)
         else:
             self._fl_inflight -= 1
             if now >= self._t_rec:
