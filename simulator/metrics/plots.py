@@ -1,0 +1,185 @@
+"""Plots (matplotlib, Agg canvas, no pyplot state): IOPS vs queue depth, HDR percentile plots,
+latency CDFs. Every function takes several series and writes one PNG, returning its path.
+
+Series sources for latency plots: a :class:`LatStats` (its histogram if it has one, else its
+percentile table), an :class:`HdrHist`, or a fio percentile dict (``{"99.000000": ns}``).
+Tables are drawn as markers (what was measured), histograms as lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulator.metrics.hdr import HdrHist
+from simulator.metrics.stats import LatStats
+
+__all__ = ["Series", "plot_cdf", "plot_iops_vs_qd", "plot_percentiles"]
+
+
+@dataclass
+class Series:
+    """One line/point set: ``x``, ``y`` and optional symmetric error ``yerr`` (CI half-widths)."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float]
+    yerr: Sequence[float | None] | None = None
+
+
+def _figure(width: float = 7.0, height: float = 4.5):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=110)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _save(fig, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(p, format="png")
+    return p
+
+
+def plot_iops_vs_qd(
+    series: Sequence[Series],
+    path: str | Path,
+    *,
+    measured: Sequence[Series] = (),
+    title: str = "",
+    ylabel: str = "IOPS",
+    xlabel: str = "queue depth",
+    logx: bool = True,
+) -> Path:
+    """Simulated lines with CI error bars, measured points as markers; log2 x axis by default."""
+    fig, ax = _figure()
+    for s in series:
+        yerr = None
+        if s.yerr is not None:
+            yerr = np.array([0.0 if e is None else float(e) for e in s.yerr])
+        ax.errorbar(list(s.x), list(s.y), yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, label=s.label)
+    for s in measured:
+        ax.plot(list(s.x), list(s.y), ls="none", marker="x", ms=8, mew=2, label=s.label)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if series or measured:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _points(
+    src: Any, max_p: float, n: int = 240, min_percentile: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(percentiles, values in ns, is_table) of a latency source."""
+    if isinstance(src, LatStats):
+        if src.hist is not None and src.hist.total_count:
+            src = src.hist
+        else:
+            src = src.percentiles
+    if isinstance(src, HdrHist):
+        x = np.logspace(
+            np.log10(1.0 / (1.0 - min_percentile / 100.0)), np.log10(1.0 / (1.0 - max_p / 100.0)), n
+        )
+        p = 100.0 * (1.0 - 1.0 / x)
+        return p, src.values_at_percentiles(p).astype(np.float64), False
+    if isinstance(src, dict):
+        items = sorted((float(k), float(v)) for k, v in src.items() if float(k) <= max_p)
+        if not items:
+            return np.zeros(0), np.zeros(0), True
+        a = np.asarray(items)
+        return a[:, 0], a[:, 1], True
+    raise TypeError(f"cannot plot latency from {type(src).__name__}")
+
+
+def plot_percentiles(
+    series: Sequence[tuple[str, Any]],
+    path: str | Path,
+    *,
+    title: str = "",
+    max_percentile: float = 99.99,
+    min_percentile: float = 1.0,
+) -> Path:
+    """HdrHistogram-style percentile plot: x = percentile on the 1/(1-p) log scale (labelled
+    50%, 90%, 99%, ...), y = latency in ms on a log scale. Histogram curves start at
+    ``min_percentile`` (the far left tail of a log-y plot is noise)."""
+    fig, ax = _figure()
+    for label, src in series:
+        p, v, table = _points(src, max_percentile, min_percentile=min_percentile)
+        keep = (p < 100.0) & (v > 0)
+        x = 1.0 / (1.0 - p[keep] / 100.0)
+        y = v[keep] / 1e6
+        if table:
+            ax.plot(x, y, ls="none", marker="o", ms=4, label=label)
+        else:
+            ax.plot(x, y, lw=1.5, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = [p for p in (0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999) if p <= max_percentile + 1e-9]
+    ax.set_xticks([1.0 / (1.0 - p / 100.0) for p in ticks])
+    ax.set_xticklabels([f"{p:g}%" for p in ticks])
+    ax.minorticks_off()
+    ax.set_xlim(1.0, 1.0 / (1.0 - max_percentile / 100.0) * 1.05)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    if series:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_cdf(
+    series: Sequence[tuple[str, Any]], path: str | Path, *, title: str = "", logx: bool = True
+) -> Path:
+    """Latency CDFs (x = latency ms, log by default; y = fraction of IOs at or below)."""
+    fig, ax = _figure()
+    left = np.inf
+    for label, src in series:
+        if isinstance(src, LatStats) and src.hist is not None and src.hist.total_count:
+            src = src.hist
+        if isinstance(src, HdrHist):
+            lo, width, cnt = src.distribution()
+            if cnt.size == 0:
+                continue
+            cum = np.cumsum(cnt) / cnt.sum()
+            x = (lo + width).astype(np.float64) / 1e6
+            ax.step(
+                np.concatenate([[lo[0] / 1e6], x]),
+                np.concatenate([[0.0], cum]),
+                where="post",
+                lw=1.5,
+                label=label,
+            )
+            left = min(left, src.value_at_percentile(0.1) / 1e6)
+        else:
+            p, v, _ = _points(src, 100.0)
+            ax.plot(v / 1e6, p / 100.0, ls="none", marker="o", ms=4, label=label)
+            if v.size:
+                left = min(left, float(v.min()) / 1e6)
+    if logx:
+        ax.set_xscale("log")
+        if np.isfinite(left) and left > 0:
+            ax.set_xlim(left=left / 2.0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("fraction of IOs")
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if series:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
