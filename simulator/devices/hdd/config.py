@@ -619,7 +619,7 @@ def derive(cfg: HDDConfig, actuators: int | None = None) -> Derived:
                 raise ValueError(
                     f"three_point seek curve through single_track={t1 * 1e3:g}ms, average={av * 1e3:g}ms, "
                     f"full_stroke={fu * 1e3:g}ms with average_weighting={s.average_weighting} is not monotone "
-                    f"(A={A * 1e3:.3g}ms, B={B * 1e3:.3g}ms); try average_weighting=random_pairs or another model"
+                    f"(A={A * 1e3:.3g}ms, B={B * 1e3:.3g}ms); check the figures, the other average_weighting, or the ruemmler_wilkes/table model"
                 )
             if t1 + add < 0:
                 raise ValueError("write seek curve negative (write_settle much smaller than read_settle)")
