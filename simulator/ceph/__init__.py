@@ -1,0 +1,13 @@
+"""Ceph (Nautilus 14.2) model: RBD images -> objects -> PGs (rjenkins, stable_mod) -> OSDs (CRUSH
+straw2), OSDs with sharded op queues and primary-copy replication, BlueStore (deferred WAL writes,
+group commit, buffer cache), hosts' CPU pools and NICs. See docs/ceph-model.md.
+
+Importing this package registers the device kind ``ceph_cluster``.
+"""
+
+from simulator.ceph import cluster as _cluster  # noqa: F401  (registers 'ceph_cluster')
+from simulator.ceph.cluster import Cluster, build_cluster
+from simulator.ceph.config import ClusterConfig
+from simulator.ceph.rbd import RbdImage
+
+__all__ = ["Cluster", "ClusterConfig", "RbdImage", "build_cluster"]

@@ -1,0 +1,419 @@
+"""The Ceph cluster component (device-registry kind ``ceph_cluster``).
+
+``build_cluster(cfg, name, parent)`` builds hosts (CPU pool, NIC), their drives through the device
+registry (``simulator.devices.registry.build_device``), one OSD per LUN / LVM volume / drive,
+BlueStore on each OSD's device (WAL + DB on the same device, or on a volume of a shared DB device),
+the CRUSH map, the pools' PG -> acting set tables (optionally balanced), the RBD images and the
+client host. ``Cluster.image(pool, name)`` is the Device fio's rbd engine drives.
+
+The cluster keeps all state between runs (BlueStore caches, allocation, device state): a sweep
+runs one workload after another on the same object; ``reset_stats()`` starts a new statistics
+window without touching state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from simulator.ceph.bluestore import BlueStore
+from simulator.ceph.config import ClusterConfig, CpuConfig, NicConfig
+from simulator.ceph.hashing import pg_num_mask
+from simulator.ceph.osd import PG, ObjOp, Osd
+from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
+from simulator.ceph.rbd import RbdImage
+from simulator.ceph.resources import CpuPool, Link, Network, call_at
+from simulator.devices.base import Device, Op
+from simulator.devices.partition import Partition
+from simulator.devices.registry import build_device, register_kind
+from simulator.engine import Component
+from simulator.errors import ConfigError
+
+__all__ = ["Cluster", "Host", "Pool", "build_cluster"]
+
+_READ = int(Op.READ)
+_LVM_EXTENT = 4 << 20
+
+
+class Host(Component):
+    """A machine: CPU pool shared by its daemons, one NIC (tx and rx links)."""
+
+    def __init__(self, name: str, parent: Component, cpu: CpuConfig, nic: NicConfig):
+        super().__init__(name, parent)
+        self.cpu = CpuPool("cpu", self, cpu.servers, cpu.speed)
+        self.tx = Link(self.env, nic.bandwidth)
+        self.rx = Link(self.env, nic.bandwidth)
+        self.drives: list[Device] = []
+        self.osds: list[Osd] = []
+
+    def reset_stats(self) -> None:
+        self.cpu.reset_stats()
+        self.tx.reset_stats()
+        self.rx.reset_stats()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "cpu_servers": self.cpu.servers,
+            "cpu_utilisation": self.cpu.utilisation(),
+            "nic_tx_utilisation": self.tx.utilisation(),
+            "nic_rx_utilisation": self.rx.utilisation(),
+            "osds": [o.id for o in self.osds],
+        }
+
+
+class Pool:
+    """A replicated pool at run time."""
+
+    def __init__(self, cfg: Any, pool_id: int):
+        self.cfg = cfg
+        self.id = pool_id
+        self.name = cfg.name
+        self.size = cfg.size
+        self.min_size = cfg.effective_min_size
+        self.pg_num = cfg.pg_num
+        self.pg_num_mask = pg_num_mask(cfg.pg_num)
+        self.pgs: list[PG] = []
+        self.upmap_moves = 0
+
+
+class Cluster(Component):
+    def __init__(self, cfg: ClusterConfig, name: str, parent: Component):
+        super().__init__(name, parent)
+        self.cfg = cfg
+        self.client_cfg = cfg.client
+        net = cfg.network
+        self.net = Network(net.latency, net.loopback_latency, net.message_overhead)
+        #: optional ``tracer(op, t_done)`` called for every completed client object op (tests)
+        self.tracer: Any = None
+        self.hosts: list[Host] = []
+        self.osds: list[Osd] = []
+        self.pools: dict[str, Pool] = {}
+        self.images: dict[tuple[str, str], RbdImage] = {}
+        self._build_hosts()
+        self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
+        self._build_crush()
+        self._build_pools()
+        self._build_images()
+
+    # ================================================================== construction
+    def _build_hosts(self) -> None:
+        cfg = self.cfg
+        names: set[str] = set()
+        osd_id = 0
+        for hi, hc in enumerate(cfg.hosts):
+            for k in range(hc.count):
+                hname = hc.name if hc.count == 1 else f"{hc.name}{k}"
+                if hname in names or hname == cfg.client.name:
+                    raise ConfigError(f"duplicate host name {hname!r}", field=f"params.hosts.{hi}.name")
+                names.add(hname)
+                host = Host(hname, self, hc.cpu, hc.nic)
+                self.hosts.append(host)
+                volumes: list[tuple[Device, str, float | None, str]] = []
+                dn = 0
+                for gi, g in enumerate(hc.drives):
+                    field = f"params.hosts.{hi}.drives.{gi}"
+                    for _ in range(g.count):
+                        dev = build_device(g.device, f"drive{dn}", host, field=f"{field}.device")
+                        dn += 1
+                        host.drives.append(dev)
+                        for v in self._split(dev, g.split, g.lvm_offset, host, field):
+                            volumes.append((v, g.device_class, g.weight, field))
+                db_parts = self._db_volumes(hc, hi, host, len(volumes))
+                for j, (vol, dclass, weight, _field) in enumerate(volumes):
+                    osd = Osd(f"osd{osd_id}", self, osd_id, host, self, cfg.osd)
+                    osd.device = vol
+                    osd.device_class = dclass
+                    osd.weight = weight if weight is not None else vol.capacity / float(1 << 40)
+                    if db_parts:
+                        dbv = db_parts[j]
+                        osd.bs = BlueStore("bluestore", osd, cfg.bluestore, vol, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
+                    else:
+                        osd.bs = BlueStore("bluestore", osd, cfg.bluestore, vol)
+                    host.osds.append(osd)
+                    self.osds.append(osd)
+                    osd_id += 1
+
+    def _split(self, dev: Device, split: Any, lvm_offset: int, host: Host, field: str) -> list[Device]:
+        if split == "luns":
+            luns = getattr(dev, "luns", None)
+            if luns is None:
+                luns = [c for c in dev.children if isinstance(c, Device) and c.name.startswith("lun")]
+                luns.sort(key=lambda c: c.name)
+            if not luns:
+                raise ConfigError(
+                    f"split: luns, but device {dev.path} ({type(dev).__name__}) has no LUN child devices",
+                    field=f"{field}.split",
+                )
+            return list(luns)
+        n = int(split)
+        if n == 1:
+            return [dev]
+        usable = dev.capacity - lvm_offset
+        size = (usable // n) // _LVM_EXTENT * _LVM_EXTENT
+        if size <= 0:
+            raise ConfigError(f"device {dev.path} too small to split into {n} volumes", field=f"{field}.split")
+        return [Partition(f"{dev.name}_lv{i}", host, dev, lvm_offset + i * size, size) for i in range(n)]
+
+    def _db_volumes(self, hc: Any, hi: int, host: Host, n_osds: int) -> list[Device]:
+        dbc = hc.db_devices
+        if dbc is None or n_osds == 0:
+            return []
+        field = f"params.hosts.{hi}.db_devices"
+        per = -(-n_osds // dbc.count)
+        out: list[Device] = []
+        for d in range(dbc.count):
+            dev = build_device(dbc.device, f"db{d}", host, field=f"{field}.device")
+            host.drives.append(dev)
+            k = min(per, n_osds - len(out))
+            if k <= 0:
+                break
+            if _LVM_EXTENT + k * dbc.db_size > dev.capacity:
+                raise ConfigError(
+                    f"{k} DB volumes of {dbc.db_size} bytes do not fit on {dev.path} ({dev.capacity} bytes)",
+                    field=f"{field}.db_size",
+                )
+            for i in range(k):
+                out.append(Partition(f"db{d}_lv{i}", host, dev, _LVM_EXTENT + i * dbc.db_size, dbc.db_size))
+        return out
+
+    def _build_crush(self) -> None:
+        host_idx = {h.name: i for i, h in enumerate(self.hosts)}
+        self.crush = CrushMap(
+            [h.name for h in self.hosts],
+            [CrushOsd(o.id, o.weight, o.device_class, host_idx[o.host.name]) for o in self.osds],
+            choose_total_tries=self.cfg.crush.choose_total_tries,
+        )
+
+    def _build_pools(self) -> None:
+        cfg = self.cfg
+        used_ids: set[int] = set()
+        classes = self.crush.classes()
+        for i, pc in enumerate(cfg.pools):
+            field = f"params.pools.{i}"
+            if pc.name in self.pools:
+                raise ConfigError(f"duplicate pool name {pc.name!r}", field=f"{field}.name")
+            pid = pc.id if pc.id is not None else i + 1
+            if pid in used_ids:
+                raise ConfigError(f"duplicate pool id {pid}", field=f"{field}.id")
+            used_ids.add(pid)
+            dc = pc.rule.device_class
+            if dc is not None and dc not in classes:
+                raise ConfigError(
+                    f"no OSD has device class {dc!r} (classes: {', '.join(sorted(classes)) or 'none'})",
+                    field=f"{field}.rule.device_class",
+                )
+            if pc.min_size is not None and pc.min_size > pc.size:
+                raise ConfigError(f"min_size {pc.min_size} > size {pc.size}", field=f"{field}.min_size")
+            fd = pc.rule.failure_domain
+            n = self.crush.eligible(dc, fd)
+            if pc.size > n:
+                what = "hosts" if fd == "host" else "OSDs"
+                raise ConfigError(
+                    f"pool size {pc.size} > {n} {what} eligible under its rule "
+                    f"(device class {dc or 'any'}, failure domain {fd}): replicas cannot be placed",
+                    field=f"{field}.size",
+                )
+            pool = Pool(pc, pid)
+            acting = map_pool(self.crush, pid, pc.pg_num, pc.size, dc, fd)
+            if cfg.balancer.mode == "upmap":
+                pool.upmap_moves = len(
+                    balance_upmap(self.crush, acting, dc, fd, cfg.balancer.max_deviation, cfg.balancer.max_iterations)
+                )
+            by_id = {o.id: o for o in self.osds}
+            pool.pgs = [PG(pool, ps, [by_id[x] for x in a], pool.min_size) for ps, a in enumerate(acting)]
+            for pg in pool.pgs:
+                pg.ppos = pg.primary_pos()
+            self.pools[pc.name] = pool
+
+    def _build_images(self) -> None:
+        seen: set[tuple[str, str]] = set()
+        for i, ic in enumerate(self.cfg.images):
+            field = f"params.images.{i}"
+            if ic.pool not in self.pools:
+                raise ConfigError(
+                    f"image {ic.name!r} is in pool {ic.pool!r}, which is not defined (pools: {', '.join(self.pools)})",
+                    field=f"{field}.pool",
+                )
+            key = (ic.pool, ic.name)
+            if key in seen:
+                raise ConfigError(f"duplicate image {ic.pool}/{ic.name}", field=f"{field}.name")
+            seen.add(key)
+            pool = self.pools[ic.pool]
+            self._check_fits(ic, pool, field)
+            cname = f"img_{ic.pool}_{ic.name}".replace(".", "_")
+            img = RbdImage(cname, self, self, pool, ic, i)
+            if ic.prefilled:
+                self._prefill(img, field)
+            self.images[key] = img
+
+    def _check_fits(self, ic: Any, pool: Pool, field: str) -> None:
+        obj = 1 << ic.order
+        n_obj = -(-ic.size // obj)
+        if n_obj > (1 << 24):
+            raise ConfigError(
+                f"image of {n_obj} objects: too many to model (limit 2^24); use a larger order", field=f"{field}.size"
+            )
+        members = {o for pg in pool.pgs for o in pg.acting}
+        free = sum(o.bs.data_capacity() - o.bs.allocated for o in members)
+        need = n_obj * obj * pool.size
+        if ic.prefilled and need > free:
+            raise ConfigError(
+                f"image needs {need} bytes with {pool.size} replicas; the pool's OSDs have {free} bytes free",
+                field=f"{field}.size",
+            )
+
+    def _prefill(self, img: RbdImage, field: str) -> None:
+        """Allocate every object of ``img`` on its acting OSDs in object order (a sequential fill),
+        and leave the most recently written onodes in each OSD's onode cache."""
+        pool = img.pool
+        size = pool.size
+        acting = np.full((pool.pg_num, size), -1, dtype=np.int64)
+        for pg in pool.pgs:
+            acting[pg.ps, : len(pg.acting)] = [o.id for o in pg.acting]
+        osd_of = acting[img.obj_ps_array]  # (n_obj, size)
+        flat = osd_of.ravel()
+        order = np.argsort(flat, kind="stable")
+        sid = flat[order]
+        ids, starts, counts = np.unique(sid, return_index=True, return_counts=True)
+        base_flat = np.full(flat.shape, -1, dtype=np.int64)
+        objno_flat = np.repeat(np.arange(img.n_objects, dtype=np.int64), size)
+        for oid, st, cnt in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
+            if oid < 0:
+                continue
+            bs = self.osds[oid].bs
+            try:
+                offs = bs.alloc_many(cnt, img.obj_size)
+            except ValueError as e:
+                raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
+            idx = order[st : st + cnt]
+            base_flat[idx] = offs
+            keep = min(cnt, bs.onodes.capacity)
+            if keep:
+                for ob in objno_flat[idx[cnt - keep :]].tolist():
+                    bs.onodes.insert(img.key_base + ob)
+        img.obj_base[:, :] = base_flat.reshape(img.n_objects, size)
+
+    # ================================================================== run time
+    def image(self, pool: str, name: str) -> RbdImage:
+        """The RBD image ``pool/name`` (fio: ioengine=rbd, pool=, rbdname=) as a Device."""
+        img = self.images.get((pool, name))
+        if img is None:
+            have = ", ".join(f"{p}/{n}" for p, n in self.images) or "none"
+            if pool not in self.pools:
+                raise ConfigError(f"no pool {pool!r} in the cluster (pools: {', '.join(self.pools)})", field="pool")
+            raise ConfigError(f"no RBD image {name!r} in pool {pool!r} (images: {have})", field="rbdname")
+        return img
+
+    def send_client_op(self, op: ObjOp, t: float) -> None:
+        """The client sends ``op`` at ``t`` (after its librbd CPU) to the PG's primary."""
+        pg = op.pg
+        pos = pg.ppos
+        if pos < 0:  # PG below min_size: IO blocks until enough replicas are up
+            pg.blocked.append((op, t))
+            return
+        prim = pg.acting[pos]
+        op.pos = pos
+        op.osd = prim
+        payload = op.length if op.kind != _READ else 0
+        t = self.net.arrival(self.client, prim.host, t, payload)
+        call_at(self.env, prim.cpu.book(t, self.cfg.osd.msgr_recv_cost), prim.on_op, op)
+
+    def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
+        payload = op.length if op.kind == _READ else 0
+        t = self.net.arrival(host, self.client, t, payload)
+        t = self.client.cpu.book(t, self.client_cfg.complete_cost)
+        if self.tracer is not None:
+            self.tracer(op, t)
+        op.image.complete_op(op, t)
+
+    def mark_down(self, osd_id: int) -> None:
+        """Mark an OSD down (no remapping: its PGs run degraded; below min_size they block)."""
+        self.osds[osd_id].up = False
+        self._repeer()
+
+    def mark_up(self, osd_id: int) -> None:
+        self.osds[osd_id].up = True
+        self._repeer()
+
+    def _repeer(self) -> None:
+        now = self.env._now
+        for pool in self.pools.values():
+            for pg in pool.pgs:
+                pg.ppos = pg.primary_pos()
+                if pg.ppos >= 0 and pg.blocked:
+                    blocked, pg.blocked = pg.blocked, []
+                    for op, t in blocked:
+                        self.send_client_op(op, max(t, now))
+
+    # ================================================================== statistics
+    def reset_stats(self) -> None:
+        """New statistics window for every component of the cluster (state is kept)."""
+        for c in self.walk():
+            if c is self:
+                continue
+            if isinstance(c, (Device, Host, Osd, BlueStore, CpuPool)):
+                c.reset_stats()
+        self._t0 = self.env.now
+
+    def pg_counts(self) -> dict[int, dict[str, int]]:
+        total: Counter[int] = Counter()
+        prim: Counter[int] = Counter()
+        for pool in self.pools.values():
+            for pg in pool.pgs:
+                for i, o in enumerate(pg.acting):
+                    total[o.id] += 1
+                    if i == 0:
+                        prim[o.id] += 1
+        return {o.id: {"pgs": total[o.id], "primary_pgs": prim[o.id]} for o in self.osds}
+
+    def stats(self) -> dict[str, Any]:
+        """Per-OSD PG counts and load, per-host CPU/NIC utilisation, per-pool placement summary."""
+        counts = self.pg_counts()
+        osds = []
+        for o in self.osds:
+            s = o.stats()
+            s.update(counts[o.id])
+            osds.append(s)
+        pools = {}
+        for name, pool in self.pools.items():
+            tot: Counter[int] = Counter()
+            pri: Counter[int] = Counter()
+            for pg in pool.pgs:
+                for i, o in enumerate(pg.acting):
+                    tot[o.id] += 1
+                    if i == 0:
+                        pri[o.id] += 1
+            pools[name] = {
+                "id": pool.id,
+                "size": pool.size,
+                "min_size": pool.min_size,
+                "pg_num": pool.pg_num,
+                "pgs_per_osd": dict(sorted(tot.items())),
+                "primary_pgs_per_osd": dict(sorted(pri.items())),
+                "undersized_pgs": sum(1 for pg in pool.pgs if len(pg.acting) < pool.size),
+                "inactive_pgs": sum(1 for pg in pool.pgs if pg.ppos < 0),
+                "upmap_moves": pool.upmap_moves,
+            }
+        return {
+            "path": self.path,
+            "window_s": self.env.now - getattr(self, "_t0", 0.0),
+            "osds": osds,
+            "hosts": {h.name: h.stats() for h in self.hosts},
+            "client": self.client.stats(),
+            "pools": pools,
+            "images": {f"{p}/{n}": img.stats() for (p, n), img in self.images.items()},
+        }
+
+
+def build_cluster(cfg: ClusterConfig, name: str, parent: Component) -> Cluster:
+    return Cluster(cfg, name, parent)
+
+
+register_kind(
+    "ceph_cluster",
+    ClusterConfig,
+    build_cluster,
+    "Ceph cluster: hosts, OSDs (BlueStore) on devices, replicated pools, RBD images as devices",
+)

@@ -1,0 +1,320 @@
+"""Configuration of a Ceph cluster (kind ``ceph_cluster``): frozen, documented pydantic models.
+
+Defaults are Ceph 14.2 (Nautilus) defaults where Ceph has an option for the quantity (see
+/work/shared/docs/device-facts.md section D and docs/ceph-model.md); CPU, network and metadata-size
+figures are datasheet-class estimates marked as assumptions in the profiles' ``sources``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from simulator.config.base import ConfigModel
+from simulator.units import Bytes, BytesPerSecond, Seconds
+
+__all__ = [
+    "BalancerConfig",
+    "BlueStoreConfig",
+    "CacheConfig",
+    "ClientConfig",
+    "ClusterConfig",
+    "CpuConfig",
+    "CrushConfig",
+    "CrushRuleConfig",
+    "DbDeviceConfig",
+    "DriveGroupConfig",
+    "HostConfig",
+    "ImageConfig",
+    "NetworkConfig",
+    "NicConfig",
+    "OsdConfig",
+    "PoolConfig",
+]
+
+_NAME = r"^[A-Za-z0-9_\-]+$"
+
+
+class CpuConfig(ConfigModel):
+    """A host's processors, modelled as a pool of identical servers shared by everything on the host.
+
+    Servers = round(cores x (1 + smt_gain x (threads_per_core - 1))): hyper-threads add throughput,
+    not single-thread speed. Every CPU cost in the model is divided by ``speed``.
+    """
+
+    cores: int = Field(12, ge=1, description="physical cores of the host (all sockets), count (default 12)")
+    threads_per_core: int = Field(1, ge=1, le=8, description="hardware threads per core (SMT), count (default 1)")
+    smt_gain: float = Field(
+        0.25, ge=0.0, le=1.0,
+        description="extra throughput of a core per additional hardware thread, fraction (default 0.25)",
+    )
+    speed: float = Field(
+        1.0, gt=0.0, description="speed relative to the CPU the cost parameters refer to; costs are divided by it (default 1.0)"
+    )
+
+    @property
+    def servers(self) -> int:
+        return max(1, round(self.cores * (1.0 + self.smt_gain * (self.threads_per_core - 1))))
+
+
+class NicConfig(ConfigModel):
+    """A host's network interface: each direction is a FIFO link serialising bytes at ``bandwidth``."""
+
+    bandwidth: BytesPerSecond = Field("10Gbit/s", gt=0, description="line rate per direction, bytes/s (default 10Gbit/s)")
+
+
+class NetworkConfig(ConfigModel):
+    """The network between hosts (one switch) and inside a host (loopback)."""
+
+    latency: Seconds = Field(
+        "25us", ge=0, description="one-way latency host to host: switch + both kernel TCP stacks, seconds (default 25us)"
+    )
+    loopback_latency: Seconds = Field(
+        "10us", ge=0, description="one-way latency between two daemons on the same host, seconds (default 10us)"
+    )
+    message_overhead: Bytes = Field(
+        256, ge=0, description="bytes of messenger framing + op encoding added to every message's payload (default 256)"
+    )
+
+
+class DriveGroupConfig(ConfigModel):
+    """``count`` identical drives of one device spec, each giving one or more OSDs."""
+
+    count: int = Field(1, ge=1, description="number of identical drives (default 1)")
+    device: dict[str, Any] = Field(
+        description="device spec as everywhere else: {profile: hdd/<name>, params: {...}} or {kind: queue, params: {...}}"
+    )
+    device_class: str = Field("hdd", pattern=_NAME, description="CRUSH device class of these OSDs (default hdd)")
+    split: int | Literal["luns"] = Field(
+        1,
+        description=(
+            "OSDs per drive: an integer N = N equal LVM volumes (partitions) sharing the drive's actuator(s); "
+            "'luns' = one OSD per LUN child device (e.g. a dual-actuator MACH.2 drive) (default 1)"
+        ),
+    )
+    lvm_offset: Bytes = Field(
+        "1MiB", ge=0, description="bytes at the start of the drive taken by the LVM label/metadata before the first volume (default 1MiB)"
+    )
+    weight: float | None = Field(
+        None, gt=0, description="CRUSH weight per OSD; default = its device capacity in TiB (as ceph-volume sets it)"
+    )
+
+    @field_validator("split")
+    @classmethod
+    def _split_positive(cls, v: Any) -> Any:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("split must be >= 1 or 'luns'")
+        return v
+
+
+class DbDeviceConfig(ConfigModel):
+    """Separate DB/WAL devices of a host (e.g. one SSD carrying several HDD OSDs' RocksDB + WAL).
+
+    The host's OSDs are assigned to the ``count`` devices in contiguous groups; each OSD gets a
+    volume of ``db_size`` bytes on its device.
+    """
+
+    count: int = Field(1, ge=1, description="number of DB/WAL devices in the host (default 1)")
+    device: dict[str, Any] = Field(description="device spec of one DB/WAL device ({profile: ssd/..., params: {...}})")
+    db_size: Bytes = Field("30GiB", gt=0, description="DB/WAL volume per OSD, bytes (default 30GiB)")
+
+
+class HostConfig(ConfigModel):
+    """One host (or ``count`` identical hosts named <name>0, <name>1, ...)."""
+
+    name: str = Field(pattern=_NAME, description="host name (no dots)")
+    count: int = Field(1, ge=1, description="number of identical hosts (default 1)")
+    cpu: CpuConfig = Field(default_factory=CpuConfig, description="processors shared by the host's OSDs")
+    nic: NicConfig = Field(default_factory=NicConfig, description="network interface (public = cluster network)")
+    drives: list[DriveGroupConfig] = Field(default_factory=list, description="drive groups giving the host's OSDs")
+    db_devices: DbDeviceConfig | None = Field(
+        None, description="separate DB/WAL devices; default none = DB and WAL on each OSD's own device"
+    )
+
+
+class ClientConfig(ConfigModel):
+    """The client host running fio with the rbd engine (librbd + librados)."""
+
+    name: str = Field("client", pattern=_NAME, description="component name of the client host (default client)")
+    cpu: CpuConfig = Field(default_factory=CpuConfig, description="client processors")
+    nic: NicConfig = Field(default_factory=NicConfig, description="client network interface")
+    submit_cost: Seconds = Field(
+        "20us", ge=0, description="librbd + librados + messenger CPU to issue one object request, seconds (default 20us)"
+    )
+    complete_cost: Seconds = Field(
+        "10us", ge=0, description="CPU to receive a reply and complete the request in librbd, seconds (default 10us)"
+    )
+
+
+class CrushRuleConfig(ConfigModel):
+    """A replicated CRUSH rule: ``step take default [class X]; step chooseleaf firstn 0 type <fd>; emit``."""
+
+    device_class: str | None = Field(None, description="only OSDs of this device class; default any class")
+    failure_domain: Literal["osd", "host"] = Field(
+        "host", description="no two replicas in the same bucket of this type (default host)"
+    )
+
+
+class PoolConfig(ConfigModel):
+    """A replicated pool."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$", description="pool name")
+    id: int | None = Field(None, ge=0, description="pool id; default 1, 2, ... in list order (Ceph numbers pools from 1)")
+    size: int = Field(3, ge=1, le=10, description="replicas (osd_pool_default_size, default 3)")
+    min_size: int | None = Field(
+        None, ge=1, description="replicas needed to serve IO; default size - size//2 (osd_pool_default_min_size 0)"
+    )
+    pg_num: int = Field(8, ge=1, le=1 << 20, description="placement groups (osd_pool_default_pg_num, default 8)")
+    rule: CrushRuleConfig = Field(default_factory=CrushRuleConfig, description="CRUSH rule of the pool")
+
+    @property
+    def effective_min_size(self) -> int:
+        return self.min_size if self.min_size is not None else self.size - self.size // 2
+
+
+class ImageConfig(ConfigModel):
+    """An RBD image (format 2, no striping: stripe_unit = object size, stripe_count = 1)."""
+
+    pool: str = Field(description="pool holding the image")
+    name: str = Field(description="image name (fio's rbdname)")
+    size: Bytes = Field(gt=0, description="image size, bytes")
+    order: int = Field(22, ge=12, le=26, description="object size = 2^order bytes (rbd_default_order, default 22 = 4MiB)")
+    id: str | None = Field(
+        None, pattern=r"^[0-9a-f]{6,32}$",
+        description="image id in object names rbd_data.<id>.<objno>; default derived from pool+name (12 hex digits)",
+    )
+    prefilled: bool = Field(
+        True, description="every object exists and is fully allocated before the runs, in object order (default true)"
+    )
+
+
+class OsdConfig(ConfigModel):
+    """ceph-osd: messenger, sharded op queue, PG processing (CPU costs are per op on the host CPU pool)."""
+
+    op_num_shards: int = Field(5, ge=1, description="op queue shards per OSD (osd_op_num_shards_hdd, default 5)")
+    op_num_threads_per_shard: int = Field(
+        1, ge=1, description="worker threads per shard (osd_op_num_threads_per_shard_hdd, default 1)"
+    )
+    msgr_recv_cost: Seconds = Field("30us", ge=0, description="CPU to receive and decode one message, seconds (default 30us)")
+    msgr_send_cost: Seconds = Field("30us", ge=0, description="CPU to encode and send one message, seconds (default 30us)")
+    read_cost: Seconds = Field("270us", ge=0, description="CPU of a client read in the PG + BlueStore, seconds (default 270us)")
+    write_cost: Seconds = Field(
+        "650us", ge=0, description="CPU of a client write at the primary (PG log, txc prepare), seconds (default 650us)"
+    )
+    subop_cost: Seconds = Field(
+        "650us", ge=0, description="CPU of a replica write (MOSDRepOp) at a replica, seconds (default 650us)"
+    )
+    reply_cost: Seconds = Field(
+        "50us", ge=0, description="CPU at the primary to process one replica's commit reply, seconds (default 50us)"
+    )
+    commit_cost: Seconds = Field(
+        "20us", ge=0, description="CPU of the commit callback (finisher) per transaction, seconds (default 20us)"
+    )
+
+
+class CacheConfig(ConfigModel):
+    """BlueStore's data buffer cache of one OSD."""
+
+    policy: Literal["2q", "lru"] = Field("2q", description="replacement policy (bluestore_cache_type, default 2q)")
+    size: Bytes = Field(
+        "205MiB", ge=0,
+        description=(
+            "bytes of data buffers per OSD (default 205MiB = bluestore_cache_size_hdd 1GiB x (1 - meta 0.4 - kv 0.4))"
+        ),
+    )
+    kin_ratio: float = Field(0.5, ge=0, le=1, description="2Q: share of the cache for new (warm-in) buffers (default 0.5)")
+    kout_ratio: float = Field(
+        0.5, ge=0, le=4, description="2Q: ghost (warm-out) list length as a share of the cache (default 0.5)"
+    )
+    buffered_read: bool = Field(True, description="keep read data in the cache (bluestore_default_buffered_read, default true)")
+    buffered_write: bool = Field(
+        False, description="keep written data in the cache; false = a write drops its range (bluestore_default_buffered_write, default false)"
+    )
+
+
+class BlueStoreConfig(ConfigModel):
+    """BlueStore on one OSD (with RocksDB/BlueFS for metadata and the deferred-write WAL)."""
+
+    block_size: Bytes = Field(4096, gt=0, description="device block size; reads and WAL appends are aligned to it, bytes (default 4096)")
+    prefer_deferred_size: Bytes = Field(
+        32768, ge=0, description="writes up to this size are deferred through the WAL (bluestore_prefer_deferred_size_hdd, default 32KiB)"
+    )
+    min_alloc_size: Bytes = Field(65536, gt=0, description="allocation unit (bluestore_min_alloc_size_hdd, default 64KiB)")
+    deferred_batch_ops: int = Field(
+        64, ge=1, description="deferred writes collected before they are submitted (bluestore_deferred_batch_ops_hdd, default 64)"
+    )
+    deferred_max_interval: Seconds | None = Field(
+        None, ge=0, description="submit pending deferred writes at least this often; default none (no such timer in 14.2.5)"
+    )
+    throttle_deferred_bytes: Bytes = Field(
+        "128MiB", gt=0, description="deferred bytes in flight before new writes block (bluestore_throttle_deferred_bytes, default 128MiB)"
+    )
+    kv_txc_bytes: Bytes = Field(
+        1200, ge=0, description="RocksDB WAL bytes per transaction besides deferred data: onode, extent map, PG log entry, bytes (default 1200)"
+    )
+    kv_cleanup_bytes: Bytes = Field(
+        64, ge=0, description="WAL bytes to delete one applied deferred record, bytes (default 64)"
+    )
+    wal_size: Bytes = Field(
+        "1GiB", gt=0, description="ring of recycled RocksDB WAL files the appends cycle through, bytes (default 1GiB = 4 x 256MiB)"
+    )
+    wal_rewrite_tail: bool = Field(
+        True,
+        description=(
+            "each WAL append starts at the block holding the previous append's partial tail and rewrites it, as "
+            "BlueFS does; false = appends start at the next free block (default true)"
+        ),
+    )
+    bluefs_size: Bytes = Field(
+        "4GiB", gt=0, description="BlueFS extent (WAL ring + DB) on the OSD's device when no DB device, bytes (default 4GiB)"
+    )
+    bluefs_position: float = Field(
+        0.5, ge=0, le=1,
+        description="start of the BlueFS extent as a fraction of the device (BlueStore puts it in the middle for HDDs, default 0.5)",
+    )
+    flush_before_commit: bool = Field(
+        True, description="flush the data device before a KV commit that follows data writes or deferred applies (default true)"
+    )
+    onode_cache_size: int = Field(
+        100000, ge=0, description="onodes (object metadata) kept in memory per OSD, count (default 100000)"
+    )
+    onode_miss_read: Bytes = Field(
+        4096, ge=0, description="bytes read from the DB region when an onode is not cached; 0 = no IO (default 4096)"
+    )
+    onode_miss_cost: Seconds = Field("50us", ge=0, description="extra CPU to decode a missed onode, seconds (default 50us)")
+    cache_hit_cost: Seconds = Field("0us", ge=0, description="extra CPU for a read served from the buffer cache, seconds (default 0)")
+    read_unit: Bytes = Field(
+        4096, gt=0, description="granularity of device reads and cached buffers (checksum block), bytes (default 4096)"
+    )
+    cache: CacheConfig = Field(default_factory=CacheConfig, description="data buffer cache")
+
+
+class BalancerConfig(ConfigModel):
+    """The mgr balancer in upmap mode: pg_upmap_items moving PG replicas from full to empty OSDs."""
+
+    mode: Literal["none", "upmap"] = Field("none", description="none (Ceph's default) or upmap")
+    max_deviation: int = Field(
+        1, ge=0, description="stop when every OSD's PG count is within this many of its target, PGs (default 1)"
+    )
+    max_iterations: int = Field(10000, ge=1, description="upper bound on moves (default 10000)")
+
+
+class CrushConfig(ConfigModel):
+    """CRUSH tunables (jewel/optimal profile of Nautilus)."""
+
+    choose_total_tries: int = Field(50, ge=1, description="retries before a replica slot is left empty (default 50)")
+
+
+class ClusterConfig(ConfigModel):
+    """A Ceph cluster: hosts with OSDs on block devices, pools, RBD images, a client."""
+
+    hosts: list[HostConfig] = Field(min_length=1, description="OSD hosts")
+    client: ClientConfig = Field(default_factory=ClientConfig, description="the client host (fio + librbd)")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="network between and inside hosts")
+    pools: list[PoolConfig] = Field(min_length=1, description="replicated pools")
+    images: list[ImageConfig] = Field(default_factory=list, description="RBD images")
+    osd: OsdConfig = Field(default_factory=OsdConfig, description="ceph-osd parameters")
+    bluestore: BlueStoreConfig = Field(default_factory=BlueStoreConfig, description="BlueStore parameters")
+    balancer: BalancerConfig = Field(default_factory=BalancerConfig, description="PG balancer")
+    crush: CrushConfig = Field(default_factory=CrushConfig, description="CRUSH tunables")

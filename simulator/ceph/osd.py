@@ -1,0 +1,321 @@
+"""ceph-osd: messenger, sharded op queue with per-PG ordering, primary-copy replication.
+
+An op reaches an OSD as an already-decoded message (the receiver's messenger CPU cost was booked
+on the host CPU at the message's arrival). It is queued on shard ``ps % op_num_shards``; each shard
+has ``op_num_threads_per_shard`` worker threads, and a worker takes the oldest op whose PG is not
+being processed by another worker (the PG lock), so ops of one PG are processed one at a time and
+in arrival order. Processing books the op's CPU cost on the host's CPU pool; then:
+
+* client read (primary): buffer-cache hit -> reply; miss -> the worker stays blocked while
+  BlueStore reads the device (BlueStore reads are synchronous in the op thread in Nautilus), then
+  reply. At most ``shards x threads`` reads per OSD are therefore at the device at once.
+* client write (primary): the deferred-bytes throttle may block the worker; then the repops go to
+  the up replicas (messages booked on the sender's CPU + network + receiver's CPU), the local
+  transaction is queued, and the worker is free. The primary replies to the client once its own
+  commit and every up replica's commit reply are in: a write is as slow as the slowest replica.
+* repop (replica): CPU, throttle, local transaction; on commit a reply message to the primary,
+  which processes it through its op queue like any op (``reply_cost``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from simulator.ceph.resources import call_at
+from simulator.devices.base import Op
+from simulator.engine import Component
+
+if TYPE_CHECKING:
+    from simulator.ceph.bluestore import BlueStore
+    from simulator.ceph.cluster import Cluster, Host
+    from simulator.ceph.config import OsdConfig
+
+__all__ = ["PG", "ObjOp", "Osd"]
+
+_READ = int(Op.READ)
+_WRITE = int(Op.WRITE)
+_TRIM = int(Op.TRIM)
+
+CLIENT, SUBOP, REPLY = 0, 1, 2
+
+
+class PG:
+    """A placement group at run time: acting set (OSD objects; position 0 = CRUSH primary)."""
+
+    __slots__ = ("acting", "blocked", "min_size", "pgid", "pool", "ppos", "ps", "shard_seed")
+
+    def __init__(self, pool: Any, ps: int, acting: list[Osd], min_size: int):
+        self.pool = pool
+        self.ps = ps
+        self.acting = acting
+        self.min_size = min_size
+        self.blocked: list[ObjOp] = []
+        self.pgid = f"{pool.id}.{ps:x}"
+        self.shard_seed = ps
+        self.ppos = 0  # acting-set index of the acting primary, -1 = inactive (set by the cluster)
+
+    def primary_pos(self) -> int:
+        """Index in the acting set of the acting primary (first up OSD), -1 if the PG is inactive."""
+        up = 0
+        first = -1
+        for i, o in enumerate(self.acting):
+            if o.up:
+                up += 1
+                if first < 0:
+                    first = i
+        return first if up >= self.min_size else -1
+
+    def __repr__(self) -> str:
+        return f"<PG {self.pgid} {[o.id for o in self.acting]}>"
+
+
+class ObjOp:
+    """One object operation (client op at the primary, or a repop at a replica)."""
+
+    __slots__ = (
+        "commits", "group", "image", "kind", "length", "obj_size", "objkey", "objno", "off", "onode_hit",
+        "osd", "pending", "pg", "pos", "primary_op", "req", "role", "shard", "t0", "t_local",
+    )
+
+    def __init__(self, kind: int, role: int, pg: PG, image: Any, objno: int, off: int, length: int):
+        self.kind = kind
+        self.role = role
+        self.pg = pg
+        self.image = image
+        self.objno = objno
+        self.objkey = image.key_base + objno
+        self.obj_size = image.obj_size
+        self.off = off
+        self.length = length
+        self.pos = 0
+        self.osd: Osd | None = None
+        self.primary_op: ObjOp | None = None
+        self.pending = 0
+        self.onode_hit = True
+        self.t_local = 0.0
+        self.group: list | None = None
+        self.req = None
+        self.shard = None
+        self.t0 = 0.0
+        self.commits: list | None = None
+
+    def relocate(self, new_base: int) -> None:
+        """A full-object overwrite went to a new extent: later reads go there."""
+        self.image.obj_base[self.objno, self.pos] = new_base
+
+    def __repr__(self) -> str:
+        return f"<ObjOp {Op(self.kind).name} role={self.role} pg={self.pg.pgid} obj={self.objno} off={self.off} len={self.length}>"
+
+
+class _Shard:
+    __slots__ = ("free", "q")
+
+    def __init__(self, threads: int):
+        self.free = threads
+        self.q: deque[ObjOp] = deque()
+
+
+class Osd(Component):
+    """``osd.<id>``: op queue shards, CPU costs on its host, BlueStore on its device."""
+
+    def __init__(self, name: str, parent: Component, osd_id: int, host: Host, cluster: Cluster, cfg: OsdConfig):
+        super().__init__(name, parent)
+        self.id = osd_id
+        self.host = host
+        self.cluster = cluster
+        self.cfg = cfg
+        self.up = True
+        self.device_class = ""
+        self.weight = 1.0
+        self.bs: BlueStore | None = None  # set by the cluster builder
+        self.device = None
+        self.shards = [_Shard(cfg.op_num_threads_per_shard) for _ in range(cfg.op_num_shards)]
+        self.nshards = cfg.op_num_shards
+        self.busy_pgs: set[PG] = set()
+        self.cpu = host.cpu
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        self.ops = [0, 0, 0, 0]  # client ops by kind
+        self.subops = 0
+        self.replies = 0
+
+    # ------------------------------------------------------------------ queueing
+    def on_op(self, ev: Any) -> None:
+        self.enqueue(ev._value)
+
+    def enqueue(self, op: ObjOp) -> None:
+        sh = self.shards[op.pg.shard_seed % self.nshards]
+        if sh.free > 0 and not sh.q and op.pg not in self.busy_pgs:
+            self._dispatch(sh, op)
+        else:
+            sh.q.append(op)
+
+    def _next(self, sh: _Shard) -> None:
+        q = sh.q
+        busy = self.busy_pgs
+        while sh.free > 0 and q:
+            op = q[0]
+            if op.pg in busy:
+                for i in range(1, len(q)):
+                    if q[i].pg not in busy:
+                        op = q[i]
+                        del q[i]
+                        break
+                else:
+                    return
+            else:
+                q.popleft()
+            self._dispatch(sh, op)
+
+    def _release(self, op: ObjOp) -> None:
+        sh = op.shard
+        sh.free += 1
+        self.busy_pgs.discard(op.pg)
+        if sh.q:
+            self._next(sh)
+
+    def _dispatch(self, sh: _Shard, op: ObjOp) -> None:
+        sh.free -= 1
+        self.busy_pgs.add(op.pg)
+        op.shard = sh
+        env = self.env
+        role = op.role
+        cfg = self.cfg
+        if role == CLIENT:
+            kind = op.kind
+            self.ops[kind] += 1
+            if kind == _READ:
+                base = op.image.obj_base[op.objno, op.pos]
+                bs = self.bs
+                if base < 0:  # object does not exist: zeros, no IO
+                    call_at(env, self.cpu.book(env._now, cfg.read_cost), self._read_hit, op)
+                    return
+                hit = bs.probe_read(op.objkey, op.off, op.length)
+                onode_hit = bs.probe_onode(op.objkey)
+                cost = cfg.read_cost
+                if not onode_hit:
+                    cost += bs.cfg.onode_miss_cost
+                if hit:
+                    cost += bs.cfg.cache_hit_cost
+                    call_at(env, self.cpu.book(env._now, cost), self._read_hit, op)
+                else:
+                    op.onode_hit = onode_hit
+                    call_at(env, self.cpu.book(env._now, cost), self._read_miss, op)
+            else:
+                call_at(env, self.cpu.book(env._now, cfg.write_cost), self._write_prepared, op)
+        elif role == SUBOP:
+            self.subops += 1
+            call_at(env, self.cpu.book(env._now, cfg.subop_cost), self._write_prepared, op)
+        else:
+            self.replies += 1
+            call_at(env, self.cpu.book(env._now, cfg.reply_cost), self._reply_processed, op)
+
+    # ------------------------------------------------------------------ reads
+    def _read_hit(self, ev: Any) -> None:
+        op = ev._value
+        self._release(op)
+        self._reply_client(op, self.env._now)
+
+    def _read_miss(self, ev: Any) -> None:
+        op = ev._value
+        base = int(op.image.obj_base[op.objno, op.pos])
+        self.bs.read(op, base, op.onode_hit, self._read_done)
+
+    def _read_done(self, op: ObjOp) -> None:
+        self._release(op)
+        self._reply_client(op, self.env._now)
+
+    # ------------------------------------------------------------------ writes
+    def _write_prepared(self, ev: Any) -> None:
+        op = ev._value
+        if self.bs.admit(op, self._write_admitted):
+            self._write_admitted(op)
+        # else: the worker thread stays blocked until the throttle lets the op in
+
+    def _write_admitted(self, op: ObjOp) -> None:
+        self._release(op)
+        bs = self.bs
+        if op.role == CLIENT:
+            pg = op.pg
+            env = self.env
+            now = env._now
+            net = self.cluster.net
+            cfg = self.cfg
+            payload = op.length if op.kind == _WRITE else 0
+            pending = 1
+            for i, r in enumerate(pg.acting):
+                if r is self or not r.up:
+                    continue
+                sub = ObjOp(op.kind, SUBOP, pg, op.image, op.objno, op.off, op.length)
+                sub.pos = i
+                sub.primary_op = op
+                sub.osd = r
+                t = self.cpu.book(now, cfg.msgr_send_cost)
+                t = net.arrival(self.host, r.host, t, payload)
+                call_at(env, r.cpu.book(t, cfg.msgr_recv_cost), r.on_op, sub)
+                pending += 1
+            op.pending = pending
+            bs.write(op, self._base(op), pg, self._local_committed)
+        else:
+            bs.write(op, self._base(op), op.pg, self._subop_committed)
+
+    def _base(self, op: ObjOp) -> int:
+        b = int(op.image.obj_base[op.objno, op.pos])
+        if b < 0:
+            b = self.bs.alloc(op.obj_size)
+            op.image.obj_base[op.objno, op.pos] = b
+        return b
+
+    def _local_committed(self, op: ObjOp) -> None:
+        now = self.env._now
+        if op.commits is not None:
+            op.commits.append((self.id, now))
+        op.t_local = self.cpu.book(now, self.cfg.commit_cost)
+        op.pending -= 1
+        if op.pending == 0:
+            self._reply_client(op, op.t_local)
+
+    def _subop_committed(self, sub: ObjOp) -> None:
+        env = self.env
+        now = env._now
+        prim = sub.primary_op
+        if prim.commits is not None:
+            prim.commits.append((self.id, now))
+        cfg = self.cfg
+        posd = prim.osd
+        t = self.cpu.book(now, cfg.commit_cost + cfg.msgr_send_cost)
+        t = self.cluster.net.arrival(self.host, posd.host, t, 0)
+        sub.role = REPLY
+        call_at(env, posd.cpu.book(t, cfg.msgr_recv_cost), posd.on_op, sub)
+
+    def _reply_processed(self, ev: Any) -> None:
+        sub = ev._value
+        self._release(sub)
+        op = sub.primary_op
+        op.pending -= 1
+        if op.pending == 0:
+            now = self.env._now
+            self._reply_client(op, op.t_local if op.t_local > now else now)
+
+    # ------------------------------------------------------------------ to the client
+    def _reply_client(self, op: ObjOp, t: float) -> None:
+        t = self.cpu.book(t, self.cfg.msgr_send_cost)
+        self.cluster.client_reply(self.host, op, t)
+
+    def stats(self) -> dict[str, Any]:
+        dev = self.device.stats() if self.device is not None else {}
+        return {
+            "osd": self.id,
+            "host": self.host.name,
+            "device_class": self.device_class,
+            "up": self.up,
+            "client_ops": {Op(i).name.lower(): n for i, n in enumerate(self.ops) if i < 3},
+            "subops": self.subops,
+            "replies": self.replies,
+            "device": dev.get("path"),
+            "device_utilisation": dev.get("utilisation", 0.0),
+            "device_mean_queue_depth": dev.get("mean_queue_depth", 0.0),
+            "bluestore": self.bs.stats() if self.bs is not None else {},
+        }

@@ -1,0 +1,254 @@
+"""Placement: CRUSH (straw2 buckets, chooseleaf firstn with the jewel/optimal tunables), pools' PG
+-> acting set tables, and an upmap-style balancer.
+
+The map is the usual two-level tree ``root default -> host -> osd``. A rule with a device class
+runs on the class's shadow tree (hosts restricted to OSDs of that class, weights summed as Ceph
+does). ``crush_choose_firstn`` follows src/crush/mapper.c with choose_local_tries = 0,
+choose_local_fallback_tries = 0, chooseleaf_descend_once = 1, chooseleaf_vary_r = 1,
+chooseleaf_stable = 1. The straw2 draw is ``ln(u/65536) / weight`` with
+``u = crush_hash32_3(x, item, r) & 0xffff``; Ceph evaluates the logarithm with a fixed-point table
+(``crush_ln``), we use the floating-point logarithm, so rankings agree except at near-ties.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from simulator.ceph.hashing import ceph_stable_mod, crush_hash32_2, crush_hash32_3, pg_num_mask
+
+__all__ = ["CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
+
+
+@dataclass
+class CrushOsd:
+    id: int
+    weight: float
+    device_class: str
+    host: int  # index of the host bucket
+
+
+@dataclass
+class _Bucket:
+    id: int  # negative
+    items: list[int]  # item ids (osd >= 0, bucket < 0)
+    weights: list[float]
+    type: int  # 0 osd, 1 host, 10 root
+
+
+@dataclass
+class CrushMap:
+    """root -> hosts -> osds. ``hosts[i]`` is the name of host bucket i."""
+
+    hosts: list[str]
+    osds: list[CrushOsd]
+    choose_total_tries: int = 50
+    _trees: dict[str | None, dict[int, _Bucket]] = field(default_factory=dict, repr=False)
+
+    TYPE_OSD = 0
+    TYPE_HOST = 1
+    TYPE_ROOT = 10
+
+    def classes(self) -> set[str]:
+        return {o.device_class for o in self.osds}
+
+    def tree(self, device_class: str | None) -> dict[int, _Bucket]:
+        """Buckets of the (shadow) tree for ``device_class`` (None = all OSDs). Root id is -1."""
+        if device_class in self._trees:
+            return self._trees[device_class]
+        nh = len(self.hosts)
+        # shadow tree bucket ids are distinct per class, as Ceph allocates new ids for host~class
+        cls_index = 0 if device_class is None else 1 + sorted(self.classes()).index(device_class)
+        base = -(2 + cls_index * (nh + 1))
+        buckets: dict[int, _Bucket] = {}
+        root_items: list[int] = []
+        root_weights: list[float] = []
+        for h in range(nh):
+            osds = [o for o in self.osds if o.host == h and (device_class is None or o.device_class == device_class)]
+            if not osds:
+                continue
+            hid = base - h
+            buckets[hid] = _Bucket(hid, [o.id for o in osds], [o.weight for o in osds], self.TYPE_HOST)
+            root_items.append(hid)
+            root_weights.append(sum(o.weight for o in osds))
+        rid = -1 if cls_index == 0 else base + 1
+        buckets[-1] = _Bucket(rid, root_items, root_weights, self.TYPE_ROOT)
+        self._trees[device_class] = buckets
+        return buckets
+
+    def eligible(self, device_class: str | None, failure_domain: str) -> int:
+        """Number of distinct failure domains (hosts or OSDs) a rule can choose from."""
+        osds = [o for o in self.osds if device_class is None or o.device_class == device_class]
+        if failure_domain == "host":
+            return len({o.host for o in osds if o.weight > 0})
+        return sum(1 for o in osds if o.weight > 0)
+
+    # ------------------------------------------------------------------ CRUSH proper
+    @staticmethod
+    def _straw2(b: _Bucket, x: int, r: int) -> int:
+        best = None
+        best_draw = -math.inf
+        for item, w in zip(b.items, b.weights, strict=True):
+            if w <= 0:
+                continue
+            u = crush_hash32_3(x, item, r) & 0xFFFF
+            draw = math.log((u + 1) / 65536.0) / w
+            if draw > best_draw:
+                best_draw = draw
+                best = item
+        return b.items[0] if best is None else best
+
+    def _choose_firstn(
+        self,
+        buckets: dict[int, _Bucket],
+        bucket: _Bucket,
+        x: int,
+        numrep: int,
+        type_: int,
+        out: list[int],
+        outpos: int,
+        out_size: int,
+        tries: int,
+        recurse_to_leaf: bool,
+        out2: list[int] | None,
+        parent_r: int,
+    ) -> int:
+        count = out_size
+        rep = 0  # chooseleaf_stable
+        while rep < numrep and count > 0:
+            ftotal = 0
+            skip_rep = False
+            item = 0
+            while True:  # retry_descent
+                in_b = bucket
+                retry_descent = False
+                while True:  # retry_bucket
+                    r = rep + parent_r + ftotal
+                    reject = False
+                    collide = False
+                    if not in_b.items:
+                        reject = True
+                    else:
+                        item = self._straw2(in_b, x, r)
+                        itemtype = self.TYPE_OSD if item >= 0 else buckets[item].type
+                        if itemtype != type_:
+                            if item >= 0:
+                                skip_rep = True
+                                break
+                            in_b = buckets[item]
+                            continue  # retry_bucket (descend)
+                        collide = item in out[:outpos]
+                        if not collide and recurse_to_leaf:
+                            if item < 0:
+                                sub_r = r  # vary_r = 1: r >> 0
+                                got = self._choose_firstn(
+                                    buckets, buckets[item], x, 1, self.TYPE_OSD, out2, outpos, count,
+                                    1, False, None, sub_r,
+                                )  # descend_once: recurse_tries = 1
+                                if got <= outpos:
+                                    reject = True
+                            else:
+                                out2[outpos] = item
+                    if reject or collide:
+                        ftotal += 1
+                        if ftotal < tries:
+                            retry_descent = True
+                        else:
+                            skip_rep = True
+                    break
+                if not retry_descent:
+                    break
+            if not skip_rep:
+                out[outpos] = item
+                outpos += 1
+                count -= 1
+            rep += 1
+        return outpos
+
+    def do_rule(self, x: int, size: int, device_class: str | None, failure_domain: str) -> list[int]:
+        """``step take default [class c]; step chooseleaf firstn <size> type <fd>; step emit``."""
+        buckets = self.tree(device_class)
+        root = buckets[-1]
+        out = [0] * size
+        out2 = [0] * size
+        type_ = self.TYPE_HOST if failure_domain == "host" else self.TYPE_OSD
+        n = self._choose_firstn(
+            buckets, root, x, size, type_, out, 0, size, self.choose_total_tries, True, out2, 0
+        )
+        return out2[:n]
+
+
+def map_pool(crush: CrushMap, pool_id: int, pg_num: int, size: int, device_class: str | None, failure_domain: str) -> list[list[int]]:
+    """Acting sets of every PG of a pool: pps = crush_hash32_2(stable_mod(ps, pgp_num), pool)."""
+    mask = pg_num_mask(pg_num)
+    out = []
+    for ps in range(pg_num):
+        pps = crush_hash32_2(ceph_stable_mod(ps, pg_num, mask), pool_id)
+        out.append(crush.do_rule(pps, size, device_class, failure_domain))
+    return out
+
+
+def balance_upmap(
+    crush: CrushMap,
+    acting: list[list[int]],
+    device_class: str | None,
+    failure_domain: str,
+    max_deviation: int,
+    max_iterations: int = 10000,
+) -> list[tuple[int, int, int]]:
+    """Even out PG replicas per OSD by replacing members of acting sets (like pg_upmap_items).
+
+    Targets are proportional to CRUSH weight. Each move takes a PG replica from the most loaded
+    OSD (relative to target) to the least loaded eligible one that keeps the failure domain rule.
+    Modifies ``acting`` in place; returns the moves (ps, from_osd, to_osd). Deterministic.
+    """
+    osds = [o for o in crush.osds if (device_class is None or o.device_class == device_class) and o.weight > 0]
+    if not osds:
+        return []
+    wsum = sum(o.weight for o in osds)
+    total = sum(len(a) for a in acting)
+    target = {o.id: total * o.weight / wsum for o in osds}
+    host_of = {o.id: o.host for o in crush.osds}
+    count = dict.fromkeys(target, 0)
+    pgs_of: dict[int, list[int]] = {o: [] for o in target}
+    for ps, a in enumerate(acting):
+        for o in a:
+            count[o] += 1
+            pgs_of[o].append(ps)
+    moves: list[tuple[int, int, int]] = []
+    for _ in range(max_iterations):
+        dev = {o: count[o] - target[o] for o in target}
+        if max(dev.values()) <= max_deviation and min(dev.values()) >= -max_deviation:
+            break
+        order_over = sorted(target, key=lambda o: (-dev[o], o))
+        order_under = sorted(target, key=lambda o: (dev[o], o))
+        moved = False
+        for over in order_over:
+            if dev[over] <= 0:
+                break
+            for ps in sorted(pgs_of[over]):
+                a = acting[ps]
+                for under in order_under:
+                    if dev[under] >= 0 or count[over] - count[under] < 2:
+                        break
+                    if under in a:
+                        continue
+                    if failure_domain == "host":
+                        others = {host_of[o] for o in a if o != over}
+                        if host_of[under] in others:
+                            continue
+                    a[a.index(over)] = under
+                    count[over] -= 1
+                    count[under] += 1
+                    pgs_of[over].remove(ps)
+                    pgs_of[under].append(ps)
+                    moves.append((ps, over, under))
+                    moved = True
+                    break
+                if moved:
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return moves

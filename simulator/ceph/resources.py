@@ -1,0 +1,137 @@
+"""Shared resources of the Ceph model as callback-driven servers with *booking* (no SimPy processes).
+
+A FCFS server (or c identical servers) whose jobs arrive in time order is fully described by the
+times its servers become free: a job arriving at t starts at max(t, earliest free) and the server
+is then free at start + service. So a job costs one heap entry (its completion event) and no
+queue bookkeeping. Jobs may also be booked for a known *future* arrival time (a message still on
+the wire, then decoded by the receiver's CPU): then bookings are made in booking order rather than
+strictly in arrival order, an approximation that only matters when a resource is near saturation
+and two bookings with different lead times race for it (see docs/ceph-model.md).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import simpy
+from simpy.core import NORMAL
+
+from simulator.engine import Component
+
+__all__ = ["CpuPool", "Link", "Network", "call_at", "call_later"]
+
+
+_new = object.__new__
+_Event = simpy.Event
+_push = heapq.heappush
+
+
+def call_later(env: simpy.Environment, delay: float, cb: Any, value: Any) -> None:
+    """Call ``cb(event)`` after ``delay`` seconds; ``event._value`` is ``value``. One heap entry.
+
+    Equivalent to ``Event(env)`` + ``succeed_at``; builds the event without ``Event.__init__``
+    and pushes it as ``Environment.schedule`` does (this is the hottest function of the model).
+    """
+    ev = _new(_Event)
+    ev.env = env
+    ev.callbacks = [cb]
+    ev._ok = True
+    ev._value = value
+    _push(env._queue, (env._now + delay, NORMAL, next(env._eid), ev))
+
+
+def call_at(env: simpy.Environment, t: float, cb: Any, value: Any) -> None:
+    """Call ``cb(event)`` at absolute time ``t`` (now if ``t`` is in the past)."""
+    ev = _new(_Event)
+    ev.env = env
+    ev.callbacks = [cb]
+    ev._ok = True
+    ev._value = value
+    now = env._now
+    _push(env._queue, (t if t > now else now, NORMAL, next(env._eid), ev))
+
+
+class CpuPool(Component):
+    """``servers`` identical processors, FCFS; costs are divided by ``speed``."""
+
+    def __init__(self, name: str, parent: Component, servers: int, speed: float = 1.0):
+        super().__init__(name, parent)
+        self.servers = int(servers)
+        self.speed = float(speed)
+        self._inv = 1.0 / self.speed
+        self._free = [0.0] * self.servers
+        self.reset_stats()
+
+    def book(self, t: float, cost: float) -> float:
+        """Run a job of ``cost`` (reference-CPU seconds) arriving at ``t``; return its end time."""
+        if cost <= 0.0:
+            return t
+        cost *= self._inv
+        free = self._free
+        f = free[0]
+        end = (t if t > f else f) + cost
+        heapq.heapreplace(free, end)
+        self._busy += cost
+        self.jobs += 1
+        return end
+
+    def reset_stats(self) -> None:
+        self._t0 = self.env.now
+        self._busy = 0.0
+        self.jobs = 0
+
+    def utilisation(self) -> float:
+        span = self.env.now - self._t0
+        return min(1.0, self._busy / (span * self.servers)) if span > 0 else 0.0
+
+    def stats(self) -> dict[str, Any]:
+        return {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs}
+
+
+class Link:
+    """One direction of a NIC: a FIFO server serialising bytes at ``bandwidth``."""
+
+    __slots__ = ("_busy", "_free", "_t0", "bandwidth", "bytes", "env")
+
+    def __init__(self, env: simpy.Environment, bandwidth: float):
+        self.env = env
+        self.bandwidth = float(bandwidth)
+        self._free = 0.0
+        self.reset_stats()
+
+    def book(self, t: float, nbytes: int) -> float:
+        s = nbytes / self.bandwidth
+        f = self._free
+        end = (t if t > f else f) + s
+        self._free = end
+        self._busy += s
+        self.bytes += nbytes
+        return end
+
+    def reset_stats(self) -> None:
+        self._t0 = self.env.now
+        self._busy = 0.0
+        self.bytes = 0
+
+    def utilisation(self) -> float:
+        span = self.env.now - self._t0
+        return min(1.0, self._busy / span) if span > 0 else 0.0
+
+
+class Network:
+    """A single switch: host -> host = sender's tx link, latency, receiver's rx link (store and
+    forward); host -> itself = loopback latency only."""
+
+    def __init__(self, latency: float, loopback_latency: float, overhead: int):
+        self.latency = float(latency)
+        self.loopback = float(loopback_latency)
+        self.overhead = int(overhead)
+
+    def arrival(self, src: Any, dst: Any, t: float, payload: int) -> float:
+        """Time at which a message sent at ``t`` from host ``src`` is fully received by ``dst``."""
+        if src is dst:
+            return t + self.loopback
+        n = payload + self.overhead
+        t = src.tx.book(t, n) + self.latency
+        return dst.rx.book(t, n)

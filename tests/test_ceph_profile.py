@@ -1,0 +1,81 @@
+"""The croit cluster profile: complete sources, croit's structure, names as in the fio JSON."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+import simulator.ceph  # noqa: F401
+from simulator.ceph.bench import ClosedLoop, build_cluster_from_profile
+from simulator.devices.registry import device_kinds, models_dir, resolve_params
+from simulator.engine import Simulation
+
+PROFILES = sorted((models_dir() / "clusters").glob("*.yaml"))
+
+
+def _leaves(x, pre=""):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, f"{pre}.{k}" if pre else k)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _leaves(v, f"{pre}.{i}")
+    else:
+        yield pre
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
+def test_every_parameter_has_a_source(path: Path) -> None:
+    d = yaml.safe_load(path.read_text())
+    assert d["kind"] == "ceph_cluster"
+    leaves = set(_leaves(d["params"]))
+    sources = set(d["sources"])
+    assert leaves - sources == set(), "parameters without a source"
+    assert sources - leaves == set(), "sources of parameters that are not set"
+    resolve_params({"profile": f"clusters/{path.stem}"})  # validates
+
+
+def _stand_in() -> bool:
+    kinds = device_kinds()
+    if "hdd" not in kinds:
+        return True
+    return not all((models_dir() / f"{r}.yaml").is_file() for r in ("hdd/seagate_exos_2x14", "hdd/toshiba_mg06sca10te"))
+
+
+def test_croit_cluster_structure() -> None:
+    sim = Simulation(1)
+    cl = build_cluster_from_profile(sim, "clusters/croit_mach2", stand_in=_stand_in())
+    assert len(cl.hosts) == 1 and len(cl.osds) == 24
+    classes = Counter(o.device_class for o in cl.osds)
+    assert classes == {"mach2": 12, "hdd": 12}
+    st = cl.stats()
+    assert {o["pgs"] for o in st["osds"]} == {64}  # croit: 64 PGs on every OSD after balancing
+    for name, pool in cl.pools.items():
+        cls = "mach2" if name == "test-mach2" else "hdd"
+        assert pool.pg_num == 256 and pool.size == 3
+        assert all(len({o.id for o in pg.acting}) == 3 and all(o.device_class == cls for o in pg.acting) for pg in pool.pgs)
+    if not _stand_in():
+        # one OSD per MACH.2 LUN; two OSDs (LVs) per MG06 drive sharing its actuator
+        mach = [o.device for o in cl.osds if o.device_class == "mach2"]
+        assert all(d.name in ("lun0", "lun1") for d in mach)
+        lvs = [o.device for o in cl.osds if o.device_class == "hdd"]
+        assert len({d.base.path for d in lvs}) == 6
+    # a short run on each image
+    for pool in cl.pools:
+        r = ClosedLoop(sim, cl.image(pool, "test"), qd=4, rw="randwrite", n_ios=40, seed=1).run()
+        assert r.ios == 40
+
+
+def test_profile_names_match_the_croit_fio_jobs(shared_dir: str) -> None:
+    d = yaml.safe_load((models_dir() / "clusters" / "croit_mach2.yaml").read_text())
+    images = {(i["pool"], i["name"]) for i in d["params"]["images"]}
+    files = sorted(Path(shared_dir, "data", "croit-mach2").glob("*.json"))
+    assert files
+    for f in files:
+        g = json.loads(f.read_text())["global options"]
+        assert g["ioengine"] == "rbd"
+        assert (g["pool"], g["rbdname"]) in images, f.name
