@@ -93,8 +93,9 @@ def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int
     render_tables(run, points, comparisons, ratios, console)
     written = write_outputs(run, points, comparisons, ratios)
     ios = sum(o.ios for o in run.outputs)
+    reused = f" ({run.resumed} reused from an earlier invocation; --fresh reruns them)" if run.resumed else ""
     console.print(
-        f"{len(run.outputs)} runs, {ios:,} simulated IOs in {run.wall_s:.1f} s wall"
+        f"{len(run.outputs)} runs{reused}, {ios:,} simulated IOs in {run.wall_s:.1f} s wall"
         + (f"; results in {out_dir}/ ({len(written)} files + runs/)" if out_dir else "")
     )
 

@@ -92,9 +92,19 @@ def _axis_points(spec: ExperimentSpec) -> list[tuple[dict[str, Any], list[tuple[
     points = []
     for combo in combos:
         labels = {name: label for name, label, _ in combo}
+        if any(_excluded(labels, ex) for ex in sweep.exclude):
+            continue
         sets = [kv for _, _, kvs in combo for kv in kvs]
         points.append((labels, sets))
     return points
+
+
+def _excluded(labels: dict[str, Any], ex: dict[str, Any]) -> bool:
+    for axis, want in ex.items():
+        opts = want if isinstance(want, list) else [want]
+        if str(labels.get(axis)) not in {str(o) for o in opts}:
+            return False
+    return True
 
 
 def _check_persist(spec: ExperimentSpec, source: str) -> None:
@@ -124,7 +134,7 @@ def _resolve_jobs(raw: dict[str, Any], spec: ExperimentSpec, exp_dir: Path, sour
         gopts, jobs = parse_jobfile(jf)
         gopts = {**gopts, **raw["workload"].get("global", {})}
         return resolve_jobs(gopts, jobs, str(jf))
-    return resolve_jobs(dict(raw["workload"].get("global") or {}), list(raw["workload"]["jobs"]), source)
+    return resolve_jobs(dict(raw["workload"].get("global") or {}), list(raw["workload"]["jobs"]), source, prefix="workload.")
 
 
 def _check_system(spec: ExperimentSpec, source: str) -> None:

@@ -123,6 +123,11 @@ class SweepSpec(ConfigModel):
         description="run the points of one replication back to back on the same simulated system "
         "(caches, drive state and fio's repeated offsets carry over), in the order listed",
     )
+    exclude: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="label combinations to skip: a point is dropped when it matches every entry of one "
+        "mapping (axis -> label, or axis -> list of labels)",
+    )
     persist_by: list[str] = Field(
         default_factory=list,
         description="with persist_state: axes whose labels split the points into independent sequences "
@@ -134,6 +139,10 @@ class SweepSpec(ConfigModel):
         for a in self.persist_by:
             if a not in self.axes:
                 raise ValueError(f"persist_by names {a!r}, which is not an axis")
+        for ex in self.exclude:
+            for a in ex:
+                if a not in self.axes:
+                    raise ValueError(f"exclude names {a!r}, which is not an axis")
         if self.mode == "zip":
             lens = {len(a.values) for a in self.axes.values()}
             if len(lens) > 1:

@@ -165,8 +165,8 @@ def _plot_hdr(run: ExperimentRun, points: list[PointSummary], spec: Any, out: Pa
                     axis_vals = {axis: r.get(col) for col, axis in ref_spec.match.items()}
                     if any(_norm(axis_vals.get(k)) != _norm(v) for k, v in (*key, *combo) if k in axis_vals):
                         continue
-                    for col, metric in ref_spec.metrics.items():
-                        m = _PCT.match(metric)
+                    for col in r:  # every percentile column of the table, mapped or not
+                        m = _PCT.match(ref_spec.metrics.get(col, col) or "")
                         if m and m.group(1) == d and (r.get(col) or "").strip():
                             ref.append((float(m.group(2)), float(r[col])))
                 if ref:

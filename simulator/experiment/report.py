@@ -5,18 +5,18 @@ summary.csv and comparison.csv."""
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scipy import stats as sstats
-
 from simulator.errors import ConfigError
 from simulator.experiment.load import project_root
 from simulator.experiment.model import ReferenceSpec
 from simulator.experiment.runner import ExperimentRun, atomic_write_text
+from simulator.metrics.summary import combine_replications
 
 __all__ = ["PointSummary", "combine", "compare_references", "point_summaries", "write_outputs"]
 
@@ -38,28 +38,18 @@ class PointSummary:
 
 
 def combine(rows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    """Mean of each metric over replications and its 95% CI half-width.
-
-    With >= 2 replications the CI is Student-t over replications; with one run the run's own
-    (batch-means) half-width is kept.
-    """
+    """Mean of each metric over replications and its 95% CI half-width (Student-t over
+    replications with >= 2 of them, else the run's own batch-means half-width)."""
+    row = combine_replications(rows)
     values: dict[str, float] = {}
     ci: dict[str, float] = {}
-    keys = [k for k in rows[0] if not k.endswith("_ci")]
-    n = len(rows)
-    for k in keys:
-        xs = [r.get(k) for r in rows]
-        if not all(isinstance(x, (int, float)) and x is not None and math.isfinite(x) for x in xs):
+    for k, v in row.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
             continue
-        m = sum(xs) / n
-        values[k] = m
-        if n >= 2:
-            var = sum((x - m) ** 2 for x in xs) / (n - 1)
-            ci[k] = float(sstats.t.ppf(0.975, n - 1) * math.sqrt(var / n))
-        else:
-            own = rows[0].get(f"{k}_ci")
-            if isinstance(own, (int, float)) and math.isfinite(own):
-                ci[k] = float(own)
+        if k.endswith("_ci"):
+            ci[k[:-3]] = float(v)
+        elif k != "replications":
+            values[k] = float(v)
     return values, ci
 
 
@@ -144,12 +134,23 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
 
 
 def _metric_names(points: list[PointSummary], wanted: list[str]) -> list[str]:
+    """Expand metric names: 'iops' -> read.iops/write.iops (directions present); a dotted name is
+    taken as is; shell wildcards ('dev.*.iops') match the available keys."""
+    available: list[str] = []
+    for p in points:
+        available += [k for k in p.values if k not in available]
     names = []
-    for d in DIRS:
-        for m in wanted:
-            k = f"{d}.{m}"
-            if any(p.get(k) is not None for p in points):
-                names.append(k)
+    for m in wanted:
+        if any(ch in m for ch in "*?["):
+            names += [k for k in available if fnmatch.fnmatchcase(k, m) and k not in names]
+        elif m.split(".")[0] in (*DIRS, "dev", "sync"):
+            if m in available and m not in names:
+                names.append(m)
+        else:
+            for d in DIRS:
+                k = f"{d}.{m}"
+                if k in available and k not in names:
+                    names.append(k)
     return names
 
 
@@ -193,12 +194,19 @@ def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: l
     metrics = _metric_names(points, exp.spec.report.metrics)
     axes = list(exp.spec.sweep.axes) if exp.spec.sweep else []
     t = Table(title=f"{exp.name}: simulated (mean ± 95% CI half-width)", show_lines=False)
-    for a in axes:
-        t.add_column(a)
-    for m in metrics:
-        t.add_column(m, justify="right")
-    for p in points:
-        t.add_row(*[str(p.labels[a]) for a in axes], *[_fmt(p.get(m), p.ci.get(m)) for m in metrics])
+    if len(metrics) > 8 and len(points) <= 12:  # wide: one column per point
+        t.add_column("metric")
+        for p in points:
+            t.add_column("\n".join(str(p.labels[a]) for a in axes) or "run", justify="right")
+        for m in metrics:
+            t.add_row(m, *[_fmt(p.get(m), p.ci.get(m)) for p in points])
+    else:
+        for a in axes:
+            t.add_column(a)
+        for m in metrics:
+            t.add_column(m, justify="right")
+        for p in points:
+            t.add_row(*[str(p.labels[a]) for a in axes], *[_fmt(p.get(m), p.ci.get(m)) for m in metrics])
     console.print(t)
     published = [r for r in comparisons if r["published"] is not None]
     predicted = [r for r in comparisons if r["published"] is None]

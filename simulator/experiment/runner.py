@@ -71,6 +71,7 @@ class ExperimentRun:
     outputs: list[RunOutput]
     out_dir: Path | None
     wall_s: float
+    resumed: int = 0
 
     def by_point(self) -> dict[int, list[RunOutput]]:
         d: dict[int, list[RunOutput]] = {}
@@ -209,4 +210,4 @@ def run_experiment(
         if out is not None and created_out and not any(out.glob("runs/*.json")):
             shutil.rmtree(out, ignore_errors=True)
         raise
-    return ExperimentRun(exp, outputs, out, time.perf_counter() - t0)
+    return ExperimentRun(exp, outputs, out, time.perf_counter() - t0, resumed=len(done))
