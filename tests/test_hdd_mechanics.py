@@ -340,3 +340,22 @@ def test_stats_report_utilisation_and_breakdown():
     h = st["hdd"]
     assert h["media_ops"] == 500
     assert 0 < h["mean_seek_s"] < 0.018 and 0 < h["mean_rotation_s"] < dev.rev_time
+
+
+def test_utilisation_window_reset_mid_operation():
+    sim, dev = make_hdd(PROFILE, **{"cache.read_lookahead": False})
+    closed_loop(sim, dev, n_ios=50, qd=1, seed=3)  # runs to completion: idle afterwards
+    t_end = sim.now
+    assert dev.busy_time() == pytest.approx(t_end, rel=0.02)
+    # an idle window has zero utilisation
+    dev.reset_stats()
+    sim.run(until=t_end + 1.0)
+    assert dev.stats()["utilisation"] == 0.0
+    # a window that starts in the middle of an operation counts only its remainder
+    ev = dev.submit(Request(Op.READ, dev.capacity // 2, 4096))
+    sim.run(until=sim.now + 1e-3)
+    dev.reset_stats()
+    sim.run(until=ev)
+    st = dev.stats()
+    assert st["utilisation"] == pytest.approx(1.0)
+    assert dev.busy_time() == pytest.approx(st["window_s"])

@@ -157,19 +157,24 @@ def make_hdd(
 
 
 def bench_hdd_sptf_qd32(
-    n_ios: int = 200_000, profile: str = "hdd/seagate_st91000640ns", seed: int = 1
+    n_ios: int = 200_000, profile: str = "hdd/seagate_st91000640ns", seed: int = 1, repeats: int = 1
 ) -> float:
     """Simulated IOs per wall-clock second: one HDD, SPTF, 4 KiB random read over the whole drive,
-    QD32, closed loop. Compilation and caches are warmed up by a short run first."""
+    QD32, closed loop (the driver above). numba compilation and cache loading are excluded by a
+    short warm-up run first. With ``repeats`` > 1 the best of that many runs is returned (wall
+    time on a shared machine is noisy; the best run is the least disturbed)."""
     sim, dev = make_hdd(profile, seed=seed, **{"queue.policy": "sptf", "queue.depth": 32})
     closed_loop(sim, dev, n_ios=2000, qd=32, bs=4096, seed=seed)
-    sim, dev = make_hdd(profile, seed=seed, **{"queue.policy": "sptf", "queue.depth": 32})
-    res = closed_loop(sim, dev, n_ios=n_ios, qd=32, bs=4096, seed=seed + 1)
-    return res.completions_total / res.wall
+    best = 0.0
+    for k in range(max(1, repeats)):
+        sim, dev = make_hdd(profile, seed=seed + k, **{"queue.policy": "sptf", "queue.depth": 32})
+        res = closed_loop(sim, dev, n_ios=n_ios, qd=32, bs=4096, seed=seed + 1 + k)
+        best = max(best, res.completions_total / res.wall)
+    return best
 
 
 if __name__ == "__main__":  # pragma: no cover
     import sys
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
-    print(f"{bench_hdd_sptf_qd32(n):,.0f} simulated IO/s")
+    print(f"{bench_hdd_sptf_qd32(n, repeats=3):,.0f} simulated IO/s (best of 3)")

@@ -35,6 +35,8 @@ from .config import HDDConfig, derive
 
 __all__ = ["HDD", "DualActuatorHDD", "Link", "build_hdd"]
 
+_admit_read = K.admit_read
+_dispatch_k = K.dispatch
 _READ = int(Op.READ)
 _WRITE = int(Op.WRITE)
 _TRIM = int(Op.TRIM)
@@ -145,6 +147,7 @@ class HDD(Device):
         self._outstanding = 0
         self._seq = 0
         self._busy = False
+        self._mech_end = 0.0
         self._mech_item: Any = None
         self._stream = False
         # write cache
@@ -160,6 +163,7 @@ class HDD(Device):
         self._dirty_bytes = 0
         self._blocked: deque[tuple[Request, bool]] = deque()
         self._flushes: list[list] = []  # [seq, remaining, req, ack_done]
+        self._oncomp = self._on_complete  # bound once (hot path)
         #: set to a list to record every media operation as (t_dispatch, kind, seek, rotation,
         #: media transfer, t_end) — for tests and analysis; None (default) costs nothing
         self.trace: list[tuple[float, int, float, float, float, float]] | None = None
@@ -178,6 +182,14 @@ class HDD(Device):
         super().reset_stats()
         if hasattr(self, "_par"):
             self._reset_hdd_stats()
+            if self._busy:  # the operation in progress counts from the new window's start on
+                self._busy_acc = max(0.0, self._mech_end - self.env.now)
+
+    def busy_time(self) -> float:
+        """Mechanism busy seconds in the current window up to now (an operation in progress counts
+        up to now, not to its scheduled end)."""
+        ahead = self._mech_end - self.env.now if self._busy else 0.0
+        return self._busy_acc - max(0.0, ahead)
 
     @property
     def media_ops(self) -> int:
@@ -263,19 +275,10 @@ class HDD(Device):
                 if par[K.PF_LBA] <= lba < par[K.PF_LIM]:
                     self._stream_hit(req, now, end)
                     return
-            self._seq += 1
+            self._seq = seq = self._seq + 1
             n = self._n
-            if K.admit_read(
-                self._cq,
-                n,
-                float(lba),
-                float(end - lba),
-                now,
-                float(self._seq),
-                now + self._ovh_r,
-                self._zt,
-                par,
-                self._seg,
+            if _admit_read(
+                self._cq, n, lba, end - lba, now, seq, now + self._ovh_r, self._zt, par, self._seg
             ):
                 self._read_hit(req, now)
                 return
@@ -320,6 +323,7 @@ class HDD(Device):
         self._stream = True
         self._mech_item = req
         self._busy_acc += done - now
+        self._mech_end = done
         self._ack(req, now, done - now)
 
     # ------------------------------------------------------------------ writes
@@ -463,7 +467,7 @@ class HDD(Device):
             and not (self._flushes or self._blocked or self._dirty_bytes >= self._hw)
         ):
             mode = 1
-        i, kind, t0, xs, tend = K.dispatch(
+        i, kind, t0, xs, tend = _dispatch_k(
             now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode
         )
         if i < 0:
@@ -498,16 +502,18 @@ class HDD(Device):
                 done = tend
             delay = done - now
             self._busy_acc += delay
+            self._mech_end = done
             item.t_start = now
             item.service = delay
             ev = item.event
-            ev.callbacks.insert(0, self._on_complete)
+            ev.callbacks.insert(0, self._oncomp)
             ev._ok = True
             ev._value = item
             env.schedule(ev, NORMAL, delay)
         else:
             self._win -= 1
             self._busy_acc += tend - now
+            self._mech_end = tend
             ev = simpy.Event(env)
             ev.callbacks.append(self._destage_done)
             succeed_at(env, ev, tend - now, item)

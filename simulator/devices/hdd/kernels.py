@@ -335,24 +335,26 @@ def position_time(now, i, cq, par, sk, tt):
 def choose(now, n, cq, par, sk, tt, mode):
     """Index of the next candidate. mode 0: any, 1: host commands only, 2: destage only.
 
-    Aging guard first (host commands older than max_age or skipped more than max_skips: oldest of
-    them); then FIFO (lowest seq) or SPTF (earliest start of data transfer, i.e. shortest
-    seek + rotational delay from the platter's real angle now). Returns -1 if nothing eligible.
+    Aging guard first: a host command passed over more than max_skips times goes next (the
+    oldest such); host commands older than max_age go before all others (SPTF among them, so a
+    burst of overdue commands does not collapse the drive to FIFO order). Then FIFO (lowest seq)
+    or SPTF (earliest start of data transfer: shortest seek + rotational delay from the platter's
+    real angle now). Returns -1 if nothing is eligible.
     """
     maxage = par[P_MAXAGE]
     maxskip = par[P_MAXSKIP]
     best = -1
     bseq = 1e300
-    if maxage > 0.0 or maxskip > 0.0:
+    n_over = 0
+    if maxskip > 0.0 and mode != 2:
         for i in range(n):
-            if mode == 2 or cq[i, C_KIND] != 0.0:
-                continue
-            overdue = (maxage > 0.0 and now - cq[i, C_T] > maxage) or (
-                maxskip > 0.0 and cq[i, C_SKIP] > maxskip
-            )
-            if overdue and cq[i, C_SEQ] < bseq:
+            if cq[i, C_KIND] == 0.0 and cq[i, C_SKIP] > maxskip and cq[i, C_SEQ] < bseq:
                 bseq = cq[i, C_SEQ]
                 best = i
+    if best < 0 and maxage > 0.0 and mode != 2:
+        for i in range(n):
+            if cq[i, C_KIND] == 0.0 and now - cq[i, C_T] > maxage:
+                n_over += 1
     if best < 0:
         if par[P_POLICY] == 0.0:
             for i in range(n):
@@ -370,6 +372,8 @@ def choose(now, n, cq, par, sk, tt, mode):
                 kind = cq[i, C_KIND]
                 if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
                     continue
+                if n_over > 0 and (kind != 0.0 or now - cq[i, C_T] <= maxage):
+                    continue  # overdue host commands first
                 t0 = cq[i, C_READY]
                 if t0 < now:
                     t0 = now
