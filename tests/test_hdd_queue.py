@@ -185,3 +185,41 @@ def test_writes_with_cache_off_are_served_by_the_mechanism(policy):
     r, dev = run(qd=8, n=1500, write_frac=1.0, **{"cache.write_cache": "off", "queue.policy": policy})
     assert dev.stats()["hdd"]["media_ops"] >= r.completed
     assert r.iops < 400
+
+
+def _seq_two_luns(link: str, n: int = 400, bs: int = 1 << 20) -> float:
+    """Sequential reads, QD2 on each LUN at once; total bytes per second in steady state."""
+    sim, dev = make_hdd(MACH2, seed=2, **{"interface.link_rate": link})
+    done = []
+
+    class Stream:
+        def __init__(self, lun):
+            self.lun = lun
+            self.next = 0
+
+        def issue(self):
+            off = self.next * bs
+            self.next += 1
+            self.lun.submit(Request(Op.READ, off, bs)).callbacks.append(self.on_done)
+
+        def on_done(self, ev):
+            done.append(sim.env.now)
+            if self.next < n:
+                self.issue()
+
+    for lun in dev.actuators:
+        s = Stream(lun)
+        s.issue()
+        s.issue()
+    sim.run()
+    t = np.sort(np.array(done))
+    return (len(t) - 50) * bs / (t[-1] - t[49])
+
+
+def test_dual_actuator_shares_the_host_link():
+    """Sequential reads on both LUNs: 2 x 262 MB/s at the outer zone fits a 12 Gb/s link, but a
+    3 Gb/s link (300 MB/s of payload) caps the pair."""
+    fast = _seq_two_luns("12Gb/s")
+    slow = _seq_two_luns("3Gb/s")
+    assert 0.85 * 524e6 < fast < 1.01 * 524e6
+    assert 0.85 * 300e6 < slow <= 300e6 * 1.001

@@ -501,8 +501,6 @@ class HDD(Device):
                 link.reserve(t0, dur, now)
                 done = tend
             delay = done - now
-            self._busy_acc += delay
-            self._mech_end = done
             item.t_start = now
             item.service = delay
             ev = item.event
@@ -510,6 +508,18 @@ class HDD(Device):
             ev._ok = True
             ev._value = item
             env.schedule(ev, NORMAL, delay)
+            if done > tend + 1e-12:
+                # the host link is the bottleneck: the mechanism goes on at the end of the media
+                # transfer (the buffer holds the data) while the link drains
+                self._busy_acc += tend - now
+                self._mech_end = tend
+                self._mech_item = None
+                fev = simpy.Event(env)
+                fev.callbacks.append(self._mech_free)
+                succeed_at(env, fev, tend - now)
+            else:
+                self._busy_acc += delay
+                self._mech_end = done
         else:
             self._win -= 1
             self._busy_acc += tend - now
@@ -517,6 +527,10 @@ class HDD(Device):
             ev = simpy.Event(env)
             ev.callbacks.append(self._destage_done)
             succeed_at(env, ev, tend - now, item)
+
+    def _mech_free(self, ev: simpy.Event) -> None:
+        self._busy = False
+        self._pump()
 
     def _record(self, now: float, kind: int, xs: float, tend: float) -> None:
         p = self._par
