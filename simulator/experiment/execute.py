@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +183,11 @@ def _dense_percentiles(results: list[Any]) -> dict[str, dict[str, float]]:
     return out
 
 
-def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: int, labels: dict[str, Any], system: System, wall: float, sim_s: float) -> tuple[dict, dict]:
+#: fio's "time" field of simulated runs: fixed, so the same seed gives byte-identical documents
+SIM_TIME_STR = "Thu Jan  1 00:00:00 1970"
+
+
+def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: int, labels: dict[str, Any], system: System, sim_s: float) -> tuple[dict, dict]:
     from simulator import __version__
     from simulator.metrics.fiojson import to_fio_json
     from simulator.metrics.summary import summary_row
@@ -195,13 +198,11 @@ def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: i
         "experiment": spec.name,
         "seed": seed,
         "labels": labels,
-        "wall_seconds": wall,
         "simulated_seconds": sim_s,
         **system.stats(),
     }
-    now = datetime.now(timezone.utc).strftime("%a %b %d %H:%M:%S %Y")
     meta["hdr_percentiles"] = _dense_percentiles(results)
-    doc = to_fio_json(results, gopts, time_str=now, sim_meta=meta)
+    doc = to_fio_json(results, gopts, time_str=SIM_TIME_STR, sim_meta=meta, timestamp=0)
     row = summary_row(results)
     for name, st in ((d["path"], d) for d in meta.get("devices", [])):
         if name.count(".") > 2:
@@ -253,7 +254,7 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
         cb = (lambda f, _i=index: progress(_i, f)) if progress else None
         results, sim_s = run_jobs_on(sim, system, jobs, cb)
         wall = time.perf_counter() - t_wall
-        doc, row = _document(results, jobs, spec, seed, labels, system, wall, sim_s)
+        doc, row = _document(results, jobs, spec, seed, labels, system, sim_s)
         ios = int(sum(row.get(f"{d}.total_ios", 0) or 0 for d in ("read", "write", "trim")))
         outputs.append(RunOutput(index, task["replication"], seed, labels, doc, row, wall, sim_s, ios))
         if progress:

@@ -88,18 +88,26 @@ def _worker(task: dict[str, Any], queue: Any) -> list[RunOutput]:
     return execute_task(task, prog)
 
 
+def _wall_of(run_file: Path) -> float:
+    t = run_file.with_suffix(".timing.json")
+    try:
+        return float(json.loads(t.read_text())["wall_seconds"])
+    except (OSError, ValueError, KeyError):
+        return 0.0
+
+
 def _load_done(out: Path, digest: str) -> dict[tuple[int, int], RunOutput]:
     """Runs already written by an interrupted invocation of the same resolved experiment."""
     done: dict[tuple[int, int], RunOutput] = {}
     marker = out / ".digest"
     if not marker.exists() or marker.read_text().strip() != digest:
         return done
-    for f in sorted((out / "runs").glob("p*_r*.json")):
+    for f in sorted((out / "runs").glob("p*_r??.json")):
         try:
             doc = json.loads(f.read_text())
             s = doc["sim"]
             o = RunOutput(
-                s["point"], s["replication"], s["seed"], s["labels"], doc, s["summary"], s.get("wall_seconds", 0.0),
+                s["point"], s["replication"], s["seed"], s["labels"], doc, s["summary"], _wall_of(f),
                 s.get("simulated_seconds", 0.0), int(s.get("ios", 0)),
             )
             done[(o.point, o.replication)] = o
@@ -151,7 +159,10 @@ def run_experiment(
         if not (out / ".digest").exists():
             atomic_write_text(out / ".digest", digest + "\n")
             atomic_write_text(out / "experiment.resolved.yaml", yaml.safe_dump(exp.raw, sort_keys=False))
-        atomic_write_text(_run_file(out, o.point, o.replication), json.dumps(o.doc, indent=1, default=float))
+        f = _run_file(out, o.point, o.replication)
+        # wall-clock figures live beside the document, so the document itself is a pure function of the seed
+        atomic_write_text(f.with_suffix(".timing.json"), json.dumps({"wall_seconds": o.wall_s, "ios": o.ios}) + "\n")
+        atomic_write_text(f, json.dumps(o.doc, indent=1, default=float))
 
     try:
         if out is not None and pending and done == {}:

@@ -1,0 +1,131 @@
+"""End-to-end CLI behaviour: bad input gives one clear message naming file and field, exit code 2,
+no traceback and no output directory; same seed gives byte-identical run documents."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = {
+    "name": "t",
+    "seed": 3,
+    "system": {"devices": [{"name": "d", "kind": "queue", "params": {"capacity": "1GiB", "service": {"dist": "exponential", "mean": "1ms"}}}]},
+    "workload": {"global": {"rw": "randread", "bs": "4k", "iodepth": 4, "ioengine": "libaio", "number_ios": 2000, "filename": "d"}, "jobs": [{"name": "j"}]},
+}
+
+
+def simrun(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "simulator.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def write(tmp_path, doc, name="exp.yaml"):
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(doc) if not isinstance(doc, str) else doc)
+    return p
+
+
+def mutate(path, value):
+    doc = json.loads(json.dumps(BASE))
+    cur = doc
+    keys = path.split(".")
+    for k in keys[:-1]:
+        cur = cur[int(k)] if isinstance(cur, list) else cur[k]
+    last = keys[-1]
+    if isinstance(cur, list):
+        cur[int(last)] = value
+    else:
+        cur[last] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    "path,value,field",
+    [
+        ("workload.global.bogus_option", 1, "bogus_option"),  # unknown fio option
+        ("system.devices.0.params.service.mean", "5 parsecs", "service"),  # wrong unit
+        ("workload.global.size", "-4k", "size"),  # negative size
+        ("workload.global.bs", "2GiB", "bs"),  # bs larger than the span
+        ("workload.global.iodepth", 0, "iodepth"),  # iodepth 0
+        ("system.devices.0.params.servers", 0, "servers"),
+        ("unknown_top_level", 1, "unknown_top_level"),  # unknown key
+    ],
+)
+def test_bad_experiment_exit_2_names_file_and_field(tmp_path, path, value, field):
+    p = write(tmp_path, mutate(path, value))
+    out = tmp_path / "out"
+    r = simrun("run", p, "--out", out, "-q")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert str(p) in r.stderr and field in r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if ln.startswith("error")]) == 1
+    assert not out.exists()
+
+
+def test_bad_yaml_syntax(tmp_path):
+    p = write(tmp_path, "name: x\nsystem: [unclosed\n")
+    r = simrun(p)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "line" in r.stderr and str(p) in r.stderr
+
+
+def test_missing_file_and_bad_flag(tmp_path):
+    r = simrun("run", tmp_path / "nope.yaml")
+    assert r.returncode == 2 and "not found" in r.stderr
+    p = write(tmp_path, BASE)
+    r = simrun("run", p, "--workers", "0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = simrun("run", p, "--set", "novalue")
+    assert r.returncode == 2 and "--set" in r.stderr
+
+
+def test_malformed_fio_jobfile(tmp_path):
+    jf = tmp_path / "bad.fio"
+    jf.write_text("[global]\nrw=randread\nthis line has no equals sign but spaces\n[job]\nbs=4k\n")
+    r = simrun("fio", jf, "--device", "hdd/seagate_st91000640ns")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and str(jf) in r.stderr
+
+
+def test_fio_jobfile_runs(tmp_path):
+    jf = tmp_path / "ok.fio"
+    jf.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\nnumber_ios=300\n[qd4]\niodepth=4\nfilename=/dev/sdb\n")
+    r = simrun("fio", jf, "--device", "hdd/seagate_st91000640ns", "--output-format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["jobs"][0]["read"]["total_ios"] == 300
+    r = simrun("fio", jf, "--device", "hdd/seagate_st91000640ns")
+    assert r.returncode == 0 and "IOPS=" in r.stdout
+
+
+def test_check_and_schema(tmp_path):
+    p = write(tmp_path, BASE)
+    r = simrun("check", p)
+    assert r.returncode == 0 and "OK" in r.stdout
+    r = simrun("schema")
+    assert r.returncode == 0 and json.loads(r.stdout)["title"] == "ExperimentSpec"
+    r = simrun("schema", "--kind", "hdd")
+    assert r.returncode == 0 and "properties" in json.loads(r.stdout)
+    r = simrun("schema", "--kind", "warp_drive")
+    assert r.returncode == 2
+
+
+def test_same_seed_byte_identical_and_resume(tmp_path):
+    p = write(tmp_path, {**BASE, "replications": 2})
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert simrun("run", p, "--out", a, "-q").returncode == 0
+    assert simrun("run", p, "--out", b, "-q", "--workers", "1").returncode == 0
+    for f in sorted((a / "runs").glob("p*_r??.json")):
+        assert f.read_bytes() == (b / "runs" / f.name).read_bytes()
+    assert (a / "summary.csv").exists()
+    # a different seed changes the results
+    c = tmp_path / "c"
+    assert simrun("run", p, "--out", c, "-q", "--set", "seed=4").returncode == 0
+    assert (c / "runs" / "p000_r00.json").read_bytes() != (a / "runs" / "p000_r00.json").read_bytes()
+    # resume: rerunning into the same directory reuses the finished runs
+    r = simrun("run", p, "--out", a)
+    assert r.returncode == 0 and "reused" in r.stdout
