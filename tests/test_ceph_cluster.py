@@ -353,3 +353,16 @@ def test_wal_appends_are_sequential_and_rewrite_the_partial_tail(rewrite: bool) 
             assert o2 == o1 + s1
     if rewrite:
         assert any(o2 == o1 + s1 - 4096 for (o1, s1), (o2, _) in itertools.pairwise(writes))
+
+
+def test_cost_jitter_keeps_the_mean() -> None:
+    p = _one_host([{"count": 3, "device": _q(None)}], pg_num=8, **FLOOR)
+    p["osd"] = dict(FLOOR["osd"], cost_cv=0.5)
+    sim, cl = _cluster(p)
+    r = ClosedLoop(sim, cl.image("p", "img"), qd=1, rw="randread", n_ios=4000, seed=6).run()
+    sim0, cl0 = _floor_cluster()
+    r0 = ClosedLoop(sim0, cl0.image("p", "img"), qd=1, rw="randread", n_ios=10, seed=6).run()
+    # only the 211 us read cost varies: mean unchanged, sd = 0.5 x 211 us
+    se = 0.5 * 211e-6 / np.sqrt(4000)
+    assert abs(r.lat.mean() - r0.lat.mean()) < 4 * se
+    assert r.lat.std() == pytest.approx(0.5 * 211e-6, rel=0.1)

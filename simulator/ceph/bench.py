@@ -198,18 +198,23 @@ def stand_in_profile(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_cluster_from_profile(sim: Simulation, ref: str = "clusters/croit_mach2", params: dict[str, Any] | None = None,
-                               stand_in: bool = False, name: str = "cluster") -> Any:
-    """Build a cluster profile (``models/<ref>.yaml``) in ``sim``; ``stand_in`` = queue devices."""
+                               stand_in: bool = False, name: str = "cluster",
+                               overrides: dict[str, Any] | None = None) -> Any:
+    """Build a cluster profile (``models/<ref>.yaml``) in ``sim``: ``params`` deep-merged over the
+    profile's, then ``overrides`` (dotted keys, e.g. ``hosts.0.drives.1.split: 1``); ``stand_in``
+    replaces the drives by queue devices."""
     import simulator.ceph  # noqa: F401
     from simulator.ceph.cluster import Cluster
     from simulator.ceph.config import ClusterConfig
-    from simulator.config.base import validate
+    from simulator.config.base import apply_overrides, validate
     from simulator.devices.registry import deep_merge, load_profile
 
     prof = load_profile(ref)
     p = prof["params"]
     if params:
         p = deep_merge(p, params)
+    if overrides:
+        p = apply_overrides(p, overrides, source="overrides")
     if stand_in:
         p = stand_in_profile(p)
     cfg = validate(ClusterConfig, p, source=prof["file"], prefix="params")

@@ -211,6 +211,13 @@ class OsdConfig(ConfigModel):
     commit_cost: Seconds = Field(
         "20us", ge=0, description="CPU of the commit callback (finisher) per transaction, seconds (default 20us)"
     )
+    cost_cv: float = Field(
+        0.0, ge=0, le=3,
+        description=(
+            "coefficient of variation of the op processing costs (read/write/subop/reply), drawn log-normal "
+            "with the configured mean; 0 = deterministic (default 0)"
+        ),
+    )
 
 
 class CacheConfig(ConfigModel):

@@ -58,8 +58,12 @@ def run_sweep(
     params: dict[str, Any] | None = None,
     offset_seed: int = 0x89,
     verbose: bool = True,
+    overrides: dict[str, Any] | None = None,
+    pools: tuple[str, ...] = ("mach2", "normal"),
+    rws: tuple[str, ...] = ("read", "write"),
 ) -> list[dict[str, Any]]:
-    """Run the sweep; returns one row per run (order of execution)."""
+    """Run the sweep; returns one row per run (order of execution). ``overrides``: dotted keys
+    over the profile's params (what-if runs)."""
     sim = Simulation(seed=seed)
     over: dict[str, Any] = dict(params or {})
     if scale != 1.0:
@@ -73,12 +77,12 @@ def run_sweep(
         cache.setdefault("size", int(parse_size(size) * scale))
         bs["cache"] = cache
         over["bluestore"] = bs
-    cl = build_cluster_from_profile(sim, params=over, stand_in=stand_in)
+    cl = build_cluster_from_profile(sim, params=over, stand_in=stand_in, overrides=overrides)
     runtime = 900.0 * scale
     rows = []
     for qd in qds:
-        for pool in ("mach2", "normal"):
-            for rw in ("read", "write"):
+        for pool in pools:
+            for rw in rws:
                 img = cl.image(POOLS[pool], "test")
                 cl.reset_stats()
                 t0 = time.perf_counter()

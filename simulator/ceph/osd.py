@@ -19,6 +19,7 @@ in arrival order. Processing books the op's CPU cost on the host's CPU pool; the
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +135,19 @@ class Osd(Component):
         self.nshards = cfg.op_num_shards
         self.busy_pgs: set[PG] = set()
         self.cpu = host.cpu
+        cv = cfg.cost_cv
+        self._jitter = cv > 0
+        self._ln_s = math.sqrt(math.log1p(cv * cv)) if cv > 0 else 0.0
+        self._ln_mu = -0.5 * self._ln_s * self._ln_s
         self.reset_stats()
+
+    def _cost(self, mean: float) -> float:
+        """An op processing cost: ``mean``, or log-normal with mean ``mean`` and cv ``cost_cv``."""
+        if not self._jitter or mean <= 0.0:
+            return mean
+        r = self.rand
+        z = math.sqrt(-2.0 * math.log(1.0 - r.random())) * math.cos(2.0 * math.pi * r.random())
+        return mean * math.exp(self._ln_mu + self._ln_s * z)
 
     def reset_stats(self) -> None:
         self.ops = [0, 0, 0, 0]  # client ops by kind
@@ -190,11 +203,11 @@ class Osd(Component):
                 base = op.image.obj_base[op.objno, op.pos]
                 bs = self.bs
                 if base < 0:  # object does not exist: zeros, no IO
-                    call_at(env, self.cpu.book(env._now, cfg.read_cost), self._read_hit, op)
+                    call_at(env, self.cpu.book(env._now, self._cost(cfg.read_cost)), self._read_hit, op)
                     return
                 hit = bs.probe_read(op.objkey, op.off, op.length)
                 onode_hit = bs.probe_onode(op.objkey)
-                cost = cfg.read_cost
+                cost = self._cost(cfg.read_cost)
                 if not onode_hit:
                     cost += bs.cfg.onode_miss_cost
                 if hit:
@@ -204,13 +217,13 @@ class Osd(Component):
                     op.onode_hit = onode_hit
                     call_at(env, self.cpu.book(env._now, cost), self._read_miss, op)
             else:
-                call_at(env, self.cpu.book(env._now, cfg.write_cost), self._write_prepared, op)
+                call_at(env, self.cpu.book(env._now, self._cost(cfg.write_cost)), self._write_prepared, op)
         elif role == SUBOP:
             self.subops += 1
-            call_at(env, self.cpu.book(env._now, cfg.subop_cost), self._write_prepared, op)
+            call_at(env, self.cpu.book(env._now, self._cost(cfg.subop_cost)), self._write_prepared, op)
         else:
             self.replies += 1
-            call_at(env, self.cpu.book(env._now, cfg.reply_cost), self._reply_processed, op)
+            call_at(env, self.cpu.book(env._now, self._cost(cfg.reply_cost)), self._reply_processed, op)
 
     # ------------------------------------------------------------------ reads
     def _read_hit(self, ev: Any) -> None:
