@@ -166,3 +166,21 @@ def test_writes_invalidate_the_read_cache():
     sim.run(until=p)
     assert dev.read_hits == 1
     assert dev.media_ops == 3
+
+
+def test_mach2_luns_have_their_own_write_cache_and_flush():
+    sim, dev = make_hdd("hdd/seagate_exos_2x14")
+    lun0, lun1 = dev.actuators
+    assert lun0._wc == "volatile" and lun0._wc_size == 128 * 10**6  # half of 256 MB each
+    rng = np.random.default_rng(1)
+    for lun, n in ((lun0, 5), (lun1, 200)):
+        for _ in range(n):
+            lun.submit(Request(Op.WRITE, int(rng.integers(0, lun.capacity // 4096)) * 4096, 4096))
+    sim.run(until=1e-3)  # all acknowledged, nothing destaged yet
+    assert lun0._ndirty == 5 and lun1._ndirty == 200
+    f = Request(Op.FLUSH)
+    ev = lun0.submit(f)
+    sim.run(until=ev)
+    assert lun0._dirty_bytes == 0
+    assert lun1._dirty_bytes > 0  # lun1's flush is its own business
+    assert sim.now < 0.2  # five random writes, not two hundred

@@ -359,3 +359,35 @@ def test_utilisation_window_reset_mid_operation():
     st = dev.stats()
     assert st["utilisation"] == pytest.approx(1.0)
     assert dev.busy_time() == pytest.approx(st["window_s"])
+
+
+def test_zone_forms_sectors_per_track_and_table():
+    by_spt = derive(
+        _cfg(
+            **{
+                "geometry.zones.od_sectors_per_track": 2000,
+                "geometry.zones.id_sectors_per_track": 1000,
+                "geometry.zones.n_zones": 11,
+            }
+        )
+    )
+    assert list(by_spt.zt[:, 3]) == [2000 - 100 * i for i in range(11)]
+    table = derive(
+        HDDConfig.model_validate(
+            {
+                "geometry": {
+                    "zones": {
+                        "table": [
+                            {"fraction": 1, "sectors_per_track": 3000},
+                            {"fraction": 3, "sectors_per_track": 1500},
+                        ]
+                    }
+                }
+            }
+        )
+    )
+    assert list(table.zt[:, 3]) == [3000, 1500]
+    # the outer zone holds a quarter of the cylinders (the last zone may be partly used)
+    c0, c1 = table.zt[0, 4], table.zt[1, 4]
+    assert c0 == pytest.approx((c0 + c1) / 4, rel=0.02)
+    assert table.zt[-1, 1] == table.total_sectors
