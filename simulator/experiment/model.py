@@ -150,6 +150,14 @@ class SweepSpec(ConfigModel):
         return self
 
 
+class UnpivotSpec(ConfigModel):
+    """A wide table (one column per value of an axis, e.g. jobs1_MBps, jobs5_MBps) read as long rows."""
+
+    axis: str = Field(description="the sweep axis whose labels the columns stand for (e.g. numjobs)")
+    metric: str = Field(description="the simulated metric the cells are compared with (e.g. write.bw_MiBps)")
+    columns: dict[str | int | float, str] = Field(description="axis label -> table column")
+
+
 class ReferenceSpec(ConfigModel):
     """A table of measured/published figures to print beside the simulated ones."""
 
@@ -158,7 +166,10 @@ class ReferenceSpec(ConfigModel):
     source: str = Field("", description="where the figures come from (shown in the report)")
     match: dict[str, str] = Field(default_factory=dict, description="table column -> sweep axis name (values compared as numbers when both parse)")
     filter: dict[str, Any] = Field(default_factory=dict, description="keep only rows whose column equals the value")
-    metrics: dict[str, str] = Field(description="table column -> simulated metric (e.g. read.lat_mean_ms, write.iops, read.p99_ms)")
+    metrics: dict[str, str] = Field(
+        default_factory=dict, description="table column -> simulated metric (e.g. read.lat_mean_ms, write.iops, read.p99_ms)"
+    )
+    unpivot: UnpivotSpec | None = Field(None, description="read a wide table as one row per axis label")
     goal: float | None = Field(None, gt=0, description="relative error goal shown in the table (0.10 = 10%)")
 
 

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from simulator.experiment.report import DIRS, PointSummary, _norm, _resolve_table, read_table
+from simulator.experiment.report import DIRS, PointSummary, _norm, reference_rows
 from simulator.experiment.runner import ExperimentRun
 
 _PCT = re.compile(r"^(read|write|trim)\.p([0-9.]+)_ms$")
@@ -39,13 +39,19 @@ def _x_value(v: Any) -> float | None:
 
 
 def _reference_rows(run: ExperimentRun) -> list[tuple[Any, dict[str, str]]]:
+    """(ref view, row) pairs; the view carries the effective column->axis and column->metric maps."""
     rows = []
     for ref in run.experiment.spec.reference:
-        path = _resolve_table(ref, run.experiment.path)
-        for r in read_table(path):
-            if all(_norm(r.get(c)) == _norm(v) for c, v in ref.filter.items()):
-                rows.append((ref, r))
+        table, match, metrics = reference_rows(ref, run.experiment.path)
+        view = _RefView(match, metrics)
+        rows += [(view, r) for r in table]
     return rows
+
+
+class _RefView:
+    def __init__(self, match: dict[str, str], metrics: dict[str, str]):
+        self.match = match
+        self.metrics = metrics
 
 
 def _ref_points(run: ExperimentRun, metric: str, key: tuple, x_axis: str | None) -> list[tuple[float, float]]:

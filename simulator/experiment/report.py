@@ -89,26 +89,44 @@ def read_table(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+_UNPIVOT_COL = "__value"
+
+
+def reference_rows(ref: ReferenceSpec, exp_path: Path) -> tuple[list[dict[str, str]], dict[str, str], dict[str, str]]:
+    """Rows of a reference table (filtered, unpivoted) with its column->axis and column->metric maps."""
+    path = _resolve_table(ref, exp_path)
+    table = [r for r in read_table(path) if all(_norm(r.get(c)) == _norm(v) for c, v in ref.filter.items())]
+    match, metrics = dict(ref.match), dict(ref.metrics)
+    need = [*ref.match, *ref.filter, *ref.metrics, *(ref.unpivot.columns.values() if ref.unpivot else [])]
+    for col in need:
+        if table and col not in table[0]:
+            raise ConfigError(f"column {col!r} not in {path.name} (columns: {', '.join(table[0])})", source=str(exp_path), field="reference")
+    if ref.unpivot is not None:
+        u = ref.unpivot
+        long = []
+        for r in table:
+            for label, col in u.columns.items():
+                long.append({**r, u.axis: str(label), _UNPIVOT_COL: r.get(col, "")})
+        table = long
+        match[u.axis] = u.axis
+        metrics[_UNPIVOT_COL] = u.metric
+    return table, match, metrics
+
+
 def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str, Any]]:
     """One row per (reference row, metric) plus prediction rows for points no reference covers."""
     exp = run.experiment
     rows: list[dict[str, Any]] = []
     covered: set[int] = set()
     for ref in exp.spec.reference:
-        path = _resolve_table(ref, exp.path)
-        table = read_table(path)
-        for col in [*ref.match, *ref.filter, *ref.metrics]:
-            if table and col not in table[0]:
-                raise ConfigError(f"column {col!r} not in {path.name} (columns: {', '.join(table[0])})", source=str(exp.path), field="reference")
+        table, match_cols, metric_cols = reference_rows(ref, exp.path)
         for trow in table:
-            if any(_norm(trow.get(c)) != _norm(v) for c, v in ref.filter.items()):
-                continue
-            match = [p for p in points if all(_norm(p.labels.get(axis)) == _norm(trow[col]) for col, axis in ref.match.items())]
+            match = [p for p in points if all(_norm(p.labels.get(axis)) == _norm(trow[col]) for col, axis in match_cols.items())]
             if len(match) != 1:
                 continue
             p = match[0]
             covered.add(p.index)
-            for col, metric in ref.metrics.items():
+            for col, metric in metric_cols.items():
                 txt = (trow.get(col) or "").strip()
                 if not txt:
                     continue
@@ -121,7 +139,7 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
                     "goal": ref.goal, "within_goal": (abs(err) <= ref.goal) if (err is not None and ref.goal) else None,
                 })
     if exp.spec.reference:
-        metrics = sorted({m for r in exp.spec.reference for m in r.metrics.values()})
+        metrics = sorted({m for r in exp.spec.reference for m in [*r.metrics.values(), *([r.unpivot.metric] if r.unpivot else [])]})
         for p in points:
             if p.index in covered:
                 continue

@@ -3,7 +3,7 @@
 For each direction with IOs a row has (keys ``<direction>.<metric>``, e.g. ``read.iops``,
 ``write.p99_ms``)
 
-``total_ios``, ``iops``, ``bw_MBps`` (10^6 B/s), ``lat_mean_ms``, ``p50_ms``, ``p90_ms``,
+``total_ios``, ``iops``, ``bw_MBps`` (10^6 B/s), ``bw_MiBps`` (2^20 B/s, what fio 2.x printed as MB/s), ``lat_mean_ms``, ``p50_ms``, ``p90_ms``,
 ``p99_ms``, ``p99.9_ms``, ``p99.99_ms``
 
 and for each of those but ``total_ios`` a ``<key>_ci`` column: the CI half-width at 95 % (batch means within the
@@ -67,6 +67,8 @@ def summary_row(
         row[f"{pre}.iops_ci"] = _hw(d.iops_ci)
         row[f"{pre}.bw_MBps"] = d.bw_bytes / 1e6
         row[f"{pre}.bw_MBps_ci"] = _hw(d.bw_ci, 1e-6)
+        row[f"{pre}.bw_MiBps"] = d.bw_bytes / 2**20  # fio's "MB/s" (kb_base=1024)
+        row[f"{pre}.bw_MiBps_ci"] = _hw(d.bw_ci, 2**-20)
         row[f"{pre}.lat_mean_ms"] = ls.mean_ns / 1e6
         row[f"{pre}.lat_mean_ms_ci"] = _hw(ls.mean_ci, 1e-6)
         for p in SUMMARY_PERCENTILES:
