@@ -131,25 +131,38 @@ def check_cmd(
     console.print(f"{file}: OK — {len(exp.points)} points × {exp.spec.replications} replications")
 
 
+def schemas() -> dict[str, dict]:
+    """JSON schemas: the experiment file and every device kind's parameters (docs/schema/)."""
+    from simulator.devices.registry import device_kinds
+    from simulator.experiment.model import ExperimentSpec
+
+    with contextlib.suppress(ModuleNotFoundError):
+        import simulator.ceph  # noqa: F401
+    out = {"experiment": ExperimentSpec.model_json_schema(by_alias=True)}
+    for name, k in sorted(device_kinds().items()):
+        out[f"kind-{name}"] = k.config.model_json_schema(by_alias=True)
+    return out
+
+
 @app.command("schema")
 def schema_cmd(
     kind: Annotated[Optional[str], typer.Option(help="a device kind (hdd, ssd, queue, ceph_cluster) instead of the experiment")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="write every schema as DIR/<name>.json instead")] = None,
 ) -> None:
     """Print the JSON schema of experiment files (or of one device kind's parameters)."""
-    if kind is None:
-        from simulator.experiment.model import ExperimentSpec
+    all_schemas = schemas()
+    if out is not None:
+        from simulator.experiment.runner import atomic_write_text
 
-        schema = ExperimentSpec.model_json_schema(by_alias=True)
-    else:
-        from simulator.devices.registry import device_kinds
-
-        with contextlib.suppress(ModuleNotFoundError):
-            import simulator.ceph  # noqa: F401
-        kinds = device_kinds()
-        if kind not in kinds:
-            _fail(ConfigError(f"unknown kind {kind!r} (known: {', '.join(sorted(kinds))})", source="command line", field="--kind"))
-        schema = kinds[kind].config.model_json_schema(by_alias=True)
-    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+        for name, sch in all_schemas.items():
+            atomic_write_text(out / f"{name}.json", json.dumps(sch, indent=2, sort_keys=True) + "\n")
+        console.print(f"wrote {len(all_schemas)} schemas to {out}/")
+        return
+    key = "experiment" if kind is None else f"kind-{kind}"
+    if key not in all_schemas:
+        known = ", ".join(k.removeprefix("kind-") for k in all_schemas if k.startswith("kind-"))
+        _fail(ConfigError(f"unknown kind {kind!r} (known: {known})", source="command line", field="--kind"))
+    sys.stdout.write(json.dumps(all_schemas[key], indent=2) + "\n")
 
 
 @app.command("fio")

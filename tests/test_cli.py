@@ -129,3 +129,13 @@ def test_same_seed_byte_identical_and_resume(tmp_path):
     # resume: rerunning into the same directory reuses the finished runs
     r = simrun("run", p, "--out", a)
     assert r.returncode == 0 and "reused" in r.stdout
+
+
+def test_committed_schemas_are_current():
+    """Golden files: docs/schema/*.json must equal what the models generate (run `simrun schema --out docs/schema`)."""
+    from simulator.cli import schemas
+
+    for name, sch in schemas().items():
+        path = ROOT / "docs" / "schema" / f"{name}.json"
+        assert path.exists(), f"{path} missing: run `simrun schema --out docs/schema`"
+        assert json.loads(path.read_text()) == json.loads(json.dumps(sch)), f"{path} is stale: run `simrun schema --out docs/schema`"
