@@ -223,3 +223,33 @@ def test_dual_actuator_shares_the_host_link():
     slow = _seq_two_luns("3Gb/s")
     assert 0.85 * 524e6 < fast < 1.01 * 524e6
     assert 0.85 * 300e6 < slow <= 300e6 * 1.001
+
+
+def test_aged_sptf_trades_throughput_for_tail():
+    kw = {"queue.max_age": 0}
+    plain, _ = run(qd=32, n=5000, **kw)
+    aged, _ = run(qd=32, n=5000, **kw, **{"queue.age_weight": 0.03})
+    fifo_like, _ = run(qd=32, n=3000, **kw, **{"queue.age_weight": 1000.0})
+    fifo, _ = run(qd=32, n=3000, **kw, **{"queue.policy": "fifo"})
+    (mp, hp), (ma, ha), (mw, hw), (mf, hf) = (iops_ci(x) for x in (plain, aged, fifo_like, fifo))
+    assert mf - hf - hw < mw < mf + hf + hw  # a huge weight is arrival order
+    assert mw + hw < ma - ha < mp + hp  # in between
+    assert np.max(aged.latency) < np.max(plain.latency)
+
+
+def test_read_modify_write_on_512e_costs_revolutions():
+    res = {}
+    for ps in (None, 4096):
+        for bs in (4096, 2048):
+            sim, dev = make_hdd(
+                PROFILE, seed=1, **{"cache.write_cache": "off", "geometry.physical_sector_size": ps}
+            )
+            r = closed_loop(sim, dev, n_ios=1500, qd=1, bs=bs, write_frac=1.0, seed=4)
+            res[(ps, bs)] = r.latency
+    T = 60 / 7200
+    aligned = res[(4096, 4096)].mean()
+    assert aligned == pytest.approx(res[(None, 4096)].mean(), rel=1e-9)  # aligned 4 KiB: no penalty
+    diff = res[(4096, 2048)].mean() - res[(None, 2048)].mean()
+    half = 1.96 * np.hypot(res[(4096, 2048)].std(), res[(None, 2048)].std()) / np.sqrt(1500)
+    # QD1: the penalty (default 2 revolutions) adds to every misaligned write
+    assert abs(diff - 2 * T) < half + 1e-6

@@ -115,6 +115,17 @@ class GeometryConfig(ConfigModel):
     zones: ZonesConfig = Field(
         default_factory=ZonesConfig, description="zoned-recording layout, default 16 zones 163->84 MB/s"
     )
+    physical_sector_size: Bytes | None = Field(
+        None,
+        description="physical sector size, bytes (4096 for a 512e drive), default none = sector_size; media writes "
+        "covering a physical sector only in part pay a read-modify-write",
+    )
+    rmw_revolutions: float = Field(
+        2.0,
+        ge=0,
+        description="time a read-modify-write adds to such a write, revolutions, default 2 (16-22 ms per "
+        "misaligned write at 7.2K = 2-2.6 revolutions, device-facts B)",
+    )
     layout: Literal["serpentine", "cylinder"] = Field(
         "serpentine",
         description="LBA order: serpentine (each zone is laid surface by surface, alternating direction, as modern drives do) or cylinder (all heads of a cylinder, then the next cylinder: the classic layout), default serpentine",
@@ -138,6 +149,11 @@ class GeometryConfig(ConfigModel):
             raise ValueError(f"sector_size must be 512 or 4096 bytes, not {self.sector_size}")
         if self.capacity < self.sector_size * self.heads:
             raise ValueError("capacity is smaller than one sector per head")
+        ps = self.physical_sector_size
+        if ps is not None and (ps < self.sector_size or ps % self.sector_size or ps > 65536):
+            raise ValueError(
+                f"physical_sector_size {ps} must be a multiple of sector_size ({self.sector_size}), at most 64 KiB"
+            )
         return self
 
 
@@ -339,6 +355,12 @@ class QueueConfig(ConfigModel):
         "0.5s",
         ge=0,
         description="aging guard: a command older than this goes first (0 disables), seconds, default 0.5s",
+    )
+    age_weight: float = Field(
+        0.0,
+        ge=0,
+        description="aged SPTF (Worthington, Ganger & Patt 1994): order by positioning time - age_weight x time "
+        "waited, dimensionless, default 0 (plain SPTF)",
     )
     max_skips: int = Field(
         0,

@@ -131,6 +131,10 @@ class HDD(Device):
         par[K.ST_CYL] = float(rng.integers(0, d.ncyl))
         par[K.P_RA] = int(c.readahead) // self._ss
         par[K.P_LA] = 1.0 if c.read_lookahead else 0.0
+        par[K.P_AGEW] = q.age_weight
+        g = cfg.geometry
+        par[K.P_PHYS] = (g.physical_sector_size or g.sector_size) / g.sector_size
+        par[K.P_RMW] = g.rmw_revolutions
         self._par = par
         self._zt = d.zt
         self._sk = d.sk

@@ -57,7 +57,10 @@ P_RA = 25  # read-ahead limit, sectors
 P_SEGNEXT = 26  # next segment row to overwrite (ring)
 P_LA = 27  # 1 = look-ahead cache on
 P_RPS = 28  # revolutions per second (1 / P_T)
-NPAR = 29
+P_AGEW = 29  # aged SPTF weight W: key = positioning time - W * time waited
+P_PHYS = 30  # logical sectors per physical sector (8 for 512e)
+P_RMW = 31  # revolutions added to a media write that covers a physical sector only in part
+NPAR = 32
 
 # ---- seek row columns
 S_MODE = 0  # 0 three-point, 1 Ruemmler-Wilkes, 2 table
@@ -368,6 +371,7 @@ def choose(now, n, cq, par, sk, tt, mode):
             btime = 1e300
             cc = par[ST_CYL]
             ch = par[ST_HEAD]
+            agew = par[P_AGEW]
             for i in range(n):
                 kind = cq[i, C_KIND]
                 if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
@@ -382,9 +386,12 @@ def choose(now, n, cq, par, sk, tt, mode):
                 dr = cq[i, C_READY] + cq[i, C_LINKW]
                 if dr > ts:
                     ts = dr
-                if ts > btime:
+                bonus = 0.0
+                if agew > 0.0 and kind == 0.0:
+                    bonus = agew * (now - cq[i, C_T])
+                if ts - bonus > btime:
                     continue  # the rotational delay only adds
-                ts += rot_wait(ts, cq[i, C_ANG], par)
+                ts += rot_wait(ts, cq[i, C_ANG], par) - bonus
                 if ts < btime or (ts == btime and cq[i, C_SEQ] < bseq):
                     btime = ts
                     bseq = cq[i, C_SEQ]
@@ -418,6 +425,10 @@ def dispatch(now, n, cq, zt, par, sk, tt, seg, mode):
     lba = cq[i, C_LBA]
     ns = cq[i, C_NS]
     tend, spt = transfer_end(xs, lba, ns, w, zt, par, sk, tt)
+    if w == 1 and par[P_PHYS] > 1.0:
+        ph = par[P_PHYS]
+        if lba - ph * np.floor(lba / ph) != 0.0 or (lba + ns) - ph * np.floor((lba + ns) / ph) != 0.0:
+            tend += par[P_RMW] * par[P_T]  # read the partial physical sector(s), write on a later pass
     par[A_SEEK] += s
     par[A_ROT] += r
     par[A_XFER] += tend - xs
