@@ -57,7 +57,7 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "hdd-sptf-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (device + driver)", _hdd_device),
     "hdd-fio-qd32": (
         "HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)",
-        _workload_case({"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"scheduler": "sptf"}}}, {**_RR, "iodepth": 32}),
+        _workload_case({"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"policy": "sptf"}}}, {**_RR, "iodepth": 32}),
     ),
     "queue-fio-qd16": (
         "ideal queue device, 4KiB randread QD16 (fio path)",
