@@ -34,10 +34,24 @@ def replication_seed(seed: int, replication: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(replication)]).generate_state(1, dtype=np.uint32)[0])
 
 
+def _prefix_field(field: str | None) -> str:
+    if not field:
+        return "system"
+    return field if field.startswith(("system", "workload")) else f"system.cluster.{field}"
+
+
 class System(Component):
     """The simulated hardware of one run: named devices and an optional Ceph cluster."""
 
     def __init__(self, sim: Simulation, spec: SystemSpec, source: str | None = None):
+        try:
+            self._build(sim, spec, source)
+        except ConfigError as e:
+            if e.source is None:
+                raise ConfigError(e.message, source=source, field=_prefix_field(e.field)) from None
+            raise
+
+    def _build(self, sim: Simulation, spec: SystemSpec, source: str | None) -> None:
         super().__init__("system", sim.root)
         from simulator.devices.registry import build_device
 
@@ -62,6 +76,14 @@ class System(Component):
             )
 
     def resolve_target(self, job: Any) -> list[Device]:
+        try:
+            return self._resolve_target(job)
+        except ConfigError as e:
+            if e.source is None:
+                raise ConfigError(e.message, source=getattr(job, "source", None), field=e.field) from None
+            raise
+
+    def _resolve_target(self, job: Any) -> list[Device]:
         """fio's filename=a:b (device names or dotted paths such as sda.lun0) or the rbd engine's image."""
         if getattr(job, "ioengine", None) == "rbd":
             if self.cluster is None:

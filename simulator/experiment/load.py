@@ -137,16 +137,16 @@ def _resolve_jobs(raw: dict[str, Any], spec: ExperimentSpec, exp_dir: Path, sour
     return resolve_jobs(dict(raw["workload"].get("global") or {}), list(raw["workload"]["jobs"]), source, prefix="workload.")
 
 
-def _check_system(spec: ExperimentSpec, source: str) -> None:
-    from simulator.devices.registry import resolve_params
+def _check_system(spec: ExperimentSpec, source: str, jobs: list[Any]) -> None:
+    """Build the system once in a throw-away simulation and resolve every job's target, so that
+    errors only a build reveals (volumes that do not fit, unknown pools or images) are reported
+    before anything runs or any file is written."""
+    from simulator.engine import Simulation
+    from simulator.experiment.execute import System
 
-    for i, d in enumerate(spec.system.devices):
-        resolve_params(d.model_dump(exclude={"name", "count"}), source=source, field=f"system.devices.{i}")
-    if spec.system.cluster is not None:
-        import simulator.ceph  # noqa: F401  (registers ceph_cluster)
-
-        c = spec.system.cluster
-        resolve_params({"profile": c.profile, "kind": c.kind or (None if c.profile else "ceph_cluster"), "params": c.params}, source=source, field="system.cluster")
+    system = System(Simulation(0), spec.system, source)
+    for j in jobs:
+        system.resolve_target(j)
 
 
 def load_experiment(path: str | Path, sets: list[tuple[str, Any]] | None = None) -> Experiment:
@@ -169,7 +169,7 @@ def load_experiment(path: str | Path, sets: list[tuple[str, Any]] | None = None)
         jobs = _resolve_jobs(praw, pspec, path.parent, source)
         sys_key = json.dumps(praw.get("system"), sort_keys=True, default=str)
         if sys_key not in checked_systems:
-            _check_system(pspec, source)
+            _check_system(pspec, source, jobs)
             checked_systems.add(sys_key)
         points.append(Point(i, labels, praw, pspec, jobs))
     return Experiment(path, raw, spec, points)
