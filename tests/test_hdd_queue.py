@@ -253,3 +253,25 @@ def test_read_modify_write_on_512e_costs_revolutions():
     half = 1.96 * np.hypot(res[(4096, 2048)].std(), res[(None, 2048)].std()) / np.sqrt(1500)
     # QD1: the penalty (default 2 revolutions) adds to every misaligned write
     assert abs(diff - 2 * T) < half + 1e-6
+
+
+@pytest.mark.parametrize("exposure", ["luns", "lba_halves"])
+def test_dual_actuator_random_mix_completes_exactly_once(exposure):
+    sim, dev = make_hdd(MACH2, seed=4, **{"actuators.exposure": exposure, "cache.write_cache_size": "1MiB"})
+    rng = np.random.default_rng(4)
+    count: dict[int, int] = {}
+    reqs = []
+    for i in range(400):
+        op = int(rng.choice([Op.READ, Op.WRITE, Op.FLUSH], p=[0.5, 0.45, 0.05]))
+        size = int(rng.choice([4096, 65536]))
+        off = int(rng.integers(0, (dev.capacity - size) // 4096)) * 4096
+        r = Request(op, off, 0 if op == Op.FLUSH else size, fua=bool(rng.random() < 0.1), tag=i)
+        reqs.append(r)
+        dev.submit(r).callbacks.append(
+            lambda ev: count.__setitem__(ev._value.tag, count.get(ev._value.tag, 0) + 1)
+        )
+    sim.run()
+    assert sorted(count) == list(range(400)) and set(count.values()) == {1}
+    assert dev._inside == 0 and all(a._inside == 0 and a._dirty_bytes == 0 for a in dev.actuators)
+    assert all(r.service >= 0 and r.t_start >= r.t_submit for r in reqs)
+    assert dev.completed[Op.READ] + dev.completed[Op.WRITE] + dev.completed[Op.FLUSH] == 400
