@@ -247,7 +247,10 @@ class SeekConfig(ConfigModel):
     read_settle: Seconds = Field(
         "0ms",
         ge=0,
-        description="settle before reading after a seek (included in three_point figures; added to the other models), seconds, default 0",
+        description="settle before reading after a seek, seconds, default 0. The datasheet figures of three_point "
+        "and ruemmler_wilkes+rw_from_figures already include it: there it only offsets the write curve "
+        "(write = read - read_settle + write_settle) when no write figures are given, and has no effect on reads; "
+        "it is added to explicit ruemmler_wilkes and table curves",
     )
     write_settle: Seconds = Field(
         "0.5ms",
