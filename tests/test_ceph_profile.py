@@ -79,3 +79,23 @@ def test_profile_names_match_the_croit_fio_jobs(shared_dir: str) -> None:
         g = json.loads(f.read_text())["global options"]
         assert g["ioengine"] == "rbd"
         assert (g["pool"], g["rbdname"]) in images, f.name
+
+
+def test_bench_and_sweep_driver_run() -> None:
+    from simulator.ceph.bench import bench_ceph_randwrite_qd64
+    from simulator.ceph.croit import run_sweep
+
+    assert bench_ceph_randwrite_qd64(300, stand_in=True) > 0
+    rows = run_sweep(scale=0.0005, qds=(1, 4), stand_in=True, verbose=False)
+    assert [(r["rw"], r["pool"], r["qd"]) for r in rows][:4] == [
+        ("read", "mach2", 1), ("write", "mach2", 1), ("read", "normal", 1), ("write", "normal", 1)
+    ]
+    assert all(r["ios"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in rows)
+
+
+def test_croit_measured_figures_are_read_from_shared(shared_dir: str) -> None:
+    from simulator.ceph.croit import measured
+
+    m = measured("write", "mach2", 1, Path(shared_dir, "data", "croit-mach2"))
+    assert m is not None and 200 < m["iops"] < 300 and 2.0 < m["p50_ms"] < 3.0
+    assert measured("write", "mach2", 2, Path(shared_dir, "data", "croit-mach2")) is None  # kept aside

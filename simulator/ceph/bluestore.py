@@ -120,6 +120,8 @@ class BlueStore(Component):
         self.onodes = LruCache(cfg.onode_cache_size)
         self.buffered_read = cc.buffered_read
         self.buffered_write = cc.buffered_write
+        #: blocks of deferred writes not yet applied: readable from their 'writing' buffers
+        self.writing: dict[int, int] = {}
         # kv sync
         self.kv_queue: list[Txc] = []
         self.kv_busy = False
@@ -213,8 +215,12 @@ class BlueStore(Component):
         base = objkey << BLOCK_BITS
         keys = range(base + off // u, base + (off + length - 1) // u + 1)
         c = self.cache
+        w = self.writing
         if c.contains_all(keys):
             c.touch_all(keys)
+            c.hits += 1
+            return True
+        if w and all(k in w or k in c for k in keys):
             c.hits += 1
             return True
         c.misses += 1
@@ -238,6 +244,17 @@ class BlueStore(Component):
                 return
         req.parent = cb  # completion callback kept on the request (no closure)
         self.dev.submit(req).callbacks.append(self._read_done)
+
+    def read_onode(self, op: Any, cb: Any) -> None:
+        """Load a missed onode (a DB read), then ``cb(op)``."""
+        self.onodes.insert(op.objkey)
+        db = Request(_READ, self._db_offset(), _align_up(self.cfg.onode_miss_read, self.block), tag=op)
+        db.parent = cb
+        self.wal_dev.submit(db).callbacks.append(self._onode_only_done)
+
+    def _onode_only_done(self, ev: Any) -> None:
+        req = ev._value
+        req.parent(req.tag)
 
     def _db_offset(self) -> int:
         b = self.block
@@ -318,6 +335,9 @@ class BlueStore(Component):
             txc.dlen = dlen
             txc.wal_bytes = cfg.kv_txc_bytes + dlen
             txc.io_done = True
+            w = self.writing
+            for k in range(kbase + off // u, kbase + (off + length - 1) // u + 1):
+                w[k] = w.get(k, 0) + 1
         else:
             new = self.alloc(length)
             if off == 0 and length >= op.obj_size:
@@ -434,6 +454,17 @@ class BlueStore(Component):
             return
         batch = state[1]
         freed = sum(t.dlen for t in batch)
+        w = self.writing
+        u = self.unit
+        for t in batch:  # the deferred data is on disk: its writing buffers go
+            op = t.op
+            kbase = op.objkey << BLOCK_BITS
+            for k in range(kbase + op.off // u, kbase + (op.off + op.length - 1) // u + 1):
+                n = w.get(k, 0) - 1
+                if n > 0:
+                    w[k] = n
+                else:
+                    w.pop(k, None)
         self.deferred_bytes -= freed
         if self.deferred_bytes < 0:
             self.deferred_bytes = 0

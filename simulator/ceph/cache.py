@@ -119,9 +119,12 @@ class TwoQCache:
         self._trim()
 
     def discard(self, key: int) -> None:
+        """Drop a buffer (and its ghost): its data was overwritten."""
         if self._in.pop(key, 1) is None:
             return
-        self._hot.pop(key, None)
+        if self._hot.pop(key, 1) is None:
+            return
+        self._out.pop(key, None)
 
     def _trim(self) -> None:
         cap = self.capacity

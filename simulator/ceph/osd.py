@@ -243,9 +243,18 @@ class Osd(Component):
     # ------------------------------------------------------------------ writes
     def _write_prepared(self, ev: Any) -> None:
         op = ev._value
-        if self.bs.admit(op, self._write_admitted):
+        bs = self.bs
+        if not bs.probe_onode(op.objkey) and bs.cfg.onode_miss_read > 0:
+            # the transaction needs the object's onode: a synchronous DB read in the op thread
+            bs.read_onode(op, self._write_onode_loaded)
+            return
+        if bs.admit(op, self._write_admitted):
             self._write_admitted(op)
         # else: the worker thread stays blocked until the throttle lets the op in
+
+    def _write_onode_loaded(self, op: ObjOp) -> None:
+        if self.bs.admit(op, self._write_admitted):
+            self._write_admitted(op)
 
     def _write_admitted(self, op: ObjOp) -> None:
         self._release(op)
