@@ -318,12 +318,13 @@ class Cluster(Component):
         op.osd = prim
         payload = op.length if op.kind != _READ else 0
         t = self.net.arrival(self.client, prim.host, t, payload)
-        call_at(self.env, prim.cpu.book(t, self.cfg.osd.msgr_recv_cost), prim.on_op, op)
+        ocfg = self.cfg.osd
+        call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
         payload = op.length if op.kind == _READ else 0
         t = self.net.arrival(host, self.client, t, payload)
-        t = self.client.cpu.book(t, self.client_cfg.complete_cost)
+        t = self.client.cpu.book(t, self.client_cfg.complete_cost + self.client_cfg.cost_per_byte * payload)
         if self.tracer is not None:
             self.tracer(op, t)
         op.image.complete_op(op, t)

@@ -145,6 +145,10 @@ class ClientConfig(ConfigModel):
     complete_cost: Seconds = Field(
         "10us", ge=0, description="CPU to receive a reply and complete the request in librbd, seconds (default 10us)"
     )
+    cost_per_byte: float = Field(
+        0.0, ge=0,
+        description="client CPU per byte of data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
+    )
 
 
 class CrushRuleConfig(ConfigModel):
@@ -198,6 +202,10 @@ class OsdConfig(ConfigModel):
     )
     msgr_recv_cost: Seconds = Field("30us", ge=0, description="CPU to receive and decode one message, seconds (default 30us)")
     msgr_send_cost: Seconds = Field("30us", ge=0, description="CPU to encode and send one message, seconds (default 30us)")
+    msgr_cost_per_byte: float = Field(
+        0.0, ge=0,
+        description="OSD-host CPU per byte of message data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
+    )
     read_cost: Seconds = Field("270us", ge=0, description="CPU of a client read in the PG + BlueStore, seconds (default 270us)")
     write_cost: Seconds = Field(
         "650us", ge=0, description="CPU of a client write at the primary (PG log, txc prepare), seconds (default 650us)"

@@ -274,9 +274,10 @@ class Osd(Component):
                 sub.pos = i
                 sub.primary_op = op
                 sub.osd = r
-                t = self.cpu.book(now, cfg.msgr_send_cost)
+                per_byte = cfg.msgr_cost_per_byte * payload
+                t = self.cpu.book(now, cfg.msgr_send_cost + per_byte)
                 t = net.arrival(self.host, r.host, t, payload)
-                call_at(env, r.cpu.book(t, cfg.msgr_recv_cost), r.on_op, sub)
+                call_at(env, r.cpu.book(t, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
                 pending += 1
             op.pending = pending
             bs.write(op, self._base(op), pg, self._local_committed)
@@ -323,7 +324,11 @@ class Osd(Component):
 
     # ------------------------------------------------------------------ to the client
     def _reply_client(self, op: ObjOp, t: float) -> None:
-        t = self.cpu.book(t, self.cfg.msgr_send_cost)
+        cfg = self.cfg
+        cost = cfg.msgr_send_cost
+        if op.kind == _READ:
+            cost += cfg.msgr_cost_per_byte * op.length
+        t = self.cpu.book(t, cost)
         self.cluster.client_reply(self.host, op, t)
 
     def stats(self) -> dict[str, Any]:

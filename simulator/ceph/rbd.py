@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["RbdImage", "default_image_id"]
 
 _FLUSH = int(Op.FLUSH)
+_WRITE = int(Op.WRITE)
 
 
 def default_image_id(pool: str, name: str) -> str:
@@ -70,6 +71,8 @@ class RbdImage(Device):
         now = self.env._now
         kind = req.op
         cost = cl.client_cfg.submit_cost
+        if kind == _WRITE:
+            cost += cl.client_cfg.cost_per_byte * req.size
         if kind == _FLUSH or req.size <= 0:
             self._complete_after(req, client.cpu.book(now, cost) - now)
             return
