@@ -398,3 +398,19 @@ def test_onode_misses_cost_a_db_read_for_reads_and_writes() -> None:
     # a write: the primary loads the onode before it sends the repops, then the replicas load theirs
     # (in parallel): two DB reads in series
     assert run(1, "randwrite") - run(100000, "randwrite") == pytest.approx(8e-3, rel=0.05)
+
+
+def test_per_byte_cpu_costs_add_on_the_data_path() -> None:
+    def lat(rw: str, c: float, m: float) -> float:
+        p = _one_host([{"count": 3, "device": _q(None)}], pg_num=8, **FLOOR)
+        p["hosts"][0]["nic"] = {"bandwidth": "25Gbit/s"}
+        p["client"] = dict(FLOOR["client"], cost_per_byte=c)
+        p["osd"] = dict(FLOOR["osd"], msgr_cost_per_byte=m)
+        sim, cl = _cluster(p)
+        return float(ClosedLoop(sim, cl.image("p", "img"), qd=1, rw=rw, n_ios=20, seed=5).run().lat.mean())
+
+    c, m, d = 2e-9, 3e-9, 4096
+    # read: data leaves the primary (messenger) and enters the client
+    assert lat("randread", c, m) - lat("randread", 0, 0) == pytest.approx((c + m) * d, rel=1e-6)
+    # write: client send, primary receive, then repop send + replica receive in series
+    assert lat("randwrite", c, m) - lat("randwrite", 0, 0) == pytest.approx((c + 3 * m) * d, rel=1e-6)
