@@ -100,6 +100,10 @@ class Cluster(Component):
     # ================================================================== construction
     def _build_hosts(self) -> None:
         cfg = self.cfg
+        bs_cfg = cfg.bluestore
+        if cfg.state_scale != 1.0:  # time-compressed replay: scale the state carried between runs
+            cache = bs_cfg.cache.model_copy(update={"size": max(1, int(bs_cfg.cache.size * cfg.state_scale))})
+            bs_cfg = bs_cfg.model_copy(update={"cache": cache})
         names: set[str] = set()
         osd_id = 0
         for hi, hc in enumerate(cfg.hosts):
@@ -128,9 +132,9 @@ class Cluster(Component):
                     osd.weight = weight if weight is not None else vol.capacity / float(1 << 40)
                     if db_parts:
                         dbv = db_parts[j]
-                        osd.bs = BlueStore("bluestore", osd, cfg.bluestore, vol, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
+                        osd.bs = BlueStore("bluestore", osd, bs_cfg, vol, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
                     else:
-                        osd.bs = BlueStore("bluestore", osd, cfg.bluestore, vol)
+                        osd.bs = BlueStore("bluestore", osd, bs_cfg, vol)
                     host.osds.append(osd)
                     self.osds.append(osd)
                     osd_id += 1

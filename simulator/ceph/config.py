@@ -333,3 +333,14 @@ class ClusterConfig(ConfigModel):
     bluestore: BlueStoreConfig = Field(default_factory=BlueStoreConfig, description="BlueStore parameters")
     balancer: BalancerConfig = Field(default_factory=BalancerConfig, description="PG balancer")
     crush: CrushConfig = Field(default_factory=CrushConfig, description="CRUSH tunables")
+    state_scale: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description=(
+            "time compression of replayed sweeps, dimensionless (default 1): BlueStore data-cache capacity is "
+            "multiplied by it, so that runs `state_scale` times as long as the measured ones keep the measured "
+            "ratio of IOs per run to cached blocks (what decides how much of a replayed offset sequence earlier "
+            "runs left in cache). E.g. 90 s runs standing for croit's 900 s runs: 0.1"
+        ),
+    )
