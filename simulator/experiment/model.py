@@ -189,6 +189,7 @@ class PlotSpec(ConfigModel):
     x: str | None = Field(None, description="axis name on the x axis (iops_vs_x, metric_vs_x)")
     metric: str = Field("iops", description="metric on the y axis for *_vs_x plots")
     at: dict[str, list[Any]] = Field(default_factory=dict, description="for hdr/cdf: one figure per combination of these axis values")
+    where: dict[str, Any] = Field(default_factory=dict, description="only points whose labels match (axis -> label or list of labels)")
     log_x: bool = Field(True, description="log2 x axis for *_vs_x plots")
     title: str = Field("", description="plot title")
 

@@ -200,12 +200,24 @@ def _plot_hdr(run: ExperimentRun, points: list[PointSummary], spec: Any, out: Pa
     return written
 
 
-def make_plots(run: ExperimentRun, points: list[PointSummary]) -> list[Path]:
+def _where(points: list[PointSummary], where: dict[str, Any]) -> list[PointSummary]:
+    def ok(p: PointSummary) -> bool:
+        for axis, want in where.items():
+            opts = want if isinstance(want, list) else [want]
+            if _norm(p.labels.get(axis)) not in {_norm(o) for o in opts}:
+                return False
+        return True
+
+    return [p for p in points if ok(p)]
+
+
+def make_plots(run: ExperimentRun, all_points: list[PointSummary]) -> list[Path]:
     out = run.out_dir
     if out is None:
         return []
     written: list[Path] = []
     for n, spec in enumerate(run.experiment.spec.report.plots):
+        points = _where(all_points, spec.where)
         if spec.kind in ("iops_vs_x", "metric_vs_x"):
             written += _plot_vs_x(run, points, spec, out, n)
         elif spec.kind in ("hdr", "cdf"):
