@@ -139,3 +139,19 @@ def test_committed_schemas_are_current():
         path = ROOT / "docs" / "schema" / f"{name}.json"
         assert path.exists(), f"{path} missing: run `simrun schema --out docs/schema`"
         assert json.loads(path.read_text()) == json.loads(json.dumps(sch)), f"{path} is stale: run `simrun schema --out docs/schema`"
+
+
+def test_bad_cluster_description_exit_2(tmp_path):
+    """A pool larger than the eligible OSDs: one message naming the file and the field, exit 2."""
+    doc = {
+        "name": "c",
+        "system": {"cluster": {"profile": "clusters/croit_mach2", "params": {"pools": [
+            {"name": "test-mach2", "size": 13, "min_size": 2, "pg_num": 64, "rule": {"device_class": "mach2", "failure_domain": "osd"}}]}}},
+        "workload": {"global": {"ioengine": "rbd", "pool": "test-mach2", "rbdname": "test", "rw": "randread", "bs": "4k", "number_ios": 10},
+                     "jobs": [{"name": "j"}]},
+    }
+    p = write(tmp_path, doc)
+    r = simrun("run", p, "--out", tmp_path / "o", "-q")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert str(p) in r.stderr and "pools" in r.stderr
+    assert not (tmp_path / "o").exists()
