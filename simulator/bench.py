@@ -6,6 +6,7 @@ hdd-sptf-qd32       one HDD (7.2K), SPTF, 4 KiB random read, QD32 — device + c
 hdd-fio-qd32        the same through the full fio workload layer and statistics
 queue-fio-qd16      the workload layer alone against an ideal queue device
 ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated client IO/s
+jobstats-add        the statistics hot path alone (IOs recorded per second)
 Numba compilation is excluded (each case warms up first).
 """
 
@@ -46,6 +47,22 @@ def _hdd_device(n: int) -> float:
     return bench_hdd_sptf_qd32(n)
 
 
+def _jobstats_add(n: int) -> float:
+    """Recorded IOs per second through JobStats.add (amortised flushes into the HDR histograms)."""
+    from simulator.metrics.stats import JobStats
+
+    js = JobStats("bench", {})
+    js.set_window(0.0, n * 1e-4 + 1.0)
+    add = js.add
+    t = 0.0
+    t0 = time.perf_counter()
+    for i in range(n):
+        t += 1e-4
+        add(i & 1, t, 1e-6, 1e-3, 4096)
+    js.result()
+    return n / (time.perf_counter() - t0)
+
+
 def _ceph(n: int) -> float:
     from simulator.ceph.bench import bench_ceph_randwrite_qd64
 
@@ -64,6 +81,7 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
         _workload_case({"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}}, {**_RR, "iodepth": 16}),
     ),
     "ceph-randwrite-qd64": ("Ceph croit MACH.2 pool, 4KiB randwrite QD64 (client IOs)", _ceph),
+    "jobstats-add": ("statistics only: JobStats.add + HDR flush per recorded IO", _jobstats_add),
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -292,30 +291,3 @@ def test_batch_means_mean_ci_covers_truth_autocorrelated():
         d = _coverage_run(5000 + k, phi)
         hits += d.clat.mean_ci.contains(true_mean)
     assert 0.88 <= hits / R <= 0.995
-
-
-def test_add_cost_per_call():
-    """JobStats.add amortised cost (incl. flushes) on a warm kernel; budget 2 µs (typ. ~0.3 µs)."""
-    js = JobStats("w", {})
-    js.add(0, 0.0, 0.0, 1e-3, 4096)
-    js.result()  # compile/warm the kernels
-    n = 3 * FLUSH_SAMPLES
-    best = math.inf
-    for _ in range(3):
-        js = JobStats("w", {})
-        js.set_window(0.0, 100.0)
-        add = js.add
-        t = 0.0
-        t0 = time.perf_counter()
-        for i in range(n):
-            t += 1e-4
-            add(i & 1, t, 1e-6, 1e-3, 4096)
-        t1 = time.perf_counter()
-        t = 0.0
-        for i in range(n):  # the loop itself, to subtract
-            t += 1e-4
-            (i & 1, t, 1e-6, 1e-3, 4096)
-        t2 = time.perf_counter()
-        best = min(best, ((t1 - t0) - (t2 - t1)) / n)
-    print(f"JobStats.add: {best * 1e9:.0f} ns per call")
-    assert best < 2e-6
