@@ -200,6 +200,79 @@ def bench_cmd(
         _fail(e)
 
 
+# --- calibration commands (simulator.calibration; thin wrappers) ---------------------------------
+@app.command("calibrate")
+def calibrate_cmd(
+    spec: Annotated[Path, typer.Argument(help="calibration spec YAML (see simulator/calibration/spec.py)")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="report directory (default: the spec's output.report)")] = None,
+    profile: Annotated[Optional[Path], typer.Option("--profile", help="write the fitted profile here instead of output.profile")] = None,
+    no_profile: Annotated[bool, typer.Option("--no-profile", help="write the report only")] = False,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="parallel processes (default: spec, else all cores)")] = None,
+    max_evals: Annotated[Optional[int], typer.Option(min=1, help="override budget.max_evals")] = None,
+    max_wall: Annotated[Optional[str], typer.Option(help="override budget.max_wall (e.g. 90m)")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display")] = False,
+) -> None:
+    """Fit free profile parameters to measured/published figures; write the fitted profile and a report."""
+    from simulator.calibration.cli import calibrate_main
+
+    try:
+        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall)
+    except SimError as e:
+        _fail(e)
+
+
+@app.command("compare")
+def compare_cmd(
+    system: Annotated[str, typer.Argument(help="experiment YAML (its system), profile YAML, or profile ref (hdd/...)")],
+    measured: Annotated[list[str], typer.Argument(help="measured fio output files (paths or globs)")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="directory for compare.csv and plots")] = None,
+    runtime: Annotated[Optional[float], typer.Option(help="simulated seconds per file (default: as measured)")] = None,
+    seed: Annotated[int, typer.Option(help="simulation seed")] = 1,
+    device: Annotated[Optional[str], typer.Option(help="device of the system the measured files map to")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="parallel processes (default: all cores)")] = None,
+    latency: Annotated[Optional[str], typer.Option(help="clat, lat or auto (default: what a calibrated profile was fitted on, else auto)")] = None,
+) -> None:
+    """Simulate each measured fio run on a system and report IOPS/latency errors and the demerit."""
+    from simulator.calibration.cli import compare_main
+
+    try:
+        compare_main(system, measured, out, runtime, seed, device, workers, console, latency)
+    except SimError as e:
+        _fail(e)
+
+
+@app.command("measure")
+def measure_cmd(
+    target: Annotated[Optional[Path], typer.Option(help="directory for fio's test file (default /var/tmp/simrun-fio)")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="directory for the fio JSON files")] = None,
+    runtime: Annotated[Optional[float], typer.Option(help="seconds per fio run (default 10)")] = None,
+) -> None:
+    """Measure this machine's disk with real fio (calibration/local-disk/measure.sh)."""
+    from simulator.calibration.measure import measure
+
+    try:
+        path = measure(target, out, runtime)
+    except SimError as e:
+        _fail(e)
+    console.print(f"measured runs in {path}")
+
+
+@app.command("validate")
+def validate_cmd(
+    quick: Annotated[bool, typer.Option("--quick", help="short simulated runs (seconds instead of minutes)")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="markdown file (default docs/validation.md)")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="parallel processes (default: all cores)")] = None,
+) -> None:
+    """Regenerate the validation report (docs/validation.md) from committed outputs and fresh runs."""
+    from simulator.calibration.validation import run_validation
+
+    try:
+        path = run_validation(quick=quick, out=out, workers=workers, console=err_console)
+    except SimError as e:
+        _fail(e)
+    console.print(f"validation report written: {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: ``simrun FILE`` is short for ``simrun run FILE``."""
     args = list(sys.argv[1:] if argv is None else argv)

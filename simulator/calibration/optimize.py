@@ -1,0 +1,265 @@
+"""The optimiser: a global stage (scipy differential evolution, or a Sobol / Latin-hypercube
+screen) then a local refinement (Nelder–Mead or Powell) of the continuous parameters, under a
+budget of evaluations and wall time.
+
+The search space: each continuous parameter is mapped to u in [0, 1] (linearly, or linearly in
+log for ``scale: log``); each discrete parameter is an integer index into its ``choices`` (DE's
+``integrality``; a screen takes floor(u × n)). The local stage keeps the discrete parameters at the
+best point of the global stage.
+
+Every evaluation uses the same simulation seed (common random numbers), so the loss is a
+deterministic function of the parameters. The first evaluation is the start point: the spec's
+``start`` values, else the base system's current values (clipped to the bounds) — its loss is the
+"before calibration" figure of the report. Evaluations of a batch (a screen, a DE generation) run
+in parallel; identical points are evaluated once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simulator.calibration.problem import EvalResult, Problem
+from simulator.calibration.spec import quantity
+from simulator.errors import SimError
+
+__all__ = ["FitResult", "Optimizer"]
+
+
+class _BudgetExhausted(Exception):
+    pass
+
+
+@dataclass
+class FitResult:
+    values: dict[str, Any]
+    result: EvalResult
+    start_values: dict[str, Any]
+    start_result: EvalResult
+    history: list[dict[str, Any]] = field(default_factory=list)
+    evals: int = 0
+    wall_s: float = 0.0
+    stopped_by: str = "converged"
+
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class Optimizer:
+    def __init__(self, problem: Problem, runner: Callable[[list[dict[str, Any]]], list[Any]], progress: ProgressFn | None = None):
+        self.p = problem
+        self.spec = problem.spec
+        self.runner = runner
+        self.progress = progress
+        self.cont = [f for f in problem.params if not f.discrete]
+        self.disc = [f for f in problem.params if f.discrete]
+        self.memo: dict[tuple, tuple[dict[str, Any], EvalResult]] = {}
+        self.history: list[dict[str, Any]] = []
+        self.best: tuple[dict[str, Any], EvalResult] | None = None
+        self.t0 = time.perf_counter()
+        self.stage = "start"
+        self.stopped_by = "converged"
+
+    # --------------------------------------------------------------------------- coordinates
+    def values_of(self, x: np.ndarray) -> dict[str, Any]:
+        vals: dict[str, Any] = {}
+        nc = len(self.cont)
+        for i, f in enumerate(self.cont):
+            vals[f.key] = f.to_value(float(x[i]))
+        for j, f in enumerate(self.disc):
+            k = int(round(float(x[nc + j])))
+            vals[f.key] = f.choices[min(len(f.choices) - 1, max(0, k))]
+        return vals
+
+    def x_of(self, vals: dict[str, Any]) -> np.ndarray:
+        x = [min(1.0, max(0.0, f.to_unit(vals[f.key]))) for f in self.cont]
+        x += [float(f.choices.index(vals[f.key])) for f in self.disc]
+        return np.asarray(x, dtype=float)
+
+    def start_values(self) -> dict[str, Any]:
+        vals = {}
+        for f in self.p.params:
+            if f.discrete:
+                cur = self.p.base_values.get(f.key)
+                vals[f.key] = cur if cur in f.choices else f.choices[0]
+            else:
+                lo, hi = f.lo_hi()
+                if f.start is not None:
+                    v = quantity(f.start)[0]
+                elif self.p.base_values.get(f.key) is not None:
+                    v = float(self.p.base_values[f.key])
+                elif f.prior is not None:
+                    v = quantity(f.prior.mean)[0]
+                else:
+                    v = f.to_value(0.5)
+                vals[f.key] = min(hi, max(lo, v))
+        return vals
+
+    def _key(self, vals: dict[str, Any]) -> tuple:
+        return tuple((k, round(v, 12) if isinstance(v, float) else v) for k, v in sorted(vals.items()))
+
+    # --------------------------------------------------------------------------- evaluation
+    @property
+    def n_evals(self) -> int:
+        return len(self.history)
+
+    def _remaining(self) -> int:
+        if time.perf_counter() - self.t0 > self.spec.budget.wall_s:
+            self.stopped_by = "wall time"
+            return 0
+        left = self.spec.budget.max_evals - self.n_evals
+        if left <= 0:
+            self.stopped_by = "evaluations"
+        return max(0, left)
+
+    def evaluate(self, value_sets: list[dict[str, Any]]) -> list[EvalResult]:
+        """Evaluate (memoised, in one parallel batch); raises _BudgetExhausted when the budget is
+        used up (after evaluating what it still allows)."""
+        todo: list[dict[str, Any]] = []
+        seen = set()
+        for v in value_sets:
+            k = self._key(v)
+            if k not in self.memo and k not in seen:
+                seen.add(k)
+                todo.append(v)
+        left = self._remaining()
+        cut = len(todo) > left
+        todo = todo[:left]
+        if todo:
+
+            def got(i: int, r: EvalResult) -> None:
+                self.memo[self._key(todo[i])] = (todo[i], r)
+                self._record(todo[i], r)
+
+            self.p.evaluate_many(todo, self.runner, got)
+        if cut or (not todo and left == 0):
+            raise _BudgetExhausted
+        return [self.memo[self._key(v)][1] for v in value_sets]
+
+    def _record(self, vals: dict[str, Any], r: EvalResult) -> None:
+        wall = time.perf_counter() - self.t0
+        row: dict[str, Any] = {"eval": len(self.history) + 1, "stage": self.stage, "loss": r.loss, "rms_log_error": r.rms,
+                               "wall_s": round(wall, 2)}
+        for f in self.p.params:
+            row[f.name] = vals[f.key]
+        if r.failed:
+            row["failed"] = r.failed
+        self.history.append(row)
+        if math.isfinite(r.loss) and (self.best is None or r.loss < self.best[1].loss):
+            self.best = (vals, r)
+        if self.progress:
+            self.progress({
+                "stage": self.stage, "evals": len(self.history), "max_evals": self.spec.budget.max_evals,
+                "best": self.best[1].loss if self.best else math.inf,
+                "best_rms": self.best[1].rms if self.best else math.nan,
+                "rate": len(self.history) / max(wall, 1e-9), "wall": wall,
+            })
+
+    def _f(self, x: np.ndarray) -> float:
+        return self.evaluate([self.values_of(np.asarray(x, dtype=float))])[0].loss
+
+    # --------------------------------------------------------------------------- stages
+    def _screen(self, method: str, n: int, seed: int) -> None:
+        from scipy.stats import qmc
+
+        d = len(self.cont) + len(self.disc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Sobol balance warning for n not a power of two
+            eng = qmc.Sobol(d, scramble=True, rng=seed) if method == "sobol" else qmc.LatinHypercube(d, rng=seed)
+            u = eng.random(n)
+        xs = []
+        nc = len(self.cont)
+        for row in u:
+            x = np.array(row, dtype=float)
+            for j, f in enumerate(self.disc):
+                x[nc + j] = min(len(f.choices) - 1, math.floor(row[nc + j] * len(f.choices)))
+            xs.append(x)
+        self.evaluate([self.values_of(x) for x in xs])
+
+    def _de(self, popsize: int, maxiter: int, seed: int, x0: np.ndarray) -> None:
+        from scipy.optimize import differential_evolution
+
+        bounds = [(0.0, 1.0)] * len(self.cont) + [(0.0, float(len(f.choices) - 1)) for f in self.disc]
+        integrality = [False] * len(self.cont) + [True] * len(self.disc)
+
+        def mapper(func: Callable, xs: Any) -> list[float]:
+            xs = [np.asarray(x, dtype=float) for x in xs]
+            return [r.loss for r in self.evaluate([self.values_of(x) for x in xs])]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            differential_evolution(
+                self._f, bounds, popsize=popsize, maxiter=maxiter, rng=seed, polish=False, init="sobol",
+                updating="deferred", workers=mapper, integrality=integrality if self.disc else None, x0=x0, tol=0.0,
+            )
+
+    def _local(self, x_best: np.ndarray) -> None:
+        from scipy.optimize import minimize
+
+        loc = self.spec.optimizer.local
+        nc = len(self.cont)
+        if loc.method == "none" or nc == 0:
+            return
+        fixed = x_best[nc:]
+        left = self._remaining()
+        maxfev = left if loc.maxiter is None else min(left, loc.maxiter)
+        if maxfev <= 0:
+            return
+
+        def f(u: np.ndarray) -> float:
+            return self._f(np.concatenate([np.clip(u, 0.0, 1.0), fixed]))
+
+        u0 = np.clip(x_best[:nc], 0.0, 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if loc.method == "nelder-mead":
+                simplex = [u0]
+                for i in range(nc):
+                    v = u0.copy()
+                    v[i] = v[i] + loc.step if v[i] + loc.step <= 1.0 else v[i] - loc.step
+                    simplex.append(v)
+                minimize(f, u0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * nc,
+                         options={"maxfev": maxfev, "initial_simplex": np.array(simplex), "xatol": loc.xatol,
+                                  "fatol": loc.fatol})
+            else:
+                minimize(f, u0, method="Powell", bounds=[(0.0, 1.0)] * nc,
+                         options={"maxfev": maxfev, "xtol": loc.xatol, "ftol": loc.fatol})
+
+    def run(self) -> FitResult:
+        g = self.spec.optimizer.global_
+        seed = self.spec.seed
+        start = self.start_values()
+        x0 = self.x_of(start)
+        start_res: EvalResult | None = None
+        try:
+            self.stage = "start"
+            start_res = self.evaluate([start])[0]
+            if start_res.failed and isinstance(start_res.error, SimError):
+                raise start_res.error  # bad input (a model that rejects the start point), not an infeasible point
+            if g.method in ("sobol", "lhs"):
+                self.stage = g.method
+                self._screen(g.method, g.n, seed)
+            elif g.method == "de":
+                self.stage = "de"
+                self._de(g.n, g.maxiter, seed, x0)
+            self.stage = "local"
+            assert True
+            xb = self.x_of(self.best[0]) if self.best else x0
+            self._local(xb)
+        except _BudgetExhausted:
+            pass
+        if start_res is None:
+            start_res = self.memo[self._key(start)][1] if self._key(start) in self.memo else None  # type: ignore[assignment]
+        if self.best is None:
+            fails = [h.get("failed") for h in self.history if h.get("failed")]
+            raise SimError("every evaluation failed" + (f" (first: {fails[0]})" if fails else ""))
+        return FitResult(
+            values=self.best[0], result=self.best[1], start_values=start, start_result=start_res,  # type: ignore[arg-type]
+            history=self.history, evals=len(self.history), wall_s=time.perf_counter() - self.t0, stopped_by=self.stopped_by,
+        )

@@ -1,0 +1,437 @@
+"""The calibration spec: what ``simrun calibrate SPEC.yaml`` fits, to what, and how.
+
+::
+
+    name: local-disk                       # campaign name (provenance, report title)
+    description: what is fitted and why
+    system:                                # the base system, as an experiment's system: section
+      devices:
+        - {name: vda, profile: ssd/intel_p3700_400gb, params: {capacity: 4GiB}}
+    # or, to simulate an experiment's sweep (e.g. a persist_state sequence) instead of traces:
+    # experiment: ../../experiments/mach2_vs_single.yaml
+    # sets: {workload.global.runtime: 5s}   # fixed --set overrides of the experiment
+    # scale: {factor: 0.005, full_runtime: 900s, keys: [cluster.params.bluestore.cache.size]}
+    free:                                  # the fitted parameters (dotted keys into the system)
+      - {key: devices.0.params.flash.read_latency.0, bounds: [10us, 200us], scale: log,
+         prior: {mean: 60us, sd: 40us}}
+      - {key: devices.0.params.flash.channels, choices: [2, 4, 8, 16]}
+    targets:                               # what the loss compares with
+      - {files: "runs/dev-vm-20261122/randread-qd1.json", weight: 1}
+      - {csv: ../reference/nutanix_working_set.csv, filter: {random_distribution: uniform},
+         options: {rw: "{rw}", bs: "{bs}", iodepth: "{iodepth}", size: "{working_set_GB}GB"},
+         metrics: {mean_response_ms: read.lat_mean_ms}}
+    predict: [...]                         # same shape; simulated with the fit and reported, never fitted
+    loss: {metrics: {iops: 1, p50: 1, p90: 0.5, p99: 0.5, p99.9: 0.25}, sigma: 0.1}
+    optimizer: {global: {method: sobol, n: 16}, local: {method: nelder-mead}}
+    budget: {max_evals: 120, max_wall: 30m}
+    runtime: 1s                            # simulated seconds per trace (never longer than measured)
+    seed: 1                                # the SAME seed for every evaluation (common random numbers)
+    workers: 2
+    output: {profile: local/dev_vm_virtio, component: devices.0, report: report}
+
+Paths: inputs (``experiment``, ``files``, ``csv``) are looked up relative to the spec file, then to
+the project root. ``output.profile`` is a profile reference under ``models/`` (``local/x``) or a
+path ending in ``.yaml`` (relative to the spec file); ``output.report`` is relative to the spec
+file. Every problem is a :class:`ConfigError` naming the spec file and the field.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from simulator.config.base import ConfigModel, load_yaml, validate
+from simulator.errors import ConfigError
+from simulator.units import parse_bandwidth, parse_size, parse_time
+
+__all__ = [
+    "DEFAULT_LOSS_METRICS",
+    "CalibrationSpec",
+    "FreeParam",
+    "LoadedSpec",
+    "load_spec",
+    "metric_kind",
+    "quantity",
+]
+
+#: default weights of the loss metrics (log-space squared errors)
+DEFAULT_LOSS_METRICS = {"iops": 1.0, "p50": 1.0, "p90": 0.5, "p99": 0.5, "p99.9": 0.25}
+_METRIC_NAMES = ("iops", "lat_mean", "p50", "p90", "p99", "p99.9", "p99.99", "bw")
+_TIME_RE = re.compile(r"^\s*[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?\s*(ns|us|µs|ms|s|sec|min|m|h)\s*$")
+
+
+def quantity(v: Any) -> tuple[float, str]:
+    """A bound or value: a number, or a string with a time, rate or size unit -> (SI value, kind)."""
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {v!r}")
+    if isinstance(v, (int, float)):
+        return float(v), "number"
+    if not isinstance(v, str):
+        raise ValueError(f"expected a number or a quantity with a unit, got {v!r}")
+    s = v.strip()
+    if s.endswith("/s"):
+        return float(parse_bandwidth(s)), "rate"
+    if _TIME_RE.match(s):
+        return float(parse_time(s)), "time"
+    try:
+        return float(s), "number"
+    except ValueError:
+        pass
+    return float(parse_size(s)), "size"
+
+
+def metric_kind(name: str) -> str | None:
+    """``read.p99_ms`` -> ``p99``; ``write.iops`` -> ``iops``; ``read.lat_mean_ms`` -> ``lat_mean``."""
+    if "." not in name:
+        return None
+    tail = name.split(".", 1)[1]
+    tail = tail.removesuffix("_ms")
+    if tail == "bw_MBps":
+        return "bw"
+    return tail if tail in _METRIC_NAMES else None
+
+
+class Prior(ConfigModel):
+    """Gaussian penalty ½((θ − mean)/sd)² added to the loss, in the parameter's own units."""
+
+    mean: float | str = Field(description="prior mean, in the parameter's units (numbers or quantities such as 50us)")
+    sd: float | str = Field(description="prior standard deviation, same units, > 0")
+
+
+class FreeParam(ConfigModel):
+    """One fitted parameter: a continuous one (``bounds``, ``scale``) or a discrete one (``choices``)."""
+
+    key: str = Field(
+        description="dotted key into the system spec (devices.0.params.seek.average, cluster.params.osd.write_cost), or "
+        "workload.<fio option> (set on every simulated job of a trace calibration, e.g. workload.sim_slat: host CPU per IO)"
+    )
+    bounds: tuple[float | str, float | str] | None = Field(
+        None, description="[lo, hi] for a continuous parameter, numbers or quantities with units (10us, 64MiB)"
+    )
+    scale: Literal["linear", "log"] = Field("linear", description="search scale of a continuous parameter (default linear)")
+    prior: Prior | None = Field(None, description="optional Gaussian prior (penalty) on a continuous parameter")
+    start: float | str | None = Field(None, description="optional start of the local stage when there is no global stage")
+    choices: list[Any] | None = Field(None, description="values of a discrete parameter (e.g. [off, volatile, persistent])")
+    integer: bool = Field(False, description="a continuous parameter whose value is rounded to an integer (a count) (default false)")
+    label: str = Field("", description="short name in tables (default: the last part of the key)")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        if not v or any(p == "" for p in v.split(".")):
+            raise ValueError(f"invalid dotted key {v!r}")
+        if not v.startswith(("devices.", "cluster.", "workload.")):
+            raise ValueError(
+                f"key {v!r} must start with devices.<i>. or cluster. (a path into the system spec) or workload. "
+                "(a fio option set on every simulated job of a trace calibration, e.g. workload.sim_slat)"
+            )
+        if v.startswith("workload.") and v.count(".") != 1:
+            raise ValueError(f"key {v!r}: workload keys name one fio option (workload.<option>)")
+        return v
+
+    @field_validator("bounds")
+    @classmethod
+    def _bounds(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        lo, klo = quantity(v[0])
+        hi, khi = quantity(v[1])
+        if klo != khi:
+            raise ValueError(f"bounds have different units ({klo} vs {khi})")
+        if not lo < hi:
+            raise ValueError(f"bounds reversed or empty: lo={v[0]!r} must be < hi={v[1]!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _shape(self) -> FreeParam:
+        if (self.bounds is None) == (self.choices is None):
+            raise ValueError("give either bounds (continuous) or choices (discrete)")
+        if self.choices is not None:
+            if len(self.choices) < 2:
+                raise ValueError("choices needs at least two values")
+            if self.prior is not None:
+                raise ValueError("a prior is for continuous parameters")
+            return self
+        lo, hi = self.lo_hi()
+        if self.scale == "log" and lo <= 0:
+            raise ValueError("a log-scale parameter needs lo > 0")
+        if self.prior is not None:
+            if quantity(self.prior.sd)[0] <= 0:
+                raise ValueError("prior.sd must be > 0")
+            quantity(self.prior.mean)
+        if self.start is not None:
+            s = quantity(self.start)[0]
+            if not lo <= s <= hi:
+                raise ValueError(f"start {self.start!r} is outside the bounds")
+        return self
+
+    @property
+    def discrete(self) -> bool:
+        return self.choices is not None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.key.split(".params.")[-1]
+
+    @property
+    def unit_kind(self) -> str:
+        return "choice" if self.discrete else quantity(self.bounds[0])[1]  # type: ignore[index]
+
+    def lo_hi(self) -> tuple[float, float]:
+        return quantity(self.bounds[0])[0], quantity(self.bounds[1])[0]  # type: ignore[index]
+
+    # the optimiser works on u in [0, 1] for continuous parameters
+    def to_value(self, u: float) -> float:
+        lo, hi = self.lo_hi()
+        u = min(1.0, max(0.0, float(u)))
+        if self.scale == "log":
+            return math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+        return lo + u * (hi - lo)
+
+    def to_unit(self, v: float) -> float:
+        lo, hi = self.lo_hi()
+        if self.scale == "log":
+            return (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        return (v - lo) / (hi - lo)
+
+    def penalty(self, v: float) -> float:
+        if self.prior is None:
+            return 0.0
+        m, sd = quantity(self.prior.mean)[0], quantity(self.prior.sd)[0]
+        return 0.5 * ((v - m) / sd) ** 2
+
+
+class TargetSpec(ConfigModel):
+    """Measured/published figures: fio output files, or a CSV table of figures."""
+
+    files: str | list[str] | None = Field(None, description="glob(s) of fio output files (JSON or text)")
+    csv: str | None = Field(None, description="CSV of figures (lines starting with # are comments)")
+    filter: dict[str, Any] = Field(default_factory=dict, description="csv: keep rows whose column equals the value")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="csv with a system: fio options of each row's job; values may name columns as {column} "
+        "(e.g. size: '{working_set_GB}GB'); a CSV on an experiment matches points instead",
+    )
+    match: dict[str, str] = Field(default_factory=dict, description="csv with an experiment: column -> sweep axis")
+    metrics: dict[str, str] = Field(
+        default_factory=dict,
+        description="csv: column -> simulated metric (read.iops, read.lat_mean_ms, write.p99_ms...); default: "
+        "columns already named like a simulated metric",
+    )
+    label: str = Field("", description="name of the target in tables (default: file or table name)")
+    weight: float = Field(1.0, ge=0, description="weight of the target in the loss (default 1)")
+
+    @model_validator(mode="after")
+    def _one(self) -> TargetSpec:
+        if (self.files is None) == (self.csv is None):
+            raise ValueError("a target is either files: (fio output) or csv: (a table of figures)")
+        if self.files is not None and (self.filter or self.options or self.match or self.metrics):
+            raise ValueError("filter/options/match/metrics are for csv targets")
+        return self
+
+
+class LossSpec(ConfigModel):
+    """Weighted squared log-ratio errors ln(sim/measured), Gaussian with sd ``sigma``, plus priors."""
+
+    metrics: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_LOSS_METRICS),
+        description="metric -> weight; metrics: iops, lat_mean, p50, p90, p99, p99.9, p99.99, bw "
+        "(default iops 1, p50 1, p90 0.5, p99 0.5, p99.9 0.25)",
+    )
+    sigma: float = Field(0.1, gt=0, description="sd of a log-ratio error (0.1 ~ 10 %), scales the data term against the priors (default 0.1)")
+    clip: float = Field(3.0, gt=0, description="log ratios are clipped to ±clip so one absurd point cannot dominate (default 3)")
+    latency: Literal["auto", "clat", "lat"] = Field(
+        "auto",
+        description="latency of fio output targets compared: clat (completion), lat (submission + completion: use it when "
+        "the measured submission latency holds device-side work, e.g. a VM's virtio kick), auto = clat unless only lat "
+        "has percentiles (default auto)",
+    )
+
+    @field_validator("metrics")
+    @classmethod
+    def _names(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, w in v.items():
+            if k not in _METRIC_NAMES:
+                raise ValueError(f"unknown loss metric {k!r} (known: {', '.join(_METRIC_NAMES)})")
+            if w < 0:
+                raise ValueError(f"weight of {k} must be >= 0")
+        if not any(w > 0 for w in v.values()):
+            raise ValueError("at least one loss metric needs a weight > 0")
+        return v
+
+
+class GlobalStage(ConfigModel):
+    method: Literal["de", "sobol", "lhs", "none"] = Field(
+        "sobol", description="de = scipy differential_evolution; sobol / lhs = a space-filling screen; none (default sobol)"
+    )
+    n: int = Field(16, ge=1, description="sobol/lhs: points; de: population multiplier (popsize) (default 16)")
+    maxiter: int = Field(3, ge=0, description="de: generations after the initial population (default 3)")
+
+
+class LocalStage(ConfigModel):
+    method: Literal["nelder-mead", "powell", "none"] = Field("nelder-mead", description="local refinement of the continuous parameters (default nelder-mead)")
+    maxiter: int | None = Field(None, ge=1, description="evaluations of the local stage (default: what the budget leaves)")
+    step: float = Field(0.1, gt=0, le=0.5, description="initial simplex size as a fraction of each parameter's range (default 0.1)")
+    xatol: float = Field(0.01, gt=0, description="stop when the simplex is smaller than this fraction of the ranges (default 0.01)")
+    fatol: float = Field(0.01, gt=0, description="... and the loss differs by less than this (default 0.01)")
+
+
+class OptimizerSpec(ConfigModel):
+    global_: GlobalStage = Field(default_factory=GlobalStage, alias="global", description="global stage")
+    local: LocalStage = Field(default_factory=LocalStage, description="local stage")
+
+
+class BudgetSpec(ConfigModel):
+    max_evals: int = Field(100, ge=1, description="evaluations (each = every target simulated once) (default 100)")
+    max_wall: float | str = Field("30m", description="wall time, seconds or with a unit (30m) (default 30m)")
+
+    @field_validator("max_wall")
+    @classmethod
+    def _wall(cls, v: Any) -> Any:
+        if quantity(v)[0] <= 0:
+            raise ValueError("max_wall must be > 0")
+        return v
+
+    @property
+    def wall_s(self) -> float:
+        return quantity(self.max_wall)[0]
+
+
+class ScaleSpec(ConfigModel):
+    """Time scaling of an experiment: every run lasts ``factor × full_runtime`` and the listed sizes
+    (caches) are multiplied by ``factor``, which keeps "IOs per run / cache size" as in the full run."""
+
+    factor: float = Field(gt=0, le=1, description="fraction of the full runtime simulated")
+    full_runtime: float | str = Field(description="runtime of the measured runs (900s)")
+    runtime_key: str = Field("workload.global.runtime", description="experiment key of the runtime")
+    keys: list[str] = Field(default_factory=list, description="system keys (sizes) multiplied by factor")
+
+
+class OutputSpec(ConfigModel):
+    profile: str | None = Field(None, description="profile to write: a ref under models/ (local/x) or a .yaml path; none = no profile")
+    component: str | None = Field(None, description="what the profile describes: devices.<i> or cluster (default: where the free keys are)")
+    name: str = Field("", description="profile name (default: the base profile's name + ' (fitted)')")
+    description: str = Field("", description="profile description")
+    report: str = Field("report", description="report directory, relative to the spec file (default report)")
+    sources: dict[str, str] = Field(default_factory=dict, description="param key -> reason, for fixed overrides written into the profile")
+
+
+class CalibrationSpec(ConfigModel):
+    """A calibration: base system, free parameters, targets, loss, optimiser, budget, output."""
+
+    name: str = Field(description="campaign name (provenance, report title)")
+    description: str = Field("", description="what is fitted and why")
+    system: dict[str, Any] | str | None = Field(None, description="base system (experiment system: shape) or a profile reference")
+    experiment: str | None = Field(None, description="an experiment file whose sweep is simulated per evaluation (instead of system)")
+    sets: dict[str, Any] = Field(default_factory=dict, description="experiment: fixed dotted-key overrides")
+    scale: ScaleSpec | None = Field(None, description="experiment: time scaling (short runs, caches scaled alike)")
+    fixed: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fixed overrides: dotted keys into the system (like free keys, applied to the profile's parameters "
+        "before the free ones), written into the fitted profile; give the reason in output.sources",
+    )
+    free: list[FreeParam] = Field(min_length=1, description="fitted parameters")
+    targets: list[TargetSpec] = Field(min_length=1, description="figures the loss compares with")
+    predict: list[TargetSpec] = Field(default_factory=list, description="figures simulated with the fit and reported, never fitted")
+    loss: LossSpec = Field(default_factory=LossSpec, description="loss function")
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec, description="global + local stage")
+    budget: BudgetSpec = Field(default_factory=BudgetSpec, description="evaluation and wall-time limits")
+    runtime: float | str | None = Field(None, description="simulated runtime per trace, seconds or with a unit (default: as measured)")
+    seed: int = Field(1, ge=0, description="simulation seed, the same for every evaluation (common random numbers)")
+    workers: int | None = Field(None, ge=1, description="parallel processes (default: all cores)")
+    output: OutputSpec = Field(default_factory=OutputSpec, description="profile and report")
+
+    @model_validator(mode="after")
+    def _mode(self) -> CalibrationSpec:
+        if (self.system is None) == (self.experiment is None):
+            raise ValueError("give either system (trace calibration) or experiment (sweep calibration)")
+        if self.system is not None and (self.sets or self.scale):
+            raise ValueError("sets and scale are for an experiment")
+        for k in self.fixed:
+            if not k.startswith(("devices.", "cluster.", "workload.")):
+                raise ValueError(f"fixed key {k!r} must start with devices.<i>., cluster. or workload.")
+        if self.experiment is not None and any(k.startswith("workload.") for k in [*self.fixed, *(f.key for f in self.free)]):
+            raise ValueError("workload.* keys are for trace calibrations; an experiment's workload is changed with sets:")
+        keys = [f.key for f in self.free]
+        dup = {k for k in keys if keys.count(k) > 1}
+        if dup:
+            raise ValueError(f"free parameter {sorted(dup)[0]!r} given twice")
+        if self.runtime is not None and quantity(self.runtime)[0] <= 0:
+            raise ValueError("runtime must be > 0")
+        return self
+
+    @property
+    def runtime_s(self) -> float | None:
+        return None if self.runtime is None else quantity(self.runtime)[0]
+
+
+# --------------------------------------------------------------------------------------- loading
+class LoadedSpec:
+    """A validated spec with its paths resolved."""
+
+    def __init__(self, spec: CalibrationSpec, path: Path):
+        self.spec = spec
+        self.path = path
+        self.dir = path.parent
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
+
+    def find(self, p: str, field: str) -> Path:
+        from simulator.experiment.load import project_root
+
+        q = Path(p)
+        for cand in [q] if q.is_absolute() else [self.dir / q, project_root() / q]:
+            if cand.exists():
+                return cand
+        raise ConfigError(f"{p!r} not found (relative to the spec file or the project root)", source=self.source, field=field)
+
+    def files(self, t: TargetSpec, field: str) -> list[Path]:
+        from simulator.experiment.load import project_root
+
+        pats = [t.files] if isinstance(t.files, str) else list(t.files or [])
+        out: list[Path] = []
+        for pat in pats:
+            hits: list[str] = []
+            if Path(pat).is_absolute():
+                hits = sorted(_glob.glob(pat))
+            else:
+                for base in (self.dir, project_root()):
+                    hits = sorted(_glob.glob(str(base / pat)))
+                    if hits:
+                        break
+            if not hits:
+                raise ConfigError(f"no files match {pat!r}", source=self.source, field=field)
+            out += [Path(h) for h in hits if Path(h) not in out]
+        return out
+
+    def profile_out(self) -> Path | None:
+        p = self.spec.output.profile
+        if not p:
+            return None
+        if p.endswith((".yaml", ".yml")):
+            q = Path(p)
+            return q if q.is_absolute() else self.dir / q
+        from simulator.devices.registry import models_dir
+
+        return models_dir() / f"{p}.yaml"
+
+    def report_dir(self) -> Path:
+        q = Path(self.spec.output.report)
+        return q if q.is_absolute() else self.dir / q
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Read and validate a calibration spec (structure only; see ``Problem`` for the deep checks)."""
+    p = Path(path)
+    raw = load_yaml(p)
+    if not isinstance(raw, dict):
+        raise ConfigError("a calibration spec is a mapping (name, system/experiment, free, targets, ...)", source=str(p))
+    spec = validate(CalibrationSpec, raw, str(p))
+    return LoadedSpec(spec, p)
