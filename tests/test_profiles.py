@@ -22,6 +22,24 @@ def _leaves(d, pre=""):
         yield pre
 
 
+def _get(d, dotted):
+    cur = d
+    for part in dotted.split("."):
+        if isinstance(cur, list):
+            try:
+                cur = cur[int(part)]
+            except (ValueError, IndexError):
+                return _MISSING
+        elif isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            return _MISSING
+    return cur
+
+
+_MISSING = object()
+
+
 def _ref(path: Path) -> str:
     return str(path.relative_to(models_dir()).with_suffix(""))
 
@@ -41,6 +59,14 @@ def test_profile_validates_and_sources_every_parameter(path):
     resolve_params({"profile": ref})  # validates against the kind's model
     own = yaml.safe_load(path.read_text())
     sources = own.get("sources") or {}
-    missing = [leaf for leaf in _leaves(own.get("params") or {}) if not any(leaf == s or leaf.startswith(s + ".") for s in sources)]
+    # a parameter repeated unchanged from the profile it extends keeps that profile's source
+    base = load_profile(own["extends"])["params"] if own.get("extends") else {}
+    params = own.get("params") or {}
+    missing = [
+        leaf
+        for leaf in _leaves(params)
+        if not any(leaf == s or leaf.startswith(s + ".") or s.startswith(leaf + ".") for s in sources)
+        and _get(base, leaf) != _get(params, leaf)
+    ]
     assert not missing, f"{ref}: parameters without a source: {missing}"
     assert all(isinstance(v, str) and v.strip() for v in sources.values())
