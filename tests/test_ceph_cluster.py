@@ -290,14 +290,20 @@ def test_shared_db_device_takes_the_wal() -> None:
 
 
 def test_deferred_throttle_blocks_writes() -> None:
+    # txc cost of a 4 KiB deferred write = cost_per_io + 4096 = 104096; the deferred limit is
+    # throttle_bytes + throttle_deferred_bytes = 624000: five such txcs (the kv throttle admits 3)
     p = _one_host([{"count": 3, "device": _q("3ms", dist="d")}], pg_num=8)
-    p["bluestore"] = {"throttle_deferred_bytes": "16KiB", "deferred_batch_ops": 64}
+    p["bluestore"] = {"throttle_bytes": 400000, "throttle_deferred_bytes": 224000, "throttle_cost_per_io": 100000,
+                      "deferred_batch_ops": 64}
     sim, cl = _cluster(p)
     img = cl.image("p", "img")
     ClosedLoop(sim, img, qd=16, rw="randwrite", n_ios=400, seed=3).run()
     st = cl.stats()["osds"]
     assert sum(o["bluestore"]["throttled_writes"] for o in st) > 0
-    assert all(o.bs.deferred_bytes <= 16384 for o in cl.osds)
+    for o in st:
+        bs = o["bluestore"]
+        assert bs["deferred_cost_peak"] <= 624000
+        assert bs["deferred_txcs_peak"] == 5
     # throttling submits deferred writes early (deferred_aggressive), in batches far below 64
     assert max(o["bluestore"]["deferred_batches"] for o in st) > 400 * 3 / 3 / 64 * 2
 

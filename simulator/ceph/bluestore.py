@@ -1,30 +1,43 @@
-"""BlueStore of one OSD: deferred (WAL) writes, direct writes to new allocations, group commit by
-the kv_sync thread, batched deferred apply, the deferred-bytes throttle, buffer and onode caches.
+"""BlueStore of one OSD (Nautilus): deferred (WAL) writes, direct writes to new allocations, the two
+throttles, group commit by the kv_sync thread, deferred apply per OpSequencer, buffer and onode caches.
 
 Write of ``length`` bytes (after the OSD has prepared the transaction on its CPU):
 
+* **Throttles** (``queue_transactions``, in the op thread, which blocks while it waits): the txc
+  cost is ``(1 + data IOs) x throttle_cost_per_io + bytes`` (670000 per IO for an HDD, so a 4 KiB
+  deferred write costs ~674 KB). ``throttle_bytes`` (64 MiB: ~99 such txcs) is held from submission
+  until kv_sync takes the txc into a commit batch. A deferred write also needs
+  ``throttle_deferred_bytes`` (limit = throttle_bytes + throttle_deferred_bytes = 192 MiB: ~298
+  txcs), held until its in-place write is done; if it is full the thread sets *deferred_aggressive*
+  (submit every pending deferred batch now, wake kv_sync for applied batches) and waits. Both are
+  FIFO. This is what makes sustained small writes run at the rate the data device applies them.
 * ``length <= prefer_deferred_size`` (deferred): the data goes into the RocksDB WAL record of the
   transaction. The transaction is committed (and acknowledged) by the next kv_sync batch: a WAL
   append (all queued transactions of the batch in one write, block-aligned, rewriting the partial
-  tail block as BlueFS does) followed by a FLUSH of the WAL device. After commit the data is
-  queued for the *deferred apply*: once ``deferred_batch_ops`` are pending they are written in
-  place (sorted by offset, adjacent extents merged), competing with foreground IO. When a batch
-  has been written, the next kv batch first flushes the data device and then deletes the WAL
-  records (``kv_cleanup_bytes`` each).
+  tail block as BlueFS does) followed by a FLUSH of the WAL device. After commit the data joins the
+  *pending deferred batch of its PG* (OpSequencer). When ``deferred_batch_ops`` txcs are pending in
+  all, or the deferred throttle is past half full, every PG's pending batch that has none running
+  is written in place (sorted, adjacent extents merged; one ``submit_batch`` per PG, as one
+  io_submit). A PG with more than ``max_deferred_txc`` unfinished txcs behind a pending batch
+  submits it too.
 * larger writes: the data is written to a newly allocated extent (min_alloc_size units, no FUA);
-  when that IO is done the transaction joins the kv queue; the kv batch flushes the data device
-  before its WAL append (``flush_before_commit``) so metadata never points at volatile data.
+  when that IO is done the transaction joins the kv queue.
 
-Transactions of one PG (Ceph's OpSequencer) enter the kv queue in submission order, so commits of
-one PG are in order. kv_sync is one thread: transactions arriving while a batch is being written
-wait for the next one (group commit).
+kv_sync is one thread: transactions arriving while a batch is being written wait for the next one
+(group commit). It runs when transactions are queued (or, while deferred_aggressive, for applied
+deferred batches). Before the WAL write it flushes the data device (``flush_before_commit``): with
+a separate DB device in every cycle in which data was written since the last flush, which makes the
+applied deferred batches stable, their WAL records are deleted in this commit (``kv_cleanup_bytes``
+each); with DB and data on one device only for batches that wrote data, and applied deferred
+batches are cleaned up one commit later (the WAL flush made them stable). Transactions of one PG
+enter the kv queue in submission order, so commits of one PG are in order.
 
 Reads look up the data buffer cache (2Q or LRU, per read unit) and the onode cache; a data miss is
 a device read of the aligned range (preceded by a DB read when the onode is missing).
 
 Device layout (one OSD's device, no separate DB device): data is allocated upwards from
 ``min_alloc_size``; the BlueFS extent (WAL ring + DB) sits at ``bluefs_position`` of the device,
-and allocations skip it.
+and allocations skip it. With a DB device the WAL ring and DB region are on the OSD's DB volume.
 """
 
 from __future__ import annotations
@@ -52,15 +65,58 @@ _TRIM = int(Op.TRIM)
 BLOCK_BITS = 17  # block index bits in a cache key (objects up to 2^26 bytes at 512-byte units)
 
 
+class Throttle:
+    """Ceph's Throttle: a counter with a maximum; a get that would pass the maximum waits (FIFO
+    behind earlier waiters), except that a single get larger than the maximum passes once the
+    counter is at most the maximum."""
+
+    __slots__ = ("cur", "max", "peak")
+
+    def __init__(self, maximum: int):
+        self.max = int(maximum)
+        self.cur = 0
+        self.peak = 0
+
+    def should_wait(self, c: int) -> bool:
+        m = self.max
+        cur = self.cur
+        return m > 0 and ((c <= m and cur + c > m) or (c >= m and cur > m))
+
+    def take(self, c: int) -> None:
+        self.cur += c
+        if self.cur > self.peak:
+            self.peak = self.cur
+
+    def put(self, c: int) -> None:
+        self.cur = max(0, self.cur - c)
+
+    def past_midpoint(self) -> bool:
+        return self.cur >= self.max / 2
+
+
+class _Osr:
+    """BlueStore's OpSequencer (one per PG on an OSD): transactions waiting for their data IO in
+    order, the pending and running deferred batch, and the transactions not yet finished."""
+
+    __slots__ = ("live", "pending", "q", "running")
+
+    def __init__(self) -> None:
+        self.q: deque[Txc] = deque()
+        self.pending: list[Txc] | None = None
+        self.running = False
+        self.live = 0
+
+
 class Txc:
     """A BlueStore transaction (one write/trim of one object on one OSD)."""
 
-    __slots__ = ("cb", "dlen", "doff", "had_io", "io_done", "op", "osr", "wal_bytes")
+    __slots__ = ("cb", "cost", "dlen", "doff", "had_io", "io_done", "op", "osr", "wal_bytes")
 
-    def __init__(self, op: Any, cb: Any, osr: deque):
+    def __init__(self, op: Any, cb: Any, osr: _Osr):
         self.op = op
         self.cb = cb
         self.osr = osr
+        self.cost = 0
         self.wal_bytes = 0
         self.doff = -1  # deferred data: device offset (-1 = none)
         self.dlen = 0
@@ -122,18 +178,33 @@ class BlueStore(Component):
         self.buffered_write = cc.buffered_write
         #: blocks of deferred writes not yet applied: readable from their 'writing' buffers
         self.writing: dict[int, int] = {}
+        # throttles (BlueStore::throttle_bytes / throttle_deferred_bytes): txc costs
+        self.cost_per_io = int(cfg.throttle_cost_per_io)
+        self.tb = Throttle(cfg.throttle_bytes)
+        self.dt = Throttle(cfg.throttle_bytes + cfg.throttle_deferred_bytes)
+        self._tb_waiters: deque = deque()  # (op, resume, cost, deferred, t)
+        self._dt_waiters: deque = deque()  # (op, resume, cost, t)
+        self.aggressive = 0  # deferred_aggressive: op threads blocked on the deferred throttle
         # kv sync
         self.kv_queue: list[Txc] = []
         self.kv_busy = False
         self._kv_batch: list[Txc] = []
+        self._kv_stable: list[list[Txc]] = []
+        self._kv_unstable: list[list[Txc]] = []
         self._kv_bytes = 0
-        self.cleanup_pending = 0
-        # deferred
-        self.deferred_pending: list[Txc] = []
-        self.deferred_bytes = 0  # throttle: admitted, not yet applied
-        self.throttle_waiters: deque = deque()
+        self._kv_t0 = 0.0
+        self._wal_t0 = 0.0
+        self.io_since_flush = False  # data-device writes completed since its last FLUSH
+        # deferred apply: one pending and at most one running batch per OpSequencer
+        self._dq: dict[_Osr, None] = {}  # sequencers with a pending batch, in queueing order
+        self.deferred_queue_size = 0  # txcs in pending batches
+        self.deferred_done: list[list[Txc]] = []  # applied, not yet known stable
+        self.deferred_stable: list[list[Txc]] = []  # stable, WAL records deleted by the next commit
+        self.deferred_txcs = 0  # deferred txcs admitted and not yet applied
         self._timer_armed = False
-        self.osrs: dict[Any, deque] = {}
+        self.osrs: dict[Any, _Osr] = {}
+        dev_batch = getattr(device, "submit_batch", None)
+        self._submit_batch = dev_batch
         self.reset_stats()
 
     # ------------------------------------------------------------------ allocation
@@ -183,26 +254,56 @@ class BlueStore(Component):
     def reset_stats(self) -> None:
         self.kv_batches = 0
         self.kv_txcs = 0
+        self.kv_time = 0.0
+        self.wal_time = 0.0
+        self.kv_data_flushes = 0
         self.deferred_batches = 0
+        self.deferred_rounds = 0
         self.deferred_ops = 0
         self.deferred_ios = 0
         self.direct_writes = 0
         self.throttled = 0
+        self.throttled_kv = 0
+        self.throttled_deferred = 0
+        self.throttle_wait = 0.0
+        self.aggressive_submits = 0
+        self.max_txc_submits = 0
+        self.tb.peak = self.tb.cur
+        self.dt.peak = self.dt.cur
+        self.peak_deferred_txcs = self.deferred_txcs
         self.cache.hits = self.cache.misses = 0
         self.onodes.hits = self.onodes.misses = 0
 
     def stats(self) -> dict[str, Any]:
         lookups = self.cache.hits + self.cache.misses
         ol = self.onodes.hits + self.onodes.misses
+        nb = self.kv_batches
         return {
-            "kv_batches": self.kv_batches,
-            "kv_txcs_per_batch": self.kv_txcs / self.kv_batches if self.kv_batches else 0.0,
+            "kv_batches": nb,
+            "kv_txcs_per_batch": self.kv_txcs / nb if nb else 0.0,
+            "kv_cycle_s": self.kv_time / nb if nb else 0.0,
+            "kv_commit_s": self.wal_time / nb if nb else 0.0,
+            "kv_data_flushes": self.kv_data_flushes,
             "deferred_ops": self.deferred_ops,
-            "deferred_batches": self.deferred_batches,
+            "deferred_batches": self.deferred_rounds,
+            "deferred_pg_batches": self.deferred_batches,
             "deferred_ios": self.deferred_ios,
-            "deferred_bytes_in_flight": self.deferred_bytes,
+            "deferred_txcs_in_flight": self.deferred_txcs,
+            "deferred_txcs_peak": self.peak_deferred_txcs,
+            "deferred_pending": self.deferred_queue_size,
+            "deferred_cost_in_flight": self.dt.cur,
+            "deferred_cost_peak": self.dt.peak,
+            "deferred_cost_limit": self.dt.max,
+            "kv_cost_in_flight": self.tb.cur,
+            "kv_cost_peak": self.tb.peak,
+            "kv_cost_limit": self.tb.max,
             "direct_writes": self.direct_writes,
             "throttled_writes": self.throttled,
+            "throttled_kv": self.throttled_kv,
+            "throttled_deferred": self.throttled_deferred,
+            "throttle_wait_s": self.throttle_wait,
+            "aggressive_submits": self.aggressive_submits,
+            "max_deferred_txc_submits": self.max_txc_submits,
             "cache_hit_ratio": self.cache.hits / lookups if lookups else 0.0,
             "cache_buffers": len(self.cache),
             "onode_hit_ratio": self.onodes.hits / ol if ol else 0.0,
@@ -277,41 +378,110 @@ class BlueStore(Component):
                 ins(k)
         req.parent(op)
 
-    # ------------------------------------------------------------------ writes
+    # ------------------------------------------------------------------ throttles
+    def txc_cost(self, op: Any) -> tuple[int, bool]:
+        """(cost, deferred) of the transaction of ``op``: BlueStore's txc->cost = (1 + data aios) x
+        throttle_cost_per_io + bytes; a small write is deferred (no data aio)."""
+        n = op.length
+        if op.kind == _WRITE and n > 0:
+            if n <= self.cfg.prefer_deferred_size:
+                return self.cost_per_io + n, True
+            return 2 * self.cost_per_io + n, False
+        return self.cost_per_io, False
+
     def admit(self, op: Any, resume: Any) -> bool:
-        """Deferred-bytes throttle. True = go on; False = the caller (an op thread) blocks and
-        ``resume(op)`` is called once there is room."""
-        if op.length > self.cfg.prefer_deferred_size or op.kind != _WRITE:
+        """queue_transactions' throttles, in the op thread: throttle_bytes.get(cost), then for a
+        deferred write throttle_deferred_bytes (on failure: deferred_aggressive, submit everything
+        pending, wait). True = go on; False = the op thread blocks and ``resume(op)`` is called once
+        both are acquired."""
+        n = op.length
+        if op.kind == _WRITE and n > 0:
+            deferred = n <= self.cfg.prefer_deferred_size
+            cost = (self.cost_per_io if deferred else 2 * self.cost_per_io) + n
+        else:
+            deferred = False
+            cost = self.cost_per_io
+        op.cost = cost
+        tb = self.tb
+        m = tb.max
+        if self._tb_waiters or (cost <= m and tb.cur + cost > m) or (cost >= m and tb.cur > m):  # tb.should_wait(cost)
+            self.throttled += 1
+            self.throttled_kv += 1
+            self._tb_waiters.append((op, resume, cost, deferred, self.env._now))
+            return False
+        tb.cur += cost
+        if tb.cur > tb.peak:
+            tb.peak = tb.cur
+        if deferred:
+            dt = self.dt
+            if not self._dt_waiters and dt.cur + cost <= dt.max:  # the common case of should_wait
+                dt.cur += cost
+                if dt.cur > dt.peak:
+                    dt.peak = dt.cur
+                self.deferred_txcs += 1
+                if self.deferred_txcs > self.peak_deferred_txcs:
+                    self.peak_deferred_txcs = self.deferred_txcs
+                return True
+            return self._admit_deferred(op, resume, cost, self.env._now, True)
+        return True
+
+    def _admit_deferred(self, op: Any, resume: Any, cost: int, t0: float, first: bool) -> bool:
+        dt = self.dt
+        if not self._dt_waiters and not dt.should_wait(cost):
+            dt.take(cost)
+            self._deferred_in(1)
+            if not first:
+                self.throttle_wait += self.env._now - t0
             return True
-        bs = self.block
-        n = _align_up(op.off + op.length, bs) - (op.off - op.off % bs)
-        if self.deferred_bytes == 0 or self.deferred_bytes + n <= self.cfg.throttle_deferred_bytes:
-            self.deferred_bytes += n
-            return True
-        self.throttled += 1
-        self.throttle_waiters.append((op, resume, n))
-        # deferred_aggressive: submit whatever is pending right away
-        if self.deferred_pending:
-            self._deferred_submit()
+        if first:
+            self.throttled += 1
+        self.throttled_deferred += 1
+        self.aggressive += 1
+        self._dt_waiters.append((op, resume, cost, t0))
+        self.aggressive_submits += 1
+        self._deferred_try_submit()
+        self._kv_kick()
         return False
 
-    def _wake_throttled(self) -> None:
-        w = self.throttle_waiters
-        limit = self.cfg.throttle_deferred_bytes
-        while w and (self.deferred_bytes == 0 or self.deferred_bytes + w[0][2] <= limit):
-            op, resume, n = w.popleft()
-            self.deferred_bytes += n
+    def _deferred_in(self, n: int) -> None:
+        self.deferred_txcs += n
+        if self.deferred_txcs > self.peak_deferred_txcs:
+            self.peak_deferred_txcs = self.deferred_txcs
+
+    def _wake_kv_throttle(self) -> None:
+        w = self._tb_waiters
+        tb = self.tb
+        while w and not tb.should_wait(w[0][2]):
+            op, resume, cost, deferred, t0 = w.popleft()
+            tb.take(cost)
+            if deferred and not self._admit_deferred(op, resume, cost, t0, False):
+                continue
+            if not deferred:
+                self.throttle_wait += self.env._now - t0
             resume(op)
 
+    def _wake_deferred_throttle(self) -> None:
+        w = self._dt_waiters
+        dt = self.dt
+        while w and not dt.should_wait(w[0][2]):
+            op, resume, cost, t0 = w.popleft()
+            dt.take(cost)
+            self._deferred_in(1)
+            self.aggressive -= 1
+            self.throttle_wait += self.env._now - t0
+            resume(op)
+
+    # ------------------------------------------------------------------ writes
     def write(self, op: Any, base: int, osr_key: Any, cb: Any) -> None:
         """Queue the transaction of a write/trim of ``op`` (object at device offset ``base``);
-        ``cb(op)`` when it is committed."""
+        ``cb(op)`` when it is committed. The op must have been admitted (``admit``)."""
         cfg = self.cfg
         osr = self.osrs.get(osr_key)
         if osr is None:
-            osr = self.osrs[osr_key] = deque()
+            osr = self.osrs[osr_key] = _Osr()
         txc = Txc(op, cb, osr)
-        osr.append(txc)
+        txc.cost = op.cost
+        osr.live += 1
         length = op.length
         off = op.off
         # the written range leaves the buffer cache (or replaces it when buffered writes are on)
@@ -345,49 +515,90 @@ class BlueStore(Component):
             txc.wal_bytes = cfg.kv_txc_bytes
             txc.had_io = True
             self.direct_writes += 1
+            osr.q.append(txc)
             req = Request(_WRITE, new, _align_up(length, self.block), tag=txc)
             self.dev.submit(req).callbacks.append(self._direct_done)
             return
-        if osr[0] is txc:
-            osr.popleft()
-            self.kv_queue.append(txc)
-            if not self.kv_busy:
-                self._kv_start()
-        # else: an earlier txc of this PG is still writing data; it will push this one
+        if osr.q:  # an earlier txc of this PG is still writing data; it will push this one
+            osr.q.append(txc)
+            return
+        self.kv_queue.append(txc)
+        if not self.kv_busy:
+            self._kv_start()
 
     def _direct_done(self, ev: Any) -> None:
         txc = ev._value.tag
         txc.io_done = True
-        osr = txc.osr
-        q = self.kv_queue
-        while osr and osr[0].io_done:
-            q.append(osr.popleft())
-        if q and not self.kv_busy:
+        self.io_since_flush = True
+        q = txc.osr.q
+        kq = self.kv_queue
+        while q and q[0].io_done:
+            kq.append(q.popleft())
+        if kq and not self.kv_busy:
             self._kv_start()
 
     # ------------------------------------------------------------------ kv_sync thread
+    def _kv_kick(self) -> None:
+        """Wake kv_sync: it runs for queued transactions, and for applied deferred batches only
+        while deferred_aggressive (otherwise their cleanup rides with the next commit)."""
+        if not self.kv_busy and (
+            self.kv_queue or (self.aggressive and (self.deferred_done or self.deferred_stable))
+        ):
+            self._kv_start()
+
     def _kv_start(self) -> None:
+        cfg = self.cfg
         batch = self.kv_queue
         self.kv_queue = []
-        cleanup = self.cleanup_pending
-        self.cleanup_pending = 0
+        done = self.deferred_done
+        self.deferred_done = []
+        stable = self.deferred_stable
+        self.deferred_stable = []
         self.kv_busy = True
-        self._kv_batch = batch
-        nbytes = cleanup * self.cfg.kv_cleanup_bytes
-        flush = cleanup > 0
+        self._kv_t0 = self.env._now
+        aios = False
+        nbytes = 0
         for t in batch:
             nbytes += t.wal_bytes
             if t.had_io:
-                flush = True
+                aios = True
+        if not cfg.flush_before_commit:
+            force = False
+            stable += done
+            done = []
+        elif self.same_device:
+            # BlueFS shares the data device: the WAL flush makes applied deferred writes stable
+            # for the next cycle; flush first only for data written by this batch's txcs
+            force = aios or (not batch and not stable) or self.aggressive > 0
+        else:
+            force = True
+        if force:
+            stable += done
+            done = []
+        for b in stable:
+            nbytes += len(b) * cfg.kv_cleanup_bytes
+        self._kv_batch = batch
+        self._kv_stable = stable
+        self._kv_unstable = done
         self._kv_bytes = nbytes
         self.kv_batches += 1
         self.kv_txcs += len(batch)
-        if flush and self.cfg.flush_before_commit:
+        if force and self.io_since_flush:
+            self.io_since_flush = False
+            self.kv_data_flushes += 1
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
         else:
             self._kv_write(None)
 
     def _kv_write(self, ev: Any) -> None:
+        # throttle_bytes is released before the commit (the next ops can be prepared meanwhile)
+        costs = 0
+        for t in self._kv_batch:
+            costs += t.cost
+        if costs:
+            self.tb.put(costs)
+            if self._tb_waiters:
+                self._wake_kv_throttle()
         bs = self.block
         pos = self.wal_pos
         nb = max(self._kv_bytes, 1)
@@ -400,6 +611,7 @@ class BlueStore(Component):
         if rel + n > ring:  # wrap to the start of the ring (next recycled log file)
             rel = 0
             self.wal_pos = n
+        self._wal_t0 = self.env._now
         self.wal_dev.submit(Request(_WRITE, self.wal_base + rel, n)).callbacks.append(self._kv_flush)
 
     def _kv_flush(self, ev: Any) -> None:
@@ -407,69 +619,155 @@ class BlueStore(Component):
 
     def _kv_done(self, ev: Any) -> None:
         batch = self._kv_batch
+        stable = self._kv_stable
         self._kv_batch = []
+        self._kv_stable = []
+        self.deferred_stable = self._kv_unstable  # made stable by this commit's flush
+        self._kv_unstable = []
         self.kv_busy = False
-        pend = self.deferred_pending
+        now = self.env._now
+        self.kv_time += now - self._kv_t0
+        self.wal_time += now - self._wal_t0
+        # kv_finalize: committed txcs, then the cleanup of stable deferred batches
+        dq = self._dq
+        maxtxc = self.cfg.max_deferred_txc
         for t in batch:
-            if t.doff >= 0:
-                pend.append(t)
             t.cb(t.op)
-        if pend:
-            if len(pend) >= self.cfg.deferred_batch_ops or self.throttle_waiters:
-                self._deferred_submit()
-            elif self.cfg.deferred_max_interval is not None and not self._timer_armed:
-                self._timer_armed = True
-                call_later(self.env, self.cfg.deferred_max_interval, self._deferred_timer, None)
-        if (self.kv_queue or self.cleanup_pending) and not self.kv_busy:
+            osr = t.osr
+            if t.doff >= 0:  # self._deferred_queue(t), inlined
+                if osr.pending is None:
+                    osr.pending = [t]
+                    dq[osr] = None
+                else:
+                    osr.pending.append(t)
+                self.deferred_queue_size += 1
+                if self.aggressive and not osr.running:
+                    self.deferred_rounds += 1
+                    self._deferred_submit(osr)
+            else:  # self._txc_finish(t), inlined
+                osr.live -= 1
+                if osr.pending is not None and not osr.running and osr.live > maxtxc:
+                    self.max_txc_submits += 1
+                    self._deferred_try_submit()
+        for b in stable:
+            for t in b:
+                osr = t.osr
+                osr.live -= 1
+                if osr.pending is not None and not osr.running and osr.live > maxtxc:
+                    self.max_txc_submits += 1
+                    self._deferred_try_submit()
+        if not self.aggressive and self._dq and (
+            self.deferred_queue_size >= self.cfg.deferred_batch_ops or self.dt.past_midpoint()
+        ):
+            self._deferred_try_submit()
+        elif self._dq and self.cfg.deferred_max_interval is not None and not self._timer_armed:
+            self._timer_armed = True
+            call_later(self.env, self.cfg.deferred_max_interval, self._deferred_timer, None)
+        if self.kv_queue or (self.aggressive and (self.deferred_done or self.deferred_stable)):
             self._kv_start()
 
+    def _txc_finish(self, t: Txc) -> None:
+        osr = t.osr
+        osr.live -= 1
+        # bluestore_max_deferred_txc: a sequencer pinning too many txcs behind a queued deferred
+        # batch submits it
+        if osr.pending is not None and not osr.running and osr.live > self.cfg.max_deferred_txc:
+            self.max_txc_submits += 1
+            self._deferred_try_submit()
+
     # ------------------------------------------------------------------ deferred apply
+    def _deferred_queue(self, t: Txc) -> None:
+        osr = t.osr
+        if osr.pending is None:
+            osr.pending = []
+            self._dq[osr] = None
+        osr.pending.append(t)
+        self.deferred_queue_size += 1
+        if self.aggressive and not osr.running:
+            self.deferred_rounds += 1
+            self._deferred_submit(osr)
+
     def _deferred_timer(self, ev: Any) -> None:
         self._timer_armed = False
-        if self.deferred_pending:
-            self._deferred_submit()
+        if self._dq:
+            self._deferred_try_submit()
 
-    def _deferred_submit(self) -> None:
-        batch = self.deferred_pending
-        self.deferred_pending = []
+    def _deferred_try_submit(self) -> None:
+        n = 0
+        for osr in list(self._dq):
+            if not osr.running:
+                self._deferred_submit(osr)
+                n += 1
+        if n:
+            self.deferred_rounds += 1
+
+    def _deferred_submit(self, osr: _Osr) -> None:
+        batch = osr.pending
+        osr.pending = None
+        del self._dq[osr]
+        osr.running = True
+        self.deferred_queue_size -= len(batch)
         self.deferred_batches += 1
         self.deferred_ops += len(batch)
-        ext: list[list[int]] = []
-        for off, n in sorted((t.doff, t.dlen) for t in batch):
-            if ext and off <= ext[-1][0] + ext[-1][1]:
-                last = ext[-1]
-                last[1] = max(last[1], off + n - last[0])
-            else:
-                ext.append([off, n])
-        state = [len(ext), batch]
+        if len(batch) == 1:  # the common case: one write, one IO
+            t = batch[0]
+            self.deferred_ios += 1
+            self.dev.submit(Request(_WRITE, t.doff, t.dlen, tag=[1, osr, batch])).callbacks.append(self._deferred_io_done)
+            return
+        else:
+            ext = []
+            for off, n in sorted((t.doff, t.dlen) for t in batch):
+                if ext and off <= ext[-1][0] + ext[-1][1]:
+                    last = ext[-1]
+                    last[1] = max(last[1], off + n - last[0])
+                else:
+                    ext.append([off, n])
+        state = [len(ext), osr, batch]
         self.deferred_ios += len(ext)
-        dev = self.dev
-        for off, n in ext:
-            dev.submit(Request(_WRITE, off, n, tag=state)).callbacks.append(self._deferred_io_done)
+        reqs = [Request(_WRITE, off, n, tag=state) for off, n in ext]
+        sb = self._submit_batch
+        if sb is not None and len(reqs) > 1:
+            evs = sb(reqs)
+        else:
+            dev = self.dev
+            evs = [dev.submit(r) for r in reqs]
+        cb = self._deferred_io_done
+        for ev in evs:
+            ev.callbacks.append(cb)
 
     def _deferred_io_done(self, ev: Any) -> None:
         state = ev._value.tag
-        state[0] -= 1
-        if state[0]:
+        n = state[0] - 1
+        if n:
+            state[0] = n
             return
-        batch = state[1]
-        freed = sum(t.dlen for t in batch)
+        osr = state[1]
+        batch = state[2]
+        osr.running = False
+        self.io_since_flush = True
         w = self.writing
         u = self.unit
+        costs = 0
         for t in batch:  # the deferred data is on disk: its writing buffers go
+            costs += t.cost
             op = t.op
             kbase = op.objkey << BLOCK_BITS
-            for k in range(kbase + op.off // u, kbase + (op.off + op.length - 1) // u + 1):
-                n = w.get(k, 0) - 1
-                if n > 0:
-                    w[k] = n
-                else:
-                    w.pop(k, None)
-        self.deferred_bytes -= freed
-        if self.deferred_bytes < 0:
-            self.deferred_bytes = 0
-        self.cleanup_pending += len(batch)
-        if self.throttle_waiters:
-            self._wake_throttled()
-        if not self.kv_busy:
-            self._kv_start()
+            off = op.off
+            for k in range(kbase + off // u, kbase + (off + op.length - 1) // u + 1):
+                c = w.pop(k, 1) - 1
+                if c > 0:
+                    w[k] = c
+        self.deferred_txcs -= len(batch)
+        dt = self.dt
+        dt.cur -= costs
+        if dt.cur < 0:
+            dt.cur = 0
+        self.deferred_done.append(batch)
+        if self.aggressive:
+            if osr.pending is not None:
+                self._deferred_try_submit()
+            if self._dt_waiters:
+                self._wake_deferred_throttle()
+            self._kv_kick()
+        elif self._dt_waiters:
+            self._wake_deferred_throttle()

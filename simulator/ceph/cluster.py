@@ -26,6 +26,7 @@ from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
 from simulator.ceph.rbd import RbdImage
 from simulator.ceph.resources import CpuPool, Link, Network, call_at
 from simulator.devices.base import Device, Op
+from simulator.devices.blocklayer import BlockLayer
 from simulator.devices.partition import Partition
 from simulator.devices.registry import build_device, register_kind
 from simulator.engine import Component
@@ -46,6 +47,7 @@ class Host(Component):
         self.tx = Link(self.env, nic.bandwidth)
         self.rx = Link(self.env, nic.bandwidth)
         self.drives: list[Device] = []
+        self.db_devices: list[Device] = []
         self.osds: list[Osd] = []
 
     def reset_stats(self) -> None:
@@ -87,6 +89,7 @@ class Cluster(Component):
         self.net = Network(net.latency, net.loopback_latency, net.message_overhead)
         #: optional ``tracer(op, t_done)`` called for every completed client object op (tests)
         self.tracer: Any = None
+        self.resetting = False
         self.hosts: list[Host] = []
         self.osds: list[Osd] = []
         self.pools: dict[str, Pool] = {}
@@ -114,7 +117,7 @@ class Cluster(Component):
                 names.add(hname)
                 host = Host(hname, self, hc.cpu, hc.nic)
                 self.hosts.append(host)
-                volumes: list[tuple[Device, str, float | None, str]] = []
+                volumes: list[tuple[Device, Device, str, float | None, str]] = []
                 dn = 0
                 for gi, g in enumerate(hc.drives):
                     field = f"params.hosts.{hi}.drives.{gi}"
@@ -122,24 +125,37 @@ class Cluster(Component):
                         dev = build_device(g.device, f"drive{dn}", host, field=f"{field}.device")
                         dn += 1
                         host.drives.append(dev)
-                        for v in self._split(dev, g.split, g.lvm_offset, host, field):
-                            volumes.append((v, g.device_class, g.weight, field))
+                        for v, io in self._split(dev, g.split, g.lvm_offset, host, field, g.block_layer):
+                            volumes.append((v, io, g.device_class, g.weight, field))
                 db_parts = self._db_volumes(hc, hi, host, len(volumes))
-                for j, (vol, dclass, weight, _field) in enumerate(volumes):
+                for j, (vol, io, dclass, weight, _field) in enumerate(volumes):
                     osd = Osd(f"osd{osd_id}", self, osd_id, host, self, cfg.osd)
                     osd.device = vol
+                    osd.io_device = io
                     osd.device_class = dclass
                     osd.weight = weight if weight is not None else vol.capacity / float(1 << 40)
                     if db_parts:
                         dbv = db_parts[j]
-                        osd.bs = BlueStore("bluestore", osd, bs_cfg, vol, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
+                        osd.db_device = dbv
+                        osd.bs = BlueStore("bluestore", osd, bs_cfg, io, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
                     else:
-                        osd.bs = BlueStore("bluestore", osd, bs_cfg, vol)
+                        osd.bs = BlueStore("bluestore", osd, bs_cfg, io)
                     host.osds.append(osd)
                     self.osds.append(osd)
                     osd_id += 1
 
-    def _split(self, dev: Device, split: Any, lvm_offset: int, host: Host, field: str) -> list[Device]:
+    def _queue(self, dev: Device, bl: Any = None) -> Device:
+        """``dev`` behind the host's block layer (request tags, I/O scheduler), if enabled."""
+        bl = bl or self.cfg.block_layer
+        if not bl.enabled:
+            return dev
+        return BlockLayer("blk", dev, dev, bl)
+
+    def _split(
+        self, dev: Device, split: Any, lvm_offset: int, host: Host, field: str, bl: Any = None
+    ) -> list[tuple[Device, Device]]:
+        """The OSD volumes of a drive: (volume, the device BlueStore submits to). One block layer
+        per LUN (each is its own SCSI device) or per drive (LVs share the drive's request queue)."""
         if split == "luns":
             luns = getattr(dev, "luns", None)
             if luns is None:
@@ -150,15 +166,17 @@ class Cluster(Component):
                     f"split: luns, but device {dev.path} ({type(dev).__name__}) has no LUN child devices",
                     field=f"{field}.split",
                 )
-            return list(luns)
+            return [(lun, self._queue(lun, bl)) for lun in luns]
         n = int(split)
         if n == 1:
-            return [dev]
+            return [(dev, self._queue(dev, bl))]
         usable = dev.capacity - lvm_offset
         size = (usable // n) // _LVM_EXTENT * _LVM_EXTENT
         if size <= 0:
             raise ConfigError(f"device {dev.path} too small to split into {n} volumes", field=f"{field}.split")
-        return [Partition(f"{dev.name}_lv{i}", host, dev, lvm_offset + i * size, size) for i in range(n)]
+        q = self._queue(dev, bl)
+        parts = [Partition(f"{dev.name}_lv{i}", host, q, lvm_offset + i * size, size) for i in range(n)]
+        return [(p, p) for p in parts]
 
     def _db_volumes(self, hc: Any, hi: int, host: Host, n_osds: int) -> list[Device]:
         dbc = hc.db_devices
@@ -170,6 +188,8 @@ class Cluster(Component):
         for d in range(dbc.count):
             dev = build_device(dbc.device, f"db{d}", host, field=f"{field}.device")
             host.drives.append(dev)
+            host.db_devices.append(dev)
+            q = self._queue(dev, dbc.block_layer)
             k = min(per, n_osds - len(out))
             if k <= 0:
                 break
@@ -179,7 +199,7 @@ class Cluster(Component):
                     field=f"{field}.db_size",
                 )
             for i in range(k):
-                out.append(Partition(f"db{d}_lv{i}", host, dev, _LVM_EXTENT + i * dbc.db_size, dbc.db_size))
+                out.append(Partition(f"db{d}_lv{i}", host, q, _LVM_EXTENT + i * dbc.db_size, dbc.db_size))
         return out
 
     def _build_crush(self) -> None:
@@ -355,11 +375,15 @@ class Cluster(Component):
     # ================================================================== statistics
     def reset_stats(self) -> None:
         """New statistics window for every component of the cluster (state is kept)."""
-        for c in self.walk():
-            if c is self:
-                continue
-            if isinstance(c, (Device, Host, Osd, BlueStore, CpuPool)):
-                c.reset_stats()
+        self.resetting = True
+        try:
+            for c in self.walk():
+                if c is self:
+                    continue
+                if isinstance(c, (Device, Host, Osd, BlueStore, CpuPool)):
+                    c.reset_stats()
+        finally:
+            self.resetting = False
         self._t0 = self.env.now
 
     def pg_counts(self) -> dict[int, dict[str, int]]:
@@ -372,6 +396,38 @@ class Cluster(Component):
                     if i == 0:
                         prim[o.id] += 1
         return {o.id: {"pgs": total[o.id], "primary_pgs": prim[o.id]} for o in self.osds}
+
+    def summary(self, osds: list[dict[str, Any]] | None = None) -> dict[str, float]:
+        """Flat cluster-wide figures of the statistics window (for summary tables):
+
+        * ``db_util_max`` / ``db_util_mean``: utilisation of the shared DB/WAL devices (0 if none),
+          ``db_qd_mean``: their mean number of requests inside, ``db_iops``: IOs per second per device
+        * ``data_util_max`` / ``data_util_mean`` / ``data_qd_mean``: the OSD data drives
+        * ``kv_commit_ms``: mean WAL write + flush time of a kv_sync batch over the OSDs
+        * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
+        * ``throttled_share``: client writes and repops that blocked in a BlueStore throttle, fraction
+        * ``cpu_util_max``: busiest host CPU pool
+        """
+        if osds is None:
+            osds = [o.stats() for o in self.osds]
+        span = max(self.env.now - getattr(self, "_t0", 0.0), 1e-300)
+        db = [d.stats() for h in self.hosts for d in h.db_devices]
+        drives = [d.stats() for h in self.hosts for d in h.drives if d not in h.db_devices]
+        bss = [o["bluestore"] for o in osds if o.get("bluestore")]
+        writes = sum(o["client_ops"].get("write", 0) + o["subops"] for o in osds)
+        return {
+            "db_util_max": max((d["utilisation"] for d in db), default=0.0),
+            "db_util_mean": _mean([d["utilisation"] for d in db]),
+            "db_qd_mean": _mean([d["mean_queue_depth"] for d in db]),
+            "db_iops": _mean([sum(d["completed"].values()) / span for d in db]),
+            "data_util_max": max((d["utilisation"] for d in drives), default=0.0),
+            "data_util_mean": _mean([d["utilisation"] for d in drives]),
+            "data_qd_mean": _mean([d["mean_queue_depth"] for d in drives]),
+            "kv_commit_ms": 1e3 * _mean([b["kv_commit_s"] for b in bss if b["kv_batches"]]),
+            "deferred_txcs_mean": _mean([b["deferred_txcs_in_flight"] for b in bss]),
+            "throttled_share": sum(b["throttled_writes"] for b in bss) / writes if writes else 0.0,
+            "cpu_util_max": max((h.cpu.utilisation() for h in self.hosts), default=0.0),
+        }
 
     def stats(self) -> dict[str, Any]:
         """Per-OSD PG counts and load, per-host CPU/NIC utilisation, per-pool placement summary."""
@@ -404,12 +460,17 @@ class Cluster(Component):
         return {
             "path": self.path,
             "window_s": self.env.now - getattr(self, "_t0", 0.0),
+            "summary": self.summary(osds),
             "osds": osds,
             "hosts": {h.name: h.stats() for h in self.hosts},
             "client": self.client.stats(),
             "pools": pools,
             "images": {f"{p}/{n}": img.stats() for (p, n), img in self.images.items()},
         }
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
 
 
 def build_cluster(cfg: ClusterConfig, name: str, parent: Component) -> Cluster:

@@ -12,10 +12,12 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from simulator.config.base import ConfigModel
+from simulator.devices.blocklayer import BlockLayerConfig
 from simulator.units import Bytes, BytesPerSecond, Seconds
 
 __all__ = [
     "BalancerConfig",
+    "BlockLayerConfig",
     "BlueStoreConfig",
     "CacheConfig",
     "ClientConfig",
@@ -99,6 +101,9 @@ class DriveGroupConfig(ConfigModel):
     weight: float | None = Field(
         None, gt=0, description="CRUSH weight per OSD; default = its device capacity in TiB (as ceph-volume sets it)"
     )
+    block_layer: BlockLayerConfig | None = Field(
+        None, description="block layer in front of these drives; default: the cluster's block_layer"
+    )
 
     @field_validator("split")
     @classmethod
@@ -118,6 +123,9 @@ class DbDeviceConfig(ConfigModel):
     count: int = Field(1, ge=1, description="number of DB/WAL devices in the host (default 1)")
     device: dict[str, Any] = Field(description="device spec of one DB/WAL device ({profile: ssd/..., params: {...}})")
     db_size: Bytes = Field("30GiB", gt=0, description="DB/WAL volume per OSD, bytes (default 30GiB)")
+    block_layer: BlockLayerConfig | None = Field(
+        None, description="block layer in front of these devices; default: the cluster's block_layer"
+    )
 
 
 class HostConfig(ConfigModel):
@@ -257,13 +265,43 @@ class BlueStoreConfig(ConfigModel):
     )
     min_alloc_size: Bytes = Field(65536, gt=0, description="allocation unit (bluestore_min_alloc_size_hdd, default 64KiB)")
     deferred_batch_ops: int = Field(
-        64, ge=1, description="deferred writes collected before they are submitted (bluestore_deferred_batch_ops_hdd, default 64)"
+        64, ge=1,
+        description=(
+            "deferred writes queued (all PGs) before the pending batches are submitted; also when the deferred throttle "
+            "is past half full (bluestore_deferred_batch_ops_hdd, default 64)"
+        ),
     )
     deferred_max_interval: Seconds | None = Field(
         None, ge=0, description="submit pending deferred writes at least this often; default none (no such timer in 14.2.5)"
     )
+    throttle_bytes: Bytes = Field(
+        "64MiB", gt=0,
+        description=(
+            "transaction throttle: summed txc costs from submission until kv_sync takes the txc into a commit batch; "
+            "a write blocks its op thread while it is full (bluestore_throttle_bytes, default 64MiB)"
+        ),
+    )
     throttle_deferred_bytes: Bytes = Field(
-        "128MiB", gt=0, description="deferred bytes in flight before new writes block (bluestore_throttle_deferred_bytes, default 128MiB)"
+        "128MiB", gt=0,
+        description=(
+            "deferred throttle: summed txc costs of deferred writes from submission until their in-place write is done; "
+            "its limit is throttle_bytes + this (as BlueStore sets it); when full a deferred write submits all pending "
+            "deferred batches (deferred_aggressive) and blocks its op thread (bluestore_throttle_deferred_bytes, default 128MiB)"
+        ),
+    )
+    throttle_cost_per_io: Bytes = Field(
+        670000, ge=0,
+        description=(
+            "cost of one IO in both throttles: txc cost = (1 + data IOs) x this + bytes; a deferred write has no data IO "
+            "(bluestore_throttle_cost_per_io_hdd 670000; _ssd 4000), bytes (default 670000)"
+        ),
+    )
+    max_deferred_txc: int = Field(
+        32, ge=1,
+        description=(
+            "a PG (OpSequencer) with more unfinished transactions than this behind a queued deferred batch submits "
+            "it (bluestore_max_deferred_txc, default 32)"
+        ),
     )
     kv_txc_bytes: Bytes = Field(
         1200, ge=0, description="RocksDB WAL bytes per transaction besides deferred data: onode, extent map, PG log entry, bytes (default 1200)"
@@ -289,7 +327,12 @@ class BlueStoreConfig(ConfigModel):
         description="start of the BlueFS extent as a fraction of the device (BlueStore puts it in the middle for HDDs, default 0.5)",
     )
     flush_before_commit: bool = Field(
-        True, description="flush the data device before a KV commit that follows data writes or deferred applies (default true)"
+        True,
+        description=(
+            "kv_sync flushes the data device before a commit: with a separate DB device every cycle (if data was "
+            "written since the last flush); with DB on the data device only for batches with data writes (the WAL "
+            "flush makes applied deferred writes stable); false = never (default true)"
+        ),
     )
     onode_cache_size: int = Field(
         100000, ge=0, description="onodes (object metadata) kept in memory per OSD, count (default 100000)"
@@ -333,6 +376,13 @@ class ClusterConfig(ConfigModel):
     bluestore: BlueStoreConfig = Field(default_factory=BlueStoreConfig, description="BlueStore parameters")
     balancer: BalancerConfig = Field(default_factory=BalancerConfig, description="PG balancer")
     crush: CrushConfig = Field(default_factory=CrushConfig, description="CRUSH tunables")
+    block_layer: BlockLayerConfig = Field(
+        default_factory=BlockLayerConfig,
+        description=(
+            "Linux block layer in front of every OSD data device (per drive, or per LUN) and DB device: "
+            "request tags (nr_requests), I/O scheduler, flush handling"
+        ),
+    )
     state_scale: float = Field(
         1.0,
         gt=0,

@@ -9,12 +9,16 @@ in arrival order. Processing books the op's CPU cost on the host's CPU pool; the
 * client read (primary): buffer-cache hit -> reply; miss -> the worker stays blocked while
   BlueStore reads the device (BlueStore reads are synchronous in the op thread in Nautilus), then
   reply. At most ``shards x threads`` reads per OSD are therefore at the device at once.
-* client write (primary): the deferred-bytes throttle may block the worker; then the repops go to
+* client write (primary): BlueStore's throttles may block the worker; then the repops go to
   the up replicas (messages booked on the sender's CPU + network + receiver's CPU), the local
   transaction is queued, and the worker is free. The primary replies to the client once its own
   commit and every up replica's commit reply are in: a write is as slow as the slowest replica.
 * repop (replica): CPU, throttle, local transaction; on commit a reply message to the primary,
   which processes it through its op queue like any op (``reply_cost``).
+
+A job whose length is known when it starts (a commit reply, a cache-hit read) books its CPU and its
+consequences at once and releases its worker lazily, at the job's end, without an event of its own
+unless an op waits for that worker (then one wake-up event).
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ class ObjOp:
     """One object operation (client op at the primary, or a repop at a replica)."""
 
     __slots__ = (
-        "commits", "group", "image", "kind", "length", "obj_size", "objkey", "objno", "off", "onode_hit",
+        "commits", "cost", "group", "image", "kind", "length", "obj_size", "objkey", "objno", "off", "onode_hit",
         "osd", "pending", "pg", "pos", "primary_op", "req", "role", "shard", "t0", "t_local",
     )
 
@@ -100,6 +104,7 @@ class ObjOp:
         self.shard = None
         self.t0 = 0.0
         self.commits: list | None = None
+        self.cost = 0
 
     def relocate(self, new_base: int) -> None:
         """A full-object overwrite went to a new extent: later reads go there."""
@@ -110,11 +115,17 @@ class ObjOp:
 
 
 class _Shard:
-    __slots__ = ("free", "q")
+    """An op queue shard: its idle worker threads, its queue, and the workers that finish a job of
+    known length at a known time (``lazy``: (t_end, pg)) and are released without an event of
+    their own unless an op is waiting for them (``wake_at``: time of the scheduled release)."""
+
+    __slots__ = ("free", "lazy", "q", "wake_at")
 
     def __init__(self, threads: int):
         self.free = threads
         self.q: deque[ObjOp] = deque()
+        self.lazy: list[tuple[float, PG]] = []
+        self.wake_at = -1.0
 
 
 class Osd(Component):
@@ -130,7 +141,9 @@ class Osd(Component):
         self.device_class = ""
         self.weight = 1.0
         self.bs: BlueStore | None = None  # set by the cluster builder
-        self.device = None
+        self.device = None  # the OSD's volume (drive, LUN or LV) as the cluster describes it
+        self.io_device = None  # what BlueStore submits to (the volume behind the host's block layer)
+        self.db_device = None  # DB/WAL volume on a shared device, if any
         self.shards = [_Shard(cfg.op_num_threads_per_shard) for _ in range(cfg.op_num_shards)]
         self.nshards = cfg.op_num_shards
         self.busy_pgs: set[PG] = set()
@@ -160,10 +173,51 @@ class Osd(Component):
 
     def enqueue(self, op: ObjOp) -> None:
         sh = self.shards[op.pg.shard_seed % self.nshards]
+        if sh.lazy:
+            self._settle(sh)
         if sh.free > 0 and not sh.q and op.pg not in self.busy_pgs:
             self._dispatch(sh, op)
         else:
             sh.q.append(op)
+            if sh.lazy:
+                self._arm(sh)
+
+    def _settle(self, sh: _Shard) -> None:
+        """Release the lazily finishing workers whose job has ended by now."""
+        now = self.env._now
+        keep = []
+        busy = self.busy_pgs
+        for t, pg in sh.lazy:
+            if t <= now:
+                sh.free += 1
+                busy.discard(pg)
+            else:
+                keep.append((t, pg))
+        sh.lazy = keep
+
+    def _arm(self, sh: _Shard) -> None:
+        """Ops wait in ``sh``: make sure an event releases the next lazily finishing worker."""
+        t = min(t for t, _ in sh.lazy)
+        if sh.wake_at < 0 or t < sh.wake_at:
+            sh.wake_at = t
+            call_at(self.env, t, self._wake, sh)
+
+    def _wake(self, ev: Any) -> None:
+        sh = ev._value
+        if sh.wake_at != self.env._now:
+            return  # superseded by an earlier wake-up
+        sh.wake_at = -1.0
+        self._settle(sh)
+        if sh.q:
+            self._next(sh)
+        if sh.q and sh.lazy:
+            self._arm(sh)
+
+    def _release_at(self, sh: _Shard, pg: PG, t: float) -> None:
+        """The worker holding ``pg`` is busy until ``t`` (a CPU job whose end is known), then free."""
+        sh.lazy.append((t, pg))
+        if sh.q:
+            self._arm(sh)
 
     def _next(self, sh: _Shard) -> None:
         q = sh.q
@@ -183,11 +237,17 @@ class Osd(Component):
             self._dispatch(sh, op)
 
     def _release(self, op: ObjOp) -> None:
-        sh = op.shard
+        self._free(op.shard, op.pg)
+
+    def _free(self, sh: _Shard, pg: PG) -> None:
         sh.free += 1
-        self.busy_pgs.discard(op.pg)
+        self.busy_pgs.discard(pg)
         if sh.q:
+            if sh.lazy:
+                self._settle(sh)
             self._next(sh)
+            if sh.q and sh.lazy:
+                self._arm(sh)
 
     def _dispatch(self, sh: _Shard, op: ObjOp) -> None:
         sh.free -= 1
@@ -203,16 +263,20 @@ class Osd(Component):
                 base = op.image.obj_base[op.objno, op.pos]
                 bs = self.bs
                 if base < 0:  # object does not exist: zeros, no IO
-                    call_at(env, self.cpu.book(env._now, self._cost(cfg.read_cost)), self._read_hit, op)
+                    t = self.cpu.book(env._now, self._cost(cfg.read_cost))
+                    self._reply_client(op, t)
+                    self._release_at(sh, op.pg, t)
                     return
                 hit = bs.probe_read(op.objkey, op.off, op.length)
                 onode_hit = bs.probe_onode(op.objkey)
                 cost = self._cost(cfg.read_cost)
                 if not onode_hit:
                     cost += bs.cfg.onode_miss_cost
-                if hit:
+                if hit:  # served from the cache: the worker's job and the reply time are known now
                     cost += bs.cfg.cache_hit_cost
-                    call_at(env, self.cpu.book(env._now, cost), self._read_hit, op)
+                    t = self.cpu.book(env._now, cost)
+                    self._reply_client(op, t)
+                    self._release_at(sh, op.pg, t)
                 else:
                     op.onode_hit = onode_hit
                     call_at(env, self.cpu.book(env._now, cost), self._read_miss, op)
@@ -222,23 +286,28 @@ class Osd(Component):
             self.subops += 1
             call_at(env, self.cpu.book(env._now, self._cost(cfg.subop_cost)), self._write_prepared, op)
         else:
+            # a replica's commit reply: the worker holds the PG for reply_cost; the write is
+            # answered once every reply and the local commit are in (no event of its own)
             self.replies += 1
-            call_at(env, self.cpu.book(env._now, self._cost(cfg.reply_cost)), self._reply_processed, op)
+            t = self.cpu.book(env._now, self._cost(cfg.reply_cost))
+            prim = op.primary_op
+            if t > prim.t_local:
+                prim.t_local = t
+            prim.pending -= 1
+            if prim.pending == 0:
+                self._reply_client(prim, prim.t_local)
+            self._release_at(sh, op.pg, t)
 
     # ------------------------------------------------------------------ reads
-    def _read_hit(self, ev: Any) -> None:
-        op = ev._value
-        self._release(op)
-        self._reply_client(op, self.env._now)
-
     def _read_miss(self, ev: Any) -> None:
         op = ev._value
         base = int(op.image.obj_base[op.objno, op.pos])
         self.bs.read(op, base, op.onode_hit, self._read_done)
 
     def _read_done(self, op: ObjOp) -> None:
-        self._release(op)
+        # the reply is sent before the worker takes its next op (whose bookings follow)
         self._reply_client(op, self.env._now)
+        self._release(op)
 
     # ------------------------------------------------------------------ writes
     def _write_prepared(self, ev: Any) -> None:
@@ -257,8 +326,9 @@ class Osd(Component):
             self._write_admitted(op)
 
     def _write_admitted(self, op: ObjOp) -> None:
-        self._release(op)
+        # the worker queues the repops and the transaction, then takes its next op
         bs = self.bs
+        sh = op.shard
         if op.role == CLIENT:
             pg = op.pg
             env = self.env
@@ -283,6 +353,7 @@ class Osd(Component):
             bs.write(op, self._base(op), pg, self._local_committed)
         else:
             bs.write(op, self._base(op), op.pg, self._subop_committed)
+        self._free(sh, op.pg)
 
     def _base(self, op: ObjOp) -> int:
         b = int(op.image.obj_base[op.objno, op.pos])
@@ -295,7 +366,9 @@ class Osd(Component):
         now = self.env._now
         if op.commits is not None:
             op.commits.append((self.id, now))
-        op.t_local = self.cpu.book(now, self.cfg.commit_cost)
+        t = self.cpu.book(now, self.cfg.commit_cost)
+        if t > op.t_local:
+            op.t_local = t
         op.pending -= 1
         if op.pending == 0:
             self._reply_client(op, op.t_local)
@@ -313,15 +386,6 @@ class Osd(Component):
         sub.role = REPLY
         call_at(env, posd.cpu.book(t, cfg.msgr_recv_cost), posd.on_op, sub)
 
-    def _reply_processed(self, ev: Any) -> None:
-        sub = ev._value
-        self._release(sub)
-        op = sub.primary_op
-        op.pending -= 1
-        if op.pending == 0:
-            now = self.env._now
-            self._reply_client(op, op.t_local if op.t_local > now else now)
-
     # ------------------------------------------------------------------ to the client
     def _reply_client(self, op: ObjOp, t: float) -> None:
         cfg = self.cfg
@@ -333,6 +397,9 @@ class Osd(Component):
 
     def stats(self) -> dict[str, Any]:
         dev = self.device.stats() if self.device is not None else {}
+        io = self.io_device
+        while io is not None and not hasattr(io, "nr_requests"):
+            io = getattr(io, "base", None)
         return {
             "osd": self.id,
             "host": self.host.name,
@@ -344,5 +411,7 @@ class Osd(Component):
             "device": dev.get("path"),
             "device_utilisation": dev.get("utilisation", 0.0),
             "device_mean_queue_depth": dev.get("mean_queue_depth", 0.0),
+            "db_device": self.db_device.path if self.db_device is not None else None,
+            "block_layer": io.stats()["blocklayer"] if io is not None else None,
             "bluestore": self.bs.stats() if self.bs is not None else {},
         }

@@ -58,6 +58,15 @@ class RbdImage(Device):
         # device offset of each object's data on each acting-set position; -1 = not allocated
         self.obj_base = np.full((self.n_objects, pool.size), -1, dtype=np.int64)
 
+    def reset_stats(self) -> None:
+        """A new statistics window for the image, and for the cluster behind it (fio resets the
+        job's devices at the end of ramp_time: the cluster's utilisations then cover the same
+        window as the job's IOPS)."""
+        super().reset_stats()
+        cl = getattr(self, "cluster", None)
+        if cl is not None and not cl.resetting:
+            cl.reset_stats()
+
     def object_name(self, objno: int) -> str:
         return f"rbd_data.{self.id}.{objno:016x}"
 

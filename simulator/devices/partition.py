@@ -3,17 +3,26 @@
 Requests are shifted by ``start`` and passed to the parent (the *base* device), so several
 partitions of one drive share its actuator, queue and cache: two Ceph OSDs on two LVs of one
 single-actuator disk compete for the same heads. A FLUSH is passed on unchanged (a cache flush is
-a whole-device operation). One extra SimPy event per request (the parent request's completion).
+a whole-device operation).
+
+No SimPy event of its own: the request itself goes to the base with its offset shifted (the base's
+completion event is the request's event), and the partition's completion callback, which runs
+before the submitter's, shifts it back and does the accounting. ``submit_batch`` passes a batch on
+to a base that has one (a block layer: one thread submitting many requests).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import simpy
+
 from simulator.devices.base import Device, Op, Request
-from simulator.engine import Component, succeed_now
+from simulator.engine import Component
 
 __all__ = ["Partition"]
+
+_FLUSH = int(Op.FLUSH)
 
 
 class Partition(Device):
@@ -33,26 +42,50 @@ class Partition(Device):
         self._busy_since = 0.0
         super().__init__(name, parent, capacity=size, sector_size=base.sector_size)
 
-    def _start(self, req: Request) -> None:
-        if req.op != Op.FLUSH:
+    def _enter(self, req: Request) -> None:
+        """Device.submit's bookkeeping; the request's offset moves into the base's space."""
+        if req.op != _FLUSH:
             self.check_range(req)
-        if self._inside == 1:
-            self._busy_since = self.env.now
-        child = Request(req.op, req.offset + self.start, req.size, req.fua, parent=req, tag=req)
-        self.base.submit(child).callbacks.append(self._child_done)
+            req.offset += self.start
+        now = self.env._now
+        self._qarea += self._inside * (now - self._tq)
+        self._tq = now
+        if self._inside == 0:
+            self._busy_since = now
+        self._inside += 1
 
-    def _child_done(self, ev: Any) -> None:
-        child: Request = ev._value
-        req: Request = child.tag
-        req.t_start = child.t_start
-        req.service = child.service
+    def submit(self, req: Request) -> simpy.Event:
+        self._enter(req)
+        ev = self.base.submit(req)
+        ev.callbacks.append(self._done)
+        return ev
+
+    def submit_batch(self, reqs: list[Request]) -> list[Any]:
+        """Submit ``reqs`` together (one thread's io_submit) when the base device supports it."""
+        sb = getattr(self.base, "submit_batch", None)
+        if sb is None:
+            return [self.submit(r) for r in reqs]
+        for req in reqs:
+            self._enter(req)
+        evs = sb(reqs)
+        done = self._done
+        for ev in evs:
+            ev.callbacks.append(done)
+        return evs
+
+    def _start(self, req: Request) -> None:  # pragma: no cover - submit() is overridden
+        raise NotImplementedError
+
+    def _done(self, ev: Any) -> None:
+        req: Request = ev._value
+        if req.op != _FLUSH:
+            req.offset -= self.start
         self._finish(req)
-        succeed_now(self.env, req.event, req)
 
     def _finish(self, req: Request) -> None:
         super()._finish(req)
         if self._inside == 0:
-            self._busy_acc += self.env.now - self._busy_since
+            self._busy_acc += self.env._now - self._busy_since
 
     def reset_stats(self) -> None:
         super().reset_stats()
