@@ -253,6 +253,7 @@ def final_results(problem: Problem, values: dict[str, Any], runner: Any) -> tupl
     bad = [r for r in res if isinstance(r, BaseException)]
     if bad:
         raise bad[0]
+    problem.last_points = [p for r in res for p in r.get("points", [])] if problem.experiment_path is not None else []
     extra: dict[int, Any] = {}
     if problem.experiment_path is None:
         rows = {i: r["row"] for i, r in enumerate(res)}
@@ -306,7 +307,7 @@ def item_points(problem: Problem, items: list[Item], rows: dict[int, dict[str, A
                         rec[f"{p}_log_ratio"] = log_ratio(row[k], m[k])
                 pm = it.percentiles(d)
                 sim_dense = (extra.get(i) or {}).get(d) if isinstance(extra.get(i), dict) else None
-                if pm and sim_dense and f"{d}.lat_mean_ms" in m:
+                if pm and sim_dense:
                     ps = np.array(sorted(float(k) for k in pm))
                     qm = np.array([pm[f"{p:.6f}"] for p in ps])
                     sp = np.array(sorted(float(k) for k in sim_dense))
@@ -314,10 +315,37 @@ def item_points(problem: Problem, items: list[Item], rows: dict[int, dict[str, A
                     qs = np.interp(ps, sp, sv)
                     dem = rms_distance_table(ps, qs, qm)
                     rec["demerit_ms"] = dem / 1e6
-                    rec["demerit_pct"] = 100.0 * dem / 1e6 / m[f"{d}.lat_mean_ms"]
+                    if f"{d}.lat_mean_ms" in m:
+                        rec["demerit_pct"] = 100.0 * dem / 1e6 / m[f"{d}.lat_mean_ms"]
                     rec["demerit_method"] = "percentiles"
             out.append(rec)
     return out
+
+
+def _pct_plot(measured: dict[str, float], simulated: dict[str, float], path: Path, title: str) -> Path:
+    """HDR-style percentile plot of two percentile tables: measured as markers, simulated (dense) as a
+    line (x = percentile on the 1/(1-p) log scale, y = latency in ms, log)."""
+    from simulator.metrics.plots import _figure, _save
+
+    fig, ax = _figure()
+    for label, d, style in (("measured", measured, {"ls": "none", "marker": "o", "ms": 4}),
+                            ("simulated (fitted)", simulated, {"lw": 1.5})):
+        pts = sorted((float(k), float(v)) for k, v in d.items() if float(k) < 100.0 and float(v) > 0)
+        if pts:
+            ax.plot([1.0 / (1.0 - p / 100.0) for p, _ in pts], [v / 1e6 for _, v in pts], label=label, **style)
+    ticks = [0.0, 50.0, 90.0, 99.0, 99.9, 99.99]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks([1.0 / (1.0 - p / 100.0) for p in ticks])
+    ax.set_xticklabels([f"{p:g}%" for p in ticks])
+    ax.minorticks_off()
+    ax.set_xlim(1.0, 1.0 / (1.0 - 99.99 / 100.0) * 1.05)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
 
 
 def _plots(problem: Problem, items: list[Item], rows: dict[int, dict[str, Any]], extra: dict[int, Any], out: Path) -> list[Path]:
@@ -342,8 +370,7 @@ def _plots(problem: Problem, items: list[Item], rows: dict[int, dict[str, Any]],
                 pm = it.percentiles(d)
                 sim_dense = extra.get(i, {}).get(d) if isinstance(extra.get(i), dict) else None
                 if pm and sim_dense:
-                    series = [("measured", pm), ("simulated (fitted)", _dense_to_pct(sim_dense))]
-                    written.append(plot_percentiles(series, out / "hdr" / f"{tag}_{d}.png", title=f"{it.label} {d}"))
+                    written.append(_pct_plot(pm, _dense_to_pct(sim_dense), out / "hdr" / f"{tag}_{d}.png", f"{it.label} {d}"))
     # IOPS vs queue depth per group of items that differ by iodepth
     groups: dict[tuple[str, str], list[int]] = {}
     for i, it in enumerate(items):
@@ -413,6 +440,24 @@ def _scatter_plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return _save(fig, path)
 
 
+def _unmatched_points(problem: Problem, items: list[Item]) -> list[dict[str, Any]]:
+    """Simulated rows of the sweep points no target or prediction item covers (sweep calibrations)."""
+    from simulator.calibration.problem import _norm
+
+    out = []
+    for p in getattr(problem, "last_points", []):
+        if any(all(_norm(p["labels"].get(a)) == _norm(v) for a, v in it.labels.items()) for it in items):
+            continue
+        row = {"point": ",".join(f"{k}={v}" for k, v in p["labels"].items())}
+        for d in ("read", "write"):
+            for k in ("iops", "lat_mean_ms", "p50_ms", "p99_ms", "p99.9_ms"):
+                v = p["row"].get(f"{d}.{k}")
+                if v is not None:
+                    row[f"{d}.{k}"] = v
+        out.append(row)
+    return out
+
+
 def _fmt(v: Any, nd: int = 3) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
@@ -442,18 +487,28 @@ def points_markdown(points: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def display_value(v: Any, kind: str, integer: bool = False) -> str:
+    """A value for tables: sizes with binary units, the rest as in the profile."""
+    if kind == "size" and isinstance(v, (int, float)):
+        from simulator.units import format_bytes
+
+        return format_bytes(v)
+    return str(format_value(v, kind, integer))
+
+
 def params_markdown(problem: Problem, fit: FitResult) -> str:
     lines = ["| parameter | bounds / choices | scale | prior | start | fitted |", "|---|---|---|---|---|---|"]
     for f in problem.params:
-        rng = ", ".join(map(str, f.choices)) if f.discrete else f"{f.bounds[0]} .. {f.bounds[1]}"  # type: ignore[index]
+        rng = ", ".join(map(str, f.choices)) if f.discrete else " .. ".join(
+            str(int(b)) if f.integer and isinstance(b, float) else str(b) for b in f.bounds)  # type: ignore[union-attr]
         pr = f"{f.prior.mean} ± {f.prior.sd}" if f.prior else "–"
         flag = ""
         if not f.discrete:
             u = f.to_unit(fit.values[f.key])
             flag = " (at its lower bound)" if u < 0.005 else " (at its upper bound)" if u > 0.995 else ""
         lines.append(
-            f"| `{f.key}` | {rng} | {'–' if f.discrete else f.scale} | {pr} | {format_value(fit.start_values[f.key], f.unit_kind, f.integer)} | "
-            f"**{format_value(fit.values[f.key], f.unit_kind, f.integer)}**{flag} |"
+            f"| `{f.key}` | {rng} | {'–' if f.discrete else f.scale} | {pr} | {display_value(fit.start_values[f.key], f.unit_kind, f.integer)} | "
+            f"**{display_value(fit.values[f.key], f.unit_kind, f.integer)}**{flag} |"
         )
     return "\n".join(lines)
 
@@ -507,6 +562,20 @@ def _write_report(problem: Problem, fit: FitResult, items: list[Item], rows: dic
         "",
         points_markdown(points),
         "",
+    ]
+    unmatched = _unmatched_points(problem, items)
+    if unmatched:
+        (out / "predicted_points.csv").write_text(_csv_text(unmatched), encoding="utf-8")
+        keys = [k for k in ("iops", "lat_mean_ms", "p50_ms", "p99_ms") ]
+        md += ["## Points without a measured figure (predictions)", "",
+               "Sweep points the targets do not cover (e.g. kept-aside queue depths), simulated in the same sequence with "
+               "the fitted parameters (also in `predicted_points.csv`):", "",
+               "| point | " + " | ".join(f"{d}.{k}" for d in ("read", "write") for k in keys) + " |",
+               "|---|" + "---|" * (2 * len(keys))]
+        for u in unmatched:
+            md.append(f"| {u['point']} | " + " | ".join(_fmt(u.get(f"{d}.{k}")) for d in ("read", "write") for k in keys) + " |")
+        md += [""]
+    md += [
         "Every metric: `fit.csv`; per point: `points.csv`; every evaluation: `history.csv`. Plots: "
         + ", ".join(f"`{p.relative_to(out) if p.is_relative_to(out) else p.name}`" for p in [*plots[-2:], *plots[:-2]][:8])
         + (" …" if len(plots) > 8 else "") + ".",

@@ -13,7 +13,7 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
                    max_evals: int | None, quiet: bool, console: Any, err_console: Any, max_wall: str | None = None) -> None:
     from rich.table import Table
 
-    from simulator.calibration.calibrate import _rel, calibrate, format_value
+    from simulator.calibration.calibrate import _rel, calibrate, display_value
 
     o = calibrate(spec, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals, max_wall=max_wall, progress=not quiet,
                   console=err_console, write_profile_file=not no_profile)
@@ -22,8 +22,8 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
     for c in ("parameter", "start", "fitted"):
         t.add_column(c, justify="left" if c == "parameter" else "right")
     for f in o.problem.params:
-        t.add_row(f.key, str(format_value(fit.start_values[f.key], f.unit_kind, f.integer)),
-                  str(format_value(fit.values[f.key], f.unit_kind, f.integer)))
+        t.add_row(f.key, display_value(fit.start_values[f.key], f.unit_kind, f.integer),
+                  display_value(fit.values[f.key], f.unit_kind, f.integer))
     console.print(t)
     pt = Table(title="fit (targets) and prediction per point")
     for c in ("set", "item", "dir", "IOPS err", "mean", "p50", "p99", "demerit %"):

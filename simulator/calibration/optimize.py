@@ -216,6 +216,8 @@ class Optimizer:
             return self._f(np.concatenate([np.clip(u, 0.0, 1.0), fixed]))
 
         u0 = np.clip(x_best[:nc], 0.0, 1.0)
+        f0 = self.best[1].loss if self.best is not None else 1.0
+        fatol = loc.fatol * max(abs(f0), 1e-9)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if loc.method == "nelder-mead":
@@ -226,10 +228,10 @@ class Optimizer:
                     simplex.append(v)
                 minimize(f, u0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * nc,
                          options={"maxfev": maxfev, "initial_simplex": np.array(simplex), "xatol": loc.xatol,
-                                  "fatol": loc.fatol})
+                                  "fatol": fatol})
             else:
                 minimize(f, u0, method="Powell", bounds=[(0.0, 1.0)] * nc,
-                         options={"maxfev": maxfev, "xtol": loc.xatol, "ftol": loc.fatol})
+                         options={"maxfev": maxfev, "xtol": loc.xatol, "ftol": loc.fatol})  # Powell's ftol is relative
 
     def run(self) -> FitResult:
         g = self.spec.optimizer.global_

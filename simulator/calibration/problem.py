@@ -172,6 +172,7 @@ class Problem:
         self.experiment_path: Path | None = None
         self._exp_raw: dict[str, Any] | None = None
         self._task_template: list[dict[str, Any]] | None = None
+        self.last_points: list[dict[str, Any]] = []
         if self.spec.experiment is not None:
             self.experiment_path = loaded.find(self.spec.experiment, "experiment")
             raw = load_yaml(self.experiment_path)

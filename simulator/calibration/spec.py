@@ -278,7 +278,9 @@ class LocalStage(ConfigModel):
     maxiter: int | None = Field(None, ge=1, description="evaluations of the local stage (default: what the budget leaves)")
     step: float = Field(0.1, gt=0, le=0.5, description="initial simplex size as a fraction of each parameter's range (default 0.1)")
     xatol: float = Field(0.01, gt=0, description="stop when the simplex is smaller than this fraction of the ranges (default 0.01)")
-    fatol: float = Field(0.01, gt=0, description="... and the loss differs by less than this (default 0.01)")
+    fatol: float = Field(
+        0.002, gt=0, description="... and the losses of the simplex differ by less than this fraction of the loss at the start of the stage (default 0.002)"
+    )
 
 
 class OptimizerSpec(ConfigModel):
