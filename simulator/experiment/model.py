@@ -171,6 +171,9 @@ class ReferenceSpec(ConfigModel):
     )
     unpivot: UnpivotSpec | None = Field(None, description="read a wide table as one row per axis label")
     goal: float | None = Field(None, gt=0, description="relative error goal shown in the table (0.10 = 10%)")
+    predict: bool = Field(
+        True, description="list this reference's metrics as predictions for points (or cells) it does not give (default true)"
+    )
 
 
 class RatioSpec(ConfigModel):

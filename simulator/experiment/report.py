@@ -117,7 +117,7 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
     """One row per (reference row, metric) plus prediction rows for points no reference covers."""
     exp = run.experiment
     rows: list[dict[str, Any]] = []
-    covered: set[int] = set()
+    covered: set[tuple[int, str]] = set()
     for ref in exp.spec.reference:
         table, match_cols, metric_cols = reference_rows(ref, exp.path)
         for trow in table:
@@ -125,12 +125,12 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
             if len(match) != 1:
                 continue
             p = match[0]
-            covered.add(p.index)
             for col, metric in metric_cols.items():
                 txt = (trow.get(col) or "").strip()
                 if not txt:
                     continue
                 refv = float(txt)
+                covered.add((p.index, metric))
                 sim = p.get(metric)
                 err = (sim - refv) / refv if sim is not None and refv else None
                 rows.append({
@@ -139,12 +139,10 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
                     "goal": ref.goal, "within_goal": (abs(err) <= ref.goal) if (err is not None and ref.goal) else None,
                 })
     if exp.spec.reference:
-        metrics = sorted({m for r in exp.spec.reference for m in [*r.metrics.values(), *([r.unpivot.metric] if r.unpivot else [])]})
+        metrics = sorted({m for r in exp.spec.reference if r.predict for m in [*r.metrics.values(), *([r.unpivot.metric] if r.unpivot else [])]})
         for p in points:
-            if p.index in covered:
-                continue
             for m in metrics:
-                if p.get(m) is None:
+                if (p.index, m) in covered or p.get(m) is None:
                     continue
                 rows.append({**p.labels, "reference": "prediction (not published)", "metric": m, "published": None,
                              "simulated": p.get(m), "ci": p.ci.get(m), "error": None, "goal": None, "within_goal": None})
