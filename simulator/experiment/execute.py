@@ -226,6 +226,9 @@ def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: i
     meta["hdr_percentiles"] = _dense_percentiles(results)
     doc = to_fio_json(results, gopts, time_str=SIM_TIME_STR, sim_meta=meta, timestamp=0)
     row = summary_row(results)
+    for k, v in ((meta.get("cluster") or {}).get("summary") or {}).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            row[f"ceph.{k}"] = v
     for name, st in ((d["path"], d) for d in meta.get("devices", [])):
         if name.count(".") > 2:
             continue  # top-level devices and their LUNs only

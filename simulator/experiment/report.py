@@ -159,7 +159,7 @@ def _metric_names(points: list[PointSummary], wanted: list[str]) -> list[str]:
     for m in wanted:
         if any(ch in m for ch in "*?["):
             names += [k for k in available if fnmatch.fnmatchcase(k, m) and k not in names]
-        elif m.split(".")[0] in (*DIRS, "dev", "sync"):
+        elif m.split(".")[0] in (*DIRS, "dev", "sync", "ceph"):
             if m in available and m not in names:
                 names.append(m)
         else:
