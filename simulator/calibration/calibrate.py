@@ -383,6 +383,16 @@ def _plots(problem: Problem, items: list[Item], rows: dict[int, dict[str, Any]],
             continue
         idx.sort(key=lambda i: items[i].iodepth or 0)
         sim = Series("simulated (fitted)", [items[i].iodepth for i in idx], [rows.get(i, {}).get(k) or 0.0 for i in idx])
+        first = items[idx[0]]
+        if first.qd_axis and problem.last_points:  # a sweep: every simulated QD of the group, kept-aside ones too
+            from simulator.calibration.problem import _norm
+
+            pts = [(float(p["labels"][first.qd_axis]), p["row"].get(k)) for p in problem.last_points
+                   if first.qd_axis in p["labels"] and all(_norm(p["labels"].get(a)) == _norm(v) for a, v in first.group_labels.items())
+                   and p["row"].get(k) is not None]
+            if pts:
+                pts.sort()
+                sim = Series("simulated (fitted; all swept QDs)", [x for x, _ in pts], [y for _, y in pts])
         fitm = [i for i in idx if not items[i].predict]
         prdm = [i for i in idx if items[i].predict]
         meas = []
@@ -542,6 +552,7 @@ def _write_report(problem: Problem, fit: FitResult, items: list[Item], rows: dic
         + (f"; time scale {spec.scale.factor} of {spec.scale.full_runtime} (sizes scaled alike: {', '.join(spec.scale.keys)})" if spec.scale else "")
         + ".",
         "",
+        *([fit.note, ""] if fit.note else []),
         f"Loss (½ Σ w (ln ratio / σ)² + priors, σ = {spec.loss.sigma}): start **{fit.start_result.loss:.4g}** "
         f"(rms log error {fit.start_result.rms:.3f}) → fitted **{fit.result.loss:.4g}** (rms log error {fit.result.rms:.3f}). "
         f"Loss metrics and weights: {', '.join(f'{k} {v:g}' for k, v in spec.loss.metrics.items() if v > 0)}.",
@@ -585,6 +596,41 @@ def _write_report(problem: Problem, fit: FitResult, items: list[Item], rows: dic
     return metric_rows, points
 
 
+def _fit_from_profile(problem: Problem, path: Path, runner: Any, report_dir: Path) -> FitResult:
+    """The fitted values of an existing profile (and its provenance and evaluation history) as a
+    FitResult, with the start and fitted points evaluated again."""
+    from simulator.calibration.spec import quantity
+    from simulator.devices.registry import load_profile
+
+    prof = load_profile(str(path))
+    prov = prof.get("provenance") or {}
+    comp = problem.component_of_profile()
+    prefix = f"{comp}.params."
+    vals: dict[str, Any] = {}
+    for f in problem.params:
+        if f.key.startswith("workload."):
+            v = (prov.get("workload_options") or {}).get(f.key.split(".", 1)[1])
+        else:
+            v = get_dotted(prof["params"], f.key[len(prefix):])
+        if v is None:
+            raise ConfigError(f"the profile has no value for {f.key}", source=str(path), field="params")
+        vals[f.key] = v if f.discrete else quantity(v)[0]
+    start = Optimizer(problem, runner).start_values()
+    start_res, res = problem.evaluate_many([start, vals], runner)
+    history: list[dict[str, Any]] = []
+    h = report_dir / "history.csv"
+    if h.is_file():
+        from simulator.calibration.problem import read_csv_rows
+
+        history = [dict(r) for r in read_csv_rows(h)]
+    return FitResult(values=vals, result=res, start_values=start, start_result=start_res, history=history,
+                     evals=int(prov.get("evaluations") or len(history)), wall_s=float(prov.get("wall_s") or 0.0),
+                     stopped_by=str(prov.get("stopped_by") or "?"),
+                     note=f"This report was regenerated with `--report-only` from `{_rel(path)}` (no refit): the start and fitted "
+                          "points were simulated again with the current code; the loss figures below are from that run, "
+                          f"the evaluation history is the original fit's (loss then: {prov.get('loss')}).")
+
+
 def calibrate(
     spec_path: str | Path,
     *,
@@ -597,8 +643,10 @@ def calibrate(
     console: Any = None,
     date: str | None = None,
     write_profile_file: bool = True,
+    report_only: bool = False,
 ) -> CalibrationOutcome:
-    """Run a calibration spec (see :mod:`simulator.calibration.spec`)."""
+    """Run a calibration spec (see :mod:`simulator.calibration.spec`). ``report_only``: no fit; the
+    values are read from the existing fitted profile and only the report is regenerated."""
     loaded: LoadedSpec = load_spec(spec_path)
     upd: dict[str, Any] = {}
     if max_evals is not None:
@@ -647,9 +695,17 @@ def calibrate(
                 console.print(f"[{s['wall']:.0f} s] {s['evals']}/{s['max_evals']} evals  {info}", highlight=False)
 
         runner = make_runner(ex)
-        fit = Optimizer(problem, runner, cb).run()
+        if report_only:
+            if prof is None or not prof.is_file():
+                raise ConfigError("--report-only needs the fitted profile (output.profile) to exist", source=str(spec_path),
+                                  field="output.profile")
+            fit = _fit_from_profile(problem, prof, runner, out)
+        else:
+            fit = Optimizer(problem, runner, cb).run()
         prog.update(task, description=f"final runs {loaded.spec.name}")
         items, rows, extra = final_results(problem, fit.values, runner)
+    if report_only:
+        prof = None
     written_profile = None
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -10,12 +10,13 @@ __all__ = ["calibrate_main", "compare_main"]
 
 
 def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profile: bool, workers: int | None,
-                   max_evals: int | None, quiet: bool, console: Any, err_console: Any, max_wall: str | None = None) -> None:
+                   max_evals: int | None, quiet: bool, console: Any, err_console: Any, max_wall: str | None = None,
+                   report_only: bool = False) -> None:
     from rich.table import Table
 
     from simulator.calibration.calibrate import _rel, calibrate, display_value
 
-    o = calibrate(spec, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals, max_wall=max_wall, progress=not quiet,
+    o = calibrate(spec, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals, max_wall=max_wall, progress=not quiet, report_only=report_only,
                   console=err_console, write_profile_file=not no_profile)
     fit = o.fit
     t = Table(title=f"{o.problem.spec.name}: fitted parameters")

@@ -46,6 +46,7 @@ class FitResult:
     evals: int = 0
     wall_s: float = 0.0
     stopped_by: str = "converged"
+    note: str = ""
 
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -226,12 +227,14 @@ class Optimizer:
                     v = u0.copy()
                     v[i] = v[i] + loc.step if v[i] + loc.step <= 1.0 else v[i] - loc.step
                     simplex.append(v)
-                minimize(f, u0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * nc,
-                         options={"maxfev": maxfev, "initial_simplex": np.array(simplex), "xatol": loc.xatol,
-                                  "fatol": fatol})
+                res = minimize(f, u0, method="Nelder-Mead", bounds=[(0.0, 1.0)] * nc,
+                               options={"maxfev": maxfev, "initial_simplex": np.array(simplex), "xatol": loc.xatol,
+                                        "fatol": fatol})
             else:
-                minimize(f, u0, method="Powell", bounds=[(0.0, 1.0)] * nc,
-                         options={"maxfev": maxfev, "xtol": loc.xatol, "ftol": loc.fatol})  # Powell's ftol is relative
+                res = minimize(f, u0, method="Powell", bounds=[(0.0, 1.0)] * nc,
+                               options={"maxfev": maxfev, "xtol": loc.xatol, "ftol": loc.fatol})  # Powell's ftol is relative
+        if not res.success:  # maxfev reached: the budget, not convergence, ended the stage
+            self.stopped_by = "evaluations" if self.n_evals >= self.spec.budget.max_evals else f"local stage: {res.message}"
 
     def run(self) -> FitResult:
         g = self.spec.optimizer.global_

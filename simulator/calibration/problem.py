@@ -94,6 +94,8 @@ class Item:
     row: dict[str, str] = field(default_factory=dict)
     iodepth: float | None = None
     group: str = ""  # items differing only by iodepth share a group (IOPS-vs-QD plots)
+    group_labels: dict[str, Any] = field(default_factory=dict)  # sweep: the group's labels (all but the QD axis)
+    qd_axis: str | None = None  # sweep: the axis holding the queue depth
 
     def percentiles(self, direction: str) -> dict[str, float]:
         """Measured completion-latency percentiles (fio keys -> ns) of a CSV row, if it has columns
@@ -407,10 +409,13 @@ class Problem:
             if sweep:
                 labels = {axis: r[col] for col, axis in t.match.items()}
                 desc = ",".join(f"{k}={v}" for k, v in labels.items())
-                qd = _num(r.get("qd") or r.get("iodepth"))
-                grp = ",".join(f"{k}={v}" for k, v in labels.items() if k not in ("qd", "iodepth"))
+                qd_axis = next((a for a in labels if a in ("qd", "iodepth")), None)
+                qd = _num(labels[qd_axis]) if qd_axis else None
+                glabels = {k: v for k, v in labels.items() if k != qd_axis}
+                grp = ",".join(f"{k}={v}" for k, v in glabels.items())
                 items.append(Item(label=(t.label or path.stem) + ":" + desc, target=idx, predict=predict, weight=t.weight,
-                                  kind="csv", measured=measured, labels=labels, row=dict(r), iodepth=qd, group=grp))
+                                  kind="csv", measured=measured, labels=labels, row=dict(r), iodepth=qd, group=grp,
+                                  group_labels=glabels, qd_axis=qd_axis))
             else:
                 opts = {k: _template(v, r, self.src, f"{fld}.options.{k}") for k, v in t.options.items()}
                 used = [c for c in cols if any(isinstance(v, str) and "{" + c + "}" in v for v in t.options.values())]
