@@ -233,8 +233,8 @@ class Optimizer:
             else:
                 res = minimize(f, u0, method="Powell", bounds=[(0.0, 1.0)] * nc,
                                options={"maxfev": maxfev, "xtol": loc.xatol, "ftol": loc.fatol})  # Powell's ftol is relative
-        if not res.success:  # maxfev reached: the budget, not convergence, ended the stage
-            self.stopped_by = "evaluations" if self.n_evals >= self.spec.budget.max_evals else f"local stage: {res.message}"
+        if not res.success:  # maxfev reached: the budget (or local.maxiter), not convergence, ended the stage
+            self.stopped_by = "evaluations" if maxfev == left else f"local stage: {res.message}"
 
     def run(self) -> FitResult:
         g = self.spec.optimizer.global_
