@@ -420,3 +420,17 @@ def test_per_byte_cpu_costs_add_on_the_data_path() -> None:
     assert lat("randread", c, m) - lat("randread", 0, 0) == pytest.approx((c + m) * d, rel=1e-6)
     # write: client send, primary receive, then repop send + replica receive in series
     assert lat("randwrite", c, m) - lat("randwrite", 0, 0) == pytest.approx((c + 3 * m) * d, rel=1e-6)
+
+
+def test_state_scale_scales_explicit_drive_write_caches():
+    """Time-compressed replays scale drive write caches that a profile sets explicitly (as the BlueStore cache)."""
+    from simulator.ceph.cluster import _scaled_drive
+
+    spec = {"profile": "hdd/seagate_exos_2x14", "params": {"cache": {"write_cache": "persistent", "write_cache_size": "100MiB"}}}
+    scaled = _scaled_drive(spec, 0.1)
+    assert scaled["params"]["cache"]["write_cache_size"] == int(100 * 2**20 * 0.1)
+    assert scaled["params"]["cache"]["write_cache"] == "persistent"
+    assert spec["params"]["cache"]["write_cache_size"] == "100MiB"  # input untouched
+    assert _scaled_drive(spec, 1.0) is spec
+    plain = {"profile": "hdd/toshiba_mg06sca10te"}
+    assert _scaled_drive(plain, 0.1) is plain

@@ -80,6 +80,22 @@ class Pool:
         self.upmap_moves = 0
 
 
+def _scaled_drive(spec: dict[str, Any], scale: float) -> dict[str, Any]:
+    """A drive spec whose explicitly set write-cache capacity is scaled for a time-compressed replay
+    (``state_scale``), like the BlueStore data cache: a cache that fills over a run keeps its ratio to
+    the IOs of a run. Drives that leave the size to their profile's default are not changed."""
+    if scale == 1.0:
+        return spec
+    cache = ((spec.get("params") or {}).get("cache") or {})
+    if cache.get("write_cache_size") is None:
+        return spec
+    from simulator.units import parse_size
+
+    size = max(4096, int(parse_size(cache["write_cache_size"]) * scale))
+    params = {**spec["params"], "cache": {**cache, "write_cache_size": size}}
+    return {**spec, "params": params}
+
+
 class Cluster(Component):
     def __init__(self, cfg: ClusterConfig, name: str, parent: Component):
         super().__init__(name, parent)
@@ -122,7 +138,7 @@ class Cluster(Component):
                 for gi, g in enumerate(hc.drives):
                     field = f"params.hosts.{hi}.drives.{gi}"
                     for _ in range(g.count):
-                        dev = build_device(g.device, f"drive{dn}", host, field=f"{field}.device")
+                        dev = build_device(_scaled_drive(g.device, cfg.state_scale), f"drive{dn}", host, field=f"{field}.device")
                         dn += 1
                         host.drives.append(dev)
                         for v, io in self._split(dev, g.split, g.lvm_offset, host, field, g.block_layer):

@@ -388,8 +388,8 @@ class ClusterConfig(ConfigModel):
         gt=0,
         le=1,
         description=(
-            "time compression of replayed sweeps, dimensionless (default 1): BlueStore data-cache capacity is "
-            "multiplied by it, so that runs `state_scale` times as long as the measured ones keep the measured "
+            "time compression of replayed sweeps, dimensionless (default 1): BlueStore data-cache capacity and "
+            "every drive's explicitly set cache.write_cache_size are multiplied by it, so that runs `state_scale` times as long as the measured ones keep the measured "
             "ratio of IOs per run to cached blocks (what decides how much of a replayed offset sequence earlier "
             "runs left in cache). E.g. 90 s runs standing for croit's 900 s runs: 0.1"
         ),
