@@ -10,9 +10,7 @@ directory and the profile are written (the report into a temporary directory ren
 from __future__ import annotations
 
 import contextlib
-import csv
 import datetime as _dt
-import io
 import math
 import os
 import re
@@ -221,19 +219,9 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
 
 # ------------------------------------------------------------------------------------ report
 def _csv_text(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r.get(k), float) else r[k])) for k in cols})
-    return buf.getvalue()
+    from simulator.experiment.report import csv_text
+
+    return csv_text(rows, float_format=".6g")
 
 
 def _slug(s: str) -> str:

@@ -261,7 +261,8 @@ def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: l
         console.print(rt)
 
 
-def _csv_text(rows: list[dict[str, Any]]) -> str:
+def csv_text(rows: list[dict[str, Any]], float_format: str | None = None) -> str:
+    """Rows (dicts, columns in order of first appearance) as CSV text; None is an empty cell."""
     if not rows:
         return ""
     cols: list[str] = []
@@ -269,11 +270,17 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
         for k in r:
             if k not in cols:
                 cols.append(k)
+
+    def cell(v: Any) -> Any:
+        if v is None:
+            return ""
+        return format(v, float_format) if float_format and isinstance(v, float) else v
+
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
     for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+        w.writerow({k: cell(r.get(k)) for k in cols})
     return buf.getvalue()
 
 
@@ -295,13 +302,13 @@ def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: l
     if out is None:
         return []
     written = []
-    atomic_write_text(out / "summary.csv", _csv_text(summary_rows(points)))
+    atomic_write_text(out / "summary.csv", csv_text(summary_rows(points)))
     written.append(out / "summary.csv")
     if comparisons:
-        atomic_write_text(out / "comparison.csv", _csv_text(comparisons))
+        atomic_write_text(out / "comparison.csv", csv_text(comparisons))
         written.append(out / "comparison.csv")
     if ratios:
-        atomic_write_text(out / "ratio.csv", _csv_text(ratios))
+        atomic_write_text(out / "ratio.csv", csv_text(ratios))
         written.append(out / "ratio.csv")
     from simulator.experiment.plotting import make_plots
 
