@@ -174,6 +174,10 @@ class BlueStore(Component):
         cc = cfg.cache
         self.cache = make_cache(cc.policy, cc.size // self.unit, cc.kin_ratio, cc.kout_ratio)
         self.onodes = LruCache(cfg.onode_cache_size)
+        # what the OSD asks of any object store
+        self.meta_miss_read = cfg.onode_miss_read
+        self.meta_miss_cost = cfg.onode_miss_cost
+        self.hit_cost = cfg.cache_hit_cost
         self.buffered_read = cc.buffered_read
         self.buffered_write = cc.buffered_write
         #: blocks of deferred writes not yet applied: readable from their 'writing' buffers

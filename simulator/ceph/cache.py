@@ -9,11 +9,14 @@ object + block index; all buffers have the same size, the read unit).
   size x kout_ratio / buffer size ghosts.
 * :class:`LruCache` — plain LRU (bluestore_cache_type = lru), also used for onodes.
 
-Dicts keep insertion order, so the oldest entry is ``next(iter(d))`` and a move to the young end is
-pop + re-insert.
+The lists are OrderedDicts: the oldest entry leaves with ``popitem(last=False)`` and a hit moves to
+the young end with ``move_to_end``, both O(1). (A plain dict's ``next(iter(d))`` after many deletions
+from its front scans the deleted slots until the next resize: quadratic for large caches.)
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 __all__ = ["LruCache", "TwoQCache", "make_cache"]
 
@@ -23,7 +26,7 @@ class LruCache:
 
     def __init__(self, capacity: int):
         self.capacity = int(capacity)
-        self._d: dict[int, None] = {}
+        self._d: OrderedDict[int, None] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -37,8 +40,7 @@ class LruCache:
         """True (and refresh) if cached."""
         d = self._d
         if key in d:
-            del d[key]
-            d[key] = None
+            d.move_to_end(key)
             self.hits += 1
             return True
         self.misses += 1
@@ -49,20 +51,20 @@ class LruCache:
         return all(k in d for k in keys)
 
     def touch_all(self, keys: range) -> None:
-        d = self._d
+        mv = self._d.move_to_end
         for k in keys:
-            del d[k]
-            d[k] = None
+            mv(k)
 
     def insert(self, key: int) -> None:
         if self.capacity <= 0:
             return
         d = self._d
         if key in d:
-            del d[key]
+            d.move_to_end(key)
+            return
         d[key] = None
         if len(d) > self.capacity:
-            del d[next(iter(d))]
+            d.popitem(last=False)
 
     def discard(self, key: int) -> None:
         self._d.pop(key, None)
@@ -78,9 +80,9 @@ class TwoQCache:
         self.capacity = int(capacity)  # buffers
         self.kin = int(capacity * kin_ratio)
         self.kout = int(capacity * kout_ratio)
-        self._in: dict[int, None] = {}
-        self._out: dict[int, None] = {}
-        self._hot: dict[int, None] = {}
+        self._in: OrderedDict[int, None] = OrderedDict()
+        self._out: OrderedDict[int, None] = OrderedDict()
+        self._hot: OrderedDict[int, None] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -98,8 +100,7 @@ class TwoQCache:
         h = self._hot
         for k in keys:
             if k in h:
-                del h[k]
-                h[k] = None
+                h.move_to_end(k)
 
     def insert(self, key: int) -> None:
         if self.capacity <= 0:
@@ -108,8 +109,7 @@ class TwoQCache:
             return
         h = self._hot
         if key in h:
-            del h[key]
-            h[key] = None
+            h.move_to_end(key)
             return
         if key in self._out:
             del self._out[key]
@@ -138,13 +138,11 @@ class TwoQCache:
         elif len(w_in) < kin:
             khot += kin - len(w_in)
         while len(w_in) > kin:
-            k = next(iter(w_in))
-            del w_in[k]
-            out[k] = None
+            out[w_in.popitem(last=False)[0]] = None
         while len(hot) > khot:
-            del hot[next(iter(hot))]
+            hot.popitem(last=False)
         while len(out) > self.kout:
-            del out[next(iter(out))]
+            out.popitem(last=False)
 
     def clear(self) -> None:
         self._in.clear()

@@ -20,6 +20,7 @@ import numpy as np
 
 from simulator.ceph.bluestore import BlueStore
 from simulator.ceph.config import ClusterConfig, CpuConfig, NicConfig
+from simulator.ceph.filestore import FileStore
 from simulator.ceph.hashing import pg_num_mask
 from simulator.ceph.osd import PG, ObjOp, Osd
 from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
@@ -120,9 +121,13 @@ class Cluster(Component):
     def _build_hosts(self) -> None:
         cfg = self.cfg
         bs_cfg = cfg.bluestore
+        fs_cfg = cfg.filestore
         if cfg.state_scale != 1.0:  # time-compressed replay: scale the state carried between runs
             cache = bs_cfg.cache.model_copy(update={"size": max(1, int(bs_cfg.cache.size * cfg.state_scale))})
             bs_cfg = bs_cfg.model_copy(update={"cache": cache})
+            pc = fs_cfg.page_cache.model_copy(update={"size": max(1, int(fs_cfg.page_cache.size * cfg.state_scale))})
+            fs_cfg = fs_cfg.model_copy(update={"page_cache": pc})
+        filestore = cfg.objectstore == "filestore"
         names: set[str] = set()
         osd_id = 0
         for hi, hc in enumerate(cfg.hosts):
@@ -150,9 +155,17 @@ class Cluster(Component):
                     osd.io_device = io
                     osd.device_class = dclass
                     osd.weight = weight if weight is not None else vol.capacity / float(1 << 40)
-                    if db_parts:
-                        dbv = db_parts[j]
-                        osd.db_device = dbv
+                    dbv = db_parts[j] if db_parts else None
+                    osd.db_device = dbv
+                    if filestore:
+                        try:
+                            if dbv is not None:
+                                osd.bs = FileStore("filestore", osd, fs_cfg, io, host.cpu, journal_device=dbv, journal_space=dbv.capacity)
+                            else:
+                                osd.bs = FileStore("filestore", osd, fs_cfg, io, host.cpu)
+                        except ValueError as e:
+                            raise ConfigError(f"osd.{osd_id}: {e}", field=f"{_field}.device") from None
+                    elif dbv is not None:
                         osd.bs = BlueStore("bluestore", osd, bs_cfg, io, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
                     else:
                         osd.bs = BlueStore("bluestore", osd, bs_cfg, io)
@@ -396,7 +409,7 @@ class Cluster(Component):
             for c in self.walk():
                 if c is self:
                     continue
-                if isinstance(c, (Device, Host, Osd, BlueStore, CpuPool)):
+                if isinstance(c, (Device, Host, Osd, BlueStore, FileStore, CpuPool)):
                     c.reset_stats()
         finally:
             self.resetting = False
@@ -419,10 +432,14 @@ class Cluster(Component):
         * ``db_util_max`` / ``db_util_mean``: utilisation of the shared DB/WAL devices (0 if none),
           ``db_qd_mean``: their mean number of requests inside, ``db_iops``: IOs per second per device
         * ``data_util_max`` / ``data_util_mean`` / ``data_qd_mean``: the OSD data drives
-        * ``kv_commit_ms``: mean WAL write + flush time of a kv_sync batch over the OSDs
+        * ``kv_commit_ms``: mean WAL write + flush time of a kv_sync batch over the OSDs (BlueStore)
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
-        * ``throttled_share``: client writes and repops that blocked in a BlueStore throttle, fraction
+        * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool
+        * FileStore only: ``journal_write_ms`` (mean journal write, FUA, over the OSDs),
+          ``journal_entries_per_write``, ``journal_used_max`` (peak fill of the fullest journal, fraction),
+          ``journal_full_waits`` (times a journal writer waited for a sync), ``sync_s`` (mean syncfs
+          duration), ``wb_dirty_ios_mean`` (dirty writes per OSD at the end of the window)
         """
         if osds is None:
             osds = [o.stats() for o in self.osds]
@@ -430,6 +447,8 @@ class Cluster(Component):
         db = [d.stats() for h in self.hosts for d in h.db_devices]
         drives = [d.stats() for h in self.hosts for d in h.drives if d not in h.db_devices]
         bss = [o["bluestore"] for o in osds if o.get("bluestore")]
+        fss = [o["filestore"] for o in osds if o.get("filestore")]
+        stores = bss + fss
         writes = sum(o["client_ops"].get("write", 0) + o["subops"] for o in osds)
         return {
             "db_util_max": max((d["utilisation"] for d in db), default=0.0),
@@ -441,8 +460,16 @@ class Cluster(Component):
             "data_qd_mean": _mean([d["mean_queue_depth"] for d in drives]),
             "kv_commit_ms": 1e3 * _mean([b["kv_commit_s"] for b in bss if b["kv_batches"]]),
             "deferred_txcs_mean": _mean([b["deferred_txcs_in_flight"] for b in bss]),
-            "throttled_share": sum(b["throttled_writes"] for b in bss) / writes if writes else 0.0,
+            "throttled_share": sum(b["throttled_writes"] for b in stores) / writes if writes else 0.0,
             "cpu_util_max": max((h.cpu.utilisation() for h in self.hosts), default=0.0),
+            **({
+                "journal_write_ms": 1e3 * _mean([f["journal_write_s"] for f in fss if f["journal_writes"]]),
+                "journal_entries_per_write": _mean([f["journal_entries_per_write"] for f in fss if f["journal_writes"]]),
+                "journal_used_max": max(f["journal_used_peak"] / f["journal_capacity"] for f in fss),
+                "journal_full_waits": sum(f["journal_full_waits"] for f in fss),
+                "sync_s": _mean([f["sync_s"] for f in fss if f["syncs"]]),
+                "wb_dirty_ios_mean": _mean([f["wb_dirty_ios"] for f in fss]),
+            } if fss else {}),
         }
 
     def stats(self) -> dict[str, Any]:

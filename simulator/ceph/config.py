@@ -27,6 +27,7 @@ __all__ = [
     "CrushRuleConfig",
     "DbDeviceConfig",
     "DriveGroupConfig",
+    "FileStoreConfig",
     "HostConfig",
     "ImageConfig",
     "NetworkConfig",
@@ -348,6 +349,126 @@ class BlueStoreConfig(ConfigModel):
     cache: CacheConfig = Field(default_factory=CacheConfig, description="data buffer cache")
 
 
+class FileStoreConfig(ConfigModel):
+    """FileStore of one OSD (Jewel 10.2 / Luminous 12.2, XFS, writeahead journal): every write is first
+    appended to the OSD's journal with O_DIRECT|O_DSYNC, acknowledged once journaled, then applied to
+    the object's file in XFS through the page cache; the WBThrottle flusher and the periodic syncfs
+    write the dirty pages in place. Defaults are Jewel's option defaults where FileStore has an option."""
+
+    journal_size: Bytes = Field(
+        "5GiB", gt=0,
+        description=(
+            "journal partition on the OSD's own drive when the host has no journal (db_devices) SSD, at the start of "
+            "the drive as ceph-disk lays it out; with a journal SSD the whole db_size partition is the journal "
+            "(osd_journal_size 5120 MB, default 5GiB)"
+        ),
+    )
+    journal_block_size: Bytes = Field(4096, gt=0, description="journal alignment of every entry (journal_block_size, default 4096)")
+    journal_entry_header: Bytes = Field(
+        40, ge=0, description="entry_header_t written before and after every entry, bytes (default 40)"
+    )
+    txn_bytes: Bytes = Field(
+        1200, ge=0,
+        description=(
+            "encoded transaction besides the data: op list, object name, object_info and snapset xattrs, PG log "
+            "entry and info as omap keys, bytes (default 1200, same estimate as BlueStore's kv_txc_bytes)"
+        ),
+    )
+    journal_align_min_size: Bytes = Field(
+        65536, ge=0,
+        description="data of at least this size is page-aligned inside its entry (pre_pad) (journal_align_min_size, default 64KiB)",
+    )
+    journal_max_write_bytes: Bytes = Field(
+        "10MiB", gt=0, description="bytes of entries the journal writer puts in one write (journal_max_write_bytes, default 10MiB)"
+    )
+    journal_max_write_entries: int = Field(
+        100, ge=1, description="entries the journal writer puts in one write (journal_max_write_entries, default 100)"
+    )
+    journal_aio: bool = Field(
+        True,
+        description=(
+            "libaio journal writes: with n writes in flight a new one starts once 2^min(2n,24) bytes are queued "
+            "(FileJournal's adaptive rule); false = one synchronous O_DSYNC write at a time (journal_aio, default true)"
+        ),
+    )
+    journal_queue_max_ops: int = Field(
+        300, ge=0, description="entries queued for or in a journal write before queue_transactions blocks (journal_queue_max_ops, default 300)"
+    )
+    journal_queue_max_bytes: Bytes = Field(
+        "32MiB", ge=0, description="bytes queued for or in a journal write before queue_transactions blocks (journal_queue_max_bytes, default 32MiB)"
+    )
+    queue_max_ops: int = Field(
+        50, ge=0,
+        description="transactions submitted and not yet applied before queue_transactions blocks (filestore_queue_max_ops, default 50)",
+    )
+    queue_max_bytes: Bytes = Field(
+        "100MiB", ge=0,
+        description="bytes submitted and not yet applied before queue_transactions blocks (filestore_queue_max_bytes, default 100MiB)",
+    )
+    op_threads: int = Field(2, ge=1, description="apply threads; one transaction per PG at a time (filestore_op_threads, default 2)")
+    apply_cost: Seconds = Field(
+        "100us", ge=0,
+        description="CPU of applying one transaction: pwrite into the page cache, two setxattr, LevelDB omap put, seconds (default 100us)",
+    )
+    min_sync_interval: Seconds = Field(
+        "10ms", ge=0, description="earliest next syncfs after one (filestore_min_sync_interval, default 0.01 s)"
+    )
+    max_sync_interval: Seconds = Field(
+        "5s", gt=0,
+        description=(
+            "syncfs at least this often; earlier when the journal passes half full; journal space is freed when a "
+            "sync completes (filestore_max_sync_interval, default 5 s)"
+        ),
+    )
+    wbthrottle: bool = Field(True, description="the WBThrottle flusher and hard limits (filestore_wbthrottle_enable, default true)")
+    wb_ios_start_flusher: int = Field(
+        500, ge=0, description="dirty writes at which the flusher starts fdatasync-ing the oldest files (filestore_wbthrottle_xfs_ios_start_flusher, default 500)"
+    )
+    wb_ios_hard_limit: int = Field(
+        5000, ge=1, description="dirty writes at which applies block (filestore_wbthrottle_xfs_ios_hard_limit, default 5000)"
+    )
+    wb_bytes_start_flusher: Bytes = Field(
+        "40MiB", ge=0, description="dirty bytes at which the flusher starts (filestore_wbthrottle_xfs_bytes_start_flusher, default 40MiB)"
+    )
+    wb_bytes_hard_limit: Bytes = Field(
+        "400MiB", gt=0, description="dirty bytes at which applies block (filestore_wbthrottle_xfs_bytes_hard_limit, default 400MiB)"
+    )
+    wb_inodes_start_flusher: int = Field(
+        500, ge=0, description="dirty files at which the flusher starts (filestore_wbthrottle_xfs_inodes_start_flusher, default 500)"
+    )
+    wb_inodes_hard_limit: int = Field(
+        5000, ge=1, description="dirty files at which applies block (filestore_wbthrottle_xfs_inodes_hard_limit, default 5000)"
+    )
+    omap_bytes: Bytes = Field(
+        500, ge=0,
+        description="LevelDB log bytes per transaction (PG log entry, info) appended in the omap directory and written at sync, bytes (default 500)",
+    )
+    xfs_log_bytes: Bytes = Field(
+        512, ge=0, description="XFS log bytes per file whose inode a sync logs (mtime, size), bytes (default 512)"
+    )
+    xfs_log_size: Bytes = Field("512MiB", gt=0, description="XFS internal log, in the middle of the data partition, bytes (default 512MiB)")
+    inode_writeback: Bytes = Field(
+        8192, ge=0,
+        description=(
+            "after a sync, xfsaild writes each logged inode's cluster in place, next to the file's data, in the "
+            "background; 0 = off, bytes (default 8192 = one inode cluster)"
+        ),
+    )
+    inode_cache_size: int = Field(
+        1000000, ge=0, description="files whose inode and dentry the kernel keeps cached per OSD, count (default 1000000)"
+    )
+    inode_miss_read: Bytes = Field(
+        4096, ge=0, description="bytes read next to the file to load a missed inode; 0 = no IO (default 4096)"
+    )
+    inode_miss_cost: Seconds = Field("30us", ge=0, description="extra CPU of a path lookup that misses the caches, seconds (default 30us)")
+    page_cache: CacheConfig = Field(
+        default_factory=lambda: CacheConfig(size=2 << 30, buffered_write=True),
+        description="the host page cache's share per OSD (2q stands for Linux's active/inactive lists; default 2GiB, buffered reads and writes)",
+    )
+    read_unit: Bytes = Field(4096, gt=0, description="page size: granularity of cached pages and device reads, bytes (default 4096)")
+    cache_hit_cost: Seconds = Field("0us", ge=0, description="extra CPU for a read served from the page cache, seconds (default 0)")
+
+
 class BalancerConfig(ConfigModel):
     """The mgr balancer in upmap mode: pg_upmap_items moving PG replicas from full to empty OSDs."""
 
@@ -373,7 +494,11 @@ class ClusterConfig(ConfigModel):
     pools: list[PoolConfig] = Field(min_length=1, description="replicated pools")
     images: list[ImageConfig] = Field(default_factory=list, description="RBD images")
     osd: OsdConfig = Field(default_factory=OsdConfig, description="ceph-osd parameters")
+    objectstore: Literal["bluestore", "filestore"] = Field(
+        "bluestore", description="OSD backend: bluestore (Nautilus) or filestore (Jewel/Luminous, XFS + journal) (default bluestore)"
+    )
     bluestore: BlueStoreConfig = Field(default_factory=BlueStoreConfig, description="BlueStore parameters")
+    filestore: FileStoreConfig = Field(default_factory=FileStoreConfig, description="FileStore parameters (objectstore: filestore)")
     balancer: BalancerConfig = Field(default_factory=BalancerConfig, description="PG balancer")
     crush: CrushConfig = Field(default_factory=CrushConfig, description="CRUSH tunables")
     block_layer: BlockLayerConfig = Field(

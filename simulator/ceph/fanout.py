@@ -4,7 +4,8 @@ kv commit latency, the data drives' utilisation, and where the SSD saturates / b
 bottleneck.
 
 ``python -m simulator.ceph.fanout out/journal_ssd_fanout`` reads the run documents
-(``runs/pNNN_rRR.json``: fio's job figures and ``sim.cluster.summary``) and prints a Markdown table.
+(``runs/pNNN_rRR.json``: fio's job figures and ``sim.cluster.summary``) and prints one Markdown
+table per series (object store / workload / SSD).
 
 Definitions:
 
@@ -34,8 +35,9 @@ def _p(job: dict[str, Any], pct: str) -> float:
     return float("nan")
 
 
-def load_rows(out_dir: str | Path, axis_n: str = "osds_per_ssd", axis_ssd: str = "ssd") -> list[dict[str, Any]]:
-    """One row per run document of replication 0."""
+def load_rows(out_dir: str | Path, axis_n: str = "osds_per_ssd") -> list[dict[str, Any]]:
+    """One row per run document of replication 0; ``group`` names the series (every other axis's
+    label: object store, workload, SSD)."""
     rows = []
     for f in sorted(Path(out_dir, "runs").glob("p*_r00.json")):
         doc = json.loads(f.read_text())
@@ -45,21 +47,25 @@ def load_rows(out_dir: str | Path, axis_n: str = "osds_per_ssd", axis_ssd: str =
         summ = cl.get("summary", {})
         pools = cl.get("pools", {})
         size = next(iter(pools.values()))["size"] if pools else 1
-        n = int(sim["labels"][axis_n])
-        iops = job["write"]["iops"]
+        labels = sim["labels"]
+        n = int(labels[axis_n])
+        w = job["write"]
+        iops = w["iops"]
+        commit = summ.get("journal_write_ms") if "journal_write_ms" in summ else summ.get("kv_commit_ms", float("nan"))
         rows.append({
-            "ssd": sim["labels"][axis_ssd], "n": n, "size": size, "iops": iops,
-            "lat_mean_ms": job["write"]["clat_ns"]["mean"] / 1e6, "p50_ms": _p(job, "50.0"), "p99_ms": _p(job, "99.0"),
-            "per_osd": iops * size / n, **summ,
+            "group": " / ".join(str(v) for k, v in labels.items() if k != axis_n),
+            "n": n, "size": size, "iops": iops, "mbps": w["bw_bytes"] / 1e6,
+            "lat_mean_ms": w["clat_ns"]["mean"] / 1e6, "p50_ms": _p(job, "50.0"), "p99_ms": _p(job, "99.0"),
+            "per_osd": iops * size / n, "commit_ms": commit, **summ,
         })
     return rows
 
 
 def analyse(rows: list[dict[str, Any]], busy: float = 0.95, drop: float = 0.85) -> dict[str, dict[str, Any]]:
-    """Per SSD: the rows sorted by N, the N where the SSD saturates and where it is the bottleneck."""
+    """Per series: the rows sorted by N, the N where the SSD saturates and where it is the bottleneck."""
     out: dict[str, dict[str, Any]] = {}
-    for ssd in dict.fromkeys(r["ssd"] for r in rows):
-        rs = sorted((r for r in rows if r["ssd"] == ssd), key=lambda r: r["n"])
+    for g in dict.fromkeys(r["group"] for r in rows):
+        rs = sorted((r for r in rows if r["group"] == g), key=lambda r: r["n"])
         sat = next((r["n"] for r in rs if r.get("db_util_max", 0.0) >= busy), None)
         best = 0.0
         neck = None
@@ -67,18 +73,18 @@ def analyse(rows: list[dict[str, Any]], busy: float = 0.95, drop: float = 0.85) 
             if neck is None and best > 0 and r.get("db_util_max", 0.0) >= busy and r["per_osd"] < drop * best:
                 neck = r["n"]
             best = max(best, r["per_osd"])
-        out[ssd] = {"rows": rs, "saturated_at": sat, "bottleneck_at": neck}
+        out[g] = {"rows": rs, "saturated_at": sat, "bottleneck_at": neck}
     return out
 
 
 def markdown(res: dict[str, dict[str, Any]]) -> str:
     lines = []
-    for ssd, a in res.items():
-        lines.append(f"**{ssd}**: SSD saturated (util >= 0.95) from N = {a['saturated_at'] or 'not reached'}; "
+    for g, a in res.items():
+        lines.append(f"**{g}**: SSD saturated (util >= 0.95) from N = {a['saturated_at'] or 'not reached'}; "
                      f"SSD the bottleneck from N = {a['bottleneck_at'] or 'not reached'}")
         lines.append("")
-        lines.append("| N | size | IOPS | per-OSD w/s | mean ms | p50 ms | p99 ms | SSD util | SSD QD | kv commit ms | HDD util | throttled | |")
-        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        lines.append("| N | size | IOPS | MB/s | per-OSD w/s | mean ms | p50 ms | p99 ms | SSD util | SSD QD | commit ms | HDD util | throttled | |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in a["rows"]:
             mark = ""
             if r["n"] == a["bottleneck_at"]:
@@ -86,12 +92,13 @@ def markdown(res: dict[str, dict[str, Any]]) -> str:
             elif r["n"] == a["saturated_at"]:
                 mark = "SSD saturated"
             lines.append(
-                f"| {r['n']} | {r['size']} | {r['iops']:.0f} | {r['per_osd']:.0f} | {r['lat_mean_ms']:.1f} | {r['p50_ms']:.1f} | "
-                f"{r['p99_ms']:.0f} | {r.get('db_util_max', float('nan')):.2f} | {r.get('db_qd_mean', float('nan')):.1f} | "
-                f"{r.get('kv_commit_ms', float('nan')):.2f} | {r.get('data_util_mean', float('nan')):.2f} | "
+                f"| {r['n']} | {r['size']} | {r['iops']:.0f} | {r['mbps']:.0f} | {r['per_osd']:.0f} | {r['lat_mean_ms']:.1f} | "
+                f"{r['p50_ms']:.1f} | {r['p99_ms']:.0f} | {r.get('db_util_max', float('nan')):.2f} | "
+                f"{r.get('db_qd_mean', float('nan')):.1f} | {r['commit_ms']:.2f} | {r.get('data_util_mean', float('nan')):.2f} | "
                 f"{r.get('throttled_share', float('nan')):.2f} | {mark} |"
             )
         lines.append("")
+    lines.append("commit ms: BlueStore kv_sync WAL write + flush; FileStore journal write (O_DSYNC).")
     return "\n".join(lines)
 
 

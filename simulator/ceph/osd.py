@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from simulator.ceph.bluestore import BlueStore
     from simulator.ceph.cluster import Cluster, Host
     from simulator.ceph.config import OsdConfig
+    from simulator.ceph.filestore import FileStore
 
 __all__ = ["PG", "ObjOp", "Osd"]
 
@@ -140,7 +141,7 @@ class Osd(Component):
         self.up = True
         self.device_class = ""
         self.weight = 1.0
-        self.bs: BlueStore | None = None  # set by the cluster builder
+        self.bs: BlueStore | FileStore | None = None  # the object store, set by the cluster builder
         self.device = None  # the OSD's volume (drive, LUN or LV) as the cluster describes it
         self.io_device = None  # what BlueStore submits to (the volume behind the host's block layer)
         self.db_device = None  # DB/WAL volume on a shared device, if any
@@ -271,9 +272,9 @@ class Osd(Component):
                 onode_hit = bs.probe_onode(op.objkey)
                 cost = self._cost(cfg.read_cost)
                 if not onode_hit:
-                    cost += bs.cfg.onode_miss_cost
+                    cost += bs.meta_miss_cost
                 if hit:  # served from the cache: the worker's job and the reply time are known now
-                    cost += bs.cfg.cache_hit_cost
+                    cost += bs.hit_cost
                     t = self.cpu.book(env._now, cost)
                     self._reply_client(op, t)
                     self._release_at(sh, op.pg, t)
@@ -313,7 +314,7 @@ class Osd(Component):
     def _write_prepared(self, ev: Any) -> None:
         op = ev._value
         bs = self.bs
-        if not bs.probe_onode(op.objkey) and bs.cfg.onode_miss_read > 0:
+        if not bs.probe_onode(op.objkey) and bs.meta_miss_read > 0:
             # the transaction needs the object's onode: a synchronous DB read in the op thread
             bs.read_onode(op, self._write_onode_loaded)
             return
@@ -413,5 +414,5 @@ class Osd(Component):
             "device_mean_queue_depth": dev.get("mean_queue_depth", 0.0),
             "db_device": self.db_device.path if self.db_device is not None else None,
             "block_layer": io.stats()["blocklayer"] if io is not None else None,
-            "bluestore": self.bs.stats() if self.bs is not None else {},
+            "bluestore" if self.cluster.cfg.objectstore == "bluestore" else "filestore": self.bs.stats() if self.bs is not None else {},
         }
