@@ -164,7 +164,8 @@ class Cluster(Component):
                             else:
                                 osd.bs = FileStore("filestore", osd, fs_cfg, io, host.cpu)
                         except ValueError as e:
-                            raise ConfigError(f"osd.{osd_id}: {e}", field=f"{_field}.device") from None
+                            where = f"params.hosts.{hi}.db_devices.db_size" if dbv is not None else "params.filestore.journal_size"
+                            raise ConfigError(f"osd.{osd_id}: {e}", field=where) from None
                     elif dbv is not None:
                         osd.bs = BlueStore("bluestore", osd, bs_cfg, io, wal_device=dbv, wal_base=0, wal_space=dbv.capacity)
                     else:

@@ -33,6 +33,7 @@ __all__ = [
     "NetworkConfig",
     "NicConfig",
     "OsdConfig",
+    "PageCacheConfig",
     "PoolConfig",
 ]
 
@@ -238,7 +239,7 @@ class OsdConfig(ConfigModel):
 
 
 class CacheConfig(ConfigModel):
-    """BlueStore's data buffer cache of one OSD."""
+    """BlueStore's data buffer cache of one OSD (and the base of FileStore's page-cache share)."""
 
     policy: Literal["2q", "lru"] = Field("2q", description="replacement policy (bluestore_cache_type, default 2q)")
     size: Bytes = Field(
@@ -349,6 +350,16 @@ class BlueStoreConfig(ConfigModel):
     cache: CacheConfig = Field(default_factory=CacheConfig, description="data buffer cache")
 
 
+class PageCacheConfig(CacheConfig):
+    """FileStore's share of the host page cache per OSD (reads and writes are buffered)."""
+
+    size: Bytes = Field(
+        "2GiB", ge=0,
+        description="bytes of page cache per OSD: the host's RAM left after the OSD daemons, divided by its OSDs (default 2GiB, an assumption)",
+    )
+    buffered_write: bool = Field(True, description="written pages stay cached (buffered writes; default true)")
+
+
 class FileStoreConfig(ConfigModel):
     """FileStore of one OSD (Jewel 10.2 / Luminous 12.2, XFS, writeahead journal): every write is first
     appended to the OSD's journal with O_DIRECT|O_DSYNC, acknowledged once journaled, then applied to
@@ -364,6 +375,10 @@ class FileStoreConfig(ConfigModel):
         ),
     )
     journal_block_size: Bytes = Field(4096, gt=0, description="journal alignment of every entry (journal_block_size, default 4096)")
+    max_write_size: Bytes = Field(
+        "90MiB", gt=0,
+        description="largest client write; a journal that cannot hold it is refused, as FileJournal does (osd_max_write_size, default 90MiB)",
+    )
     journal_entry_header: Bytes = Field(
         40, ge=0, description="entry_header_t written before and after every entry, bytes (default 40)"
     )
@@ -461,9 +476,9 @@ class FileStoreConfig(ConfigModel):
         4096, ge=0, description="bytes read next to the file to load a missed inode; 0 = no IO (default 4096)"
     )
     inode_miss_cost: Seconds = Field("30us", ge=0, description="extra CPU of a path lookup that misses the caches, seconds (default 30us)")
-    page_cache: CacheConfig = Field(
-        default_factory=lambda: CacheConfig(size=2 << 30, buffered_write=True),
-        description="the host page cache's share per OSD (2q stands for Linux's active/inactive lists; default 2GiB, buffered reads and writes)",
+    page_cache: PageCacheConfig = Field(
+        default_factory=PageCacheConfig,
+        description="the host page cache's share per OSD (2q stands for Linux's active/inactive lists)",
     )
     read_unit: Bytes = Field(4096, gt=0, description="page size: granularity of cached pages and device reads, bytes (default 4096)")
     cache_hit_cost: Seconds = Field("0us", ge=0, description="extra CPU for a read served from the page cache, seconds (default 0)")

@@ -168,8 +168,12 @@ class FileStore(Component):
             self.jbase = journal_base
             data_lo = _MIB
         size -= size % jb
-        if size < 4 * jb:
-            raise ValueError(f"journal of {size} bytes is too small (block {jb})")
+        need = cfg.max_write_size + 2 * cfg.journal_entry_header + jb
+        if size < need:
+            raise ValueError(
+                f"journal of {size} bytes cannot hold osd_max_write_size ({cfg.max_write_size} bytes) plus its header; "
+                f"FileJournal refuses journals under {need} bytes"
+            )
         # the ring after the header block (FileJournal::get_top)
         self.jtop = jb
         self.jend = size
@@ -287,6 +291,7 @@ class FileStore(Component):
         self.journal_bytes = 0
         self.journal_time = 0.0
         self.journal_full_waits = 0
+        self.peak_aio = self.aio_num
         self.peak_journal_used = self.j_used
         self.applied = 0
         self.apply_wb_waits = 0
@@ -317,6 +322,7 @@ class FileStore(Component):
             "journal_used_peak": self.peak_journal_used,
             "journal_capacity": self.jcap,
             "journal_full_waits": self.journal_full_waits,
+            "journal_aio_peak": self.peak_aio,
             "applied": self.applied,
             "apply_wbthrottle_waits": self.apply_wb_waits,
             "syncs": self.syncs,
@@ -451,6 +457,8 @@ class FileStore(Component):
         self.unapplied.add(e.seq)
         self.writeq.append(e)
         self.wq_bytes += e.size
+        if self._sync_at < 0 and not self.syncing:
+            self._schedule_sync(self.cfg.max_sync_interval)
         self._kick_writer()
 
     def _kick_writer(self) -> None:
@@ -506,6 +514,8 @@ class FileStore(Component):
             r.tag = rec
         self.aio_q.append(rec)
         self.aio_num += 1
+        if self.aio_num > self.peak_aio:
+            self.peak_aio = self.aio_num
         self.journal_writes += 1
         self.journal_entries += len(batch)
         self.journal_bytes += nb
@@ -712,8 +722,7 @@ class FileStore(Component):
         if self.syncing:
             return
         if not self.j_entries and not self.pages and not self.omap_pending and not self.logged:
-            self._schedule_sync(self.cfg.max_sync_interval)
-            return
+            return  # nothing to commit: the next write re-arms the timer (no events while idle)
         self._sync_start()
 
     def _sync_start(self) -> None:
