@@ -49,6 +49,7 @@ import numpy as np
 
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_later
+from simulator.ceph.store import BLOCK_BITS, ObjectStore
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -62,7 +63,6 @@ _READ = int(Op.READ)
 _FLUSH = int(Op.FLUSH)
 _TRIM = int(Op.TRIM)
 
-BLOCK_BITS = 17  # block index bits in a cache key (objects up to 2^26 bytes at 512-byte units)
 
 
 class Throttle:
@@ -128,7 +128,7 @@ def _align_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
-class BlueStore(Component):
+class BlueStore(ObjectStore):
     def __init__(
         self,
         name: str,
@@ -314,26 +314,6 @@ class BlueStore(Component):
         }
 
     # ------------------------------------------------------------------ reads
-    def probe_read(self, objkey: int, off: int, length: int) -> bool:
-        """True if every read unit of [off, off+length) of the object is in the buffer cache."""
-        u = self.unit
-        base = objkey << BLOCK_BITS
-        keys = range(base + off // u, base + (off + length - 1) // u + 1)
-        c = self.cache
-        w = self.writing
-        if c.contains_all(keys):
-            c.touch_all(keys)
-            c.hits += 1
-            return True
-        if w and all(k in w or k in c for k in keys):
-            c.hits += 1
-            return True
-        c.misses += 1
-        return False
-
-    def probe_onode(self, objkey: int) -> bool:
-        return self.onodes.lookup(objkey)
-
     def read(self, op: Any, base: int, onode_hit: bool, cb: Any) -> None:
         """Device read(s) for a cache miss: [DB read for the onode,] data read; then ``cb(op)``."""
         u = self.unit
@@ -357,10 +337,6 @@ class BlueStore(Component):
         db.parent = cb
         self.wal_dev.submit(db).callbacks.append(self._onode_only_done)
 
-    def _onode_only_done(self, ev: Any) -> None:
-        req = ev._value
-        req.parent(req.tag)
-
     def _db_offset(self) -> int:
         b = self.block
         return self.db_base + int(self.rand.random() * (self.db_span // b)) * b
@@ -369,18 +345,6 @@ class BlueStore(Component):
         req, cb = ev._value.tag
         req.parent = cb
         self.dev.submit(req).callbacks.append(self._read_done)
-
-    def _read_done(self, ev: Any) -> None:
-        req = ev._value
-        op = req.tag
-        if self.buffered_read:
-            u = self.unit
-            off = op.off
-            base = op.objkey << BLOCK_BITS
-            ins = self.cache.insert
-            for k in range(base + off // u, base + (off + op.length - 1) // u + 1):
-                ins(k)
-        req.parent(op)
 
     # ------------------------------------------------------------------ throttles
     def txc_cost(self, op: Any) -> tuple[int, bool]:

@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulator.ceph.bluestore import BLOCK_BITS
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_at, call_later
+from simulator.ceph.store import BLOCK_BITS, ObjectStore
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -138,7 +138,7 @@ class _Wb:
         self.nbytes = 0
 
 
-class FileStore(Component):
+class FileStore(ObjectStore):
     def __init__(
         self,
         name: str,
@@ -200,6 +200,7 @@ class FileStore(Component):
         self.cache = make_cache(pc.policy, pc.size // self.unit, pc.kin_ratio, pc.kout_ratio)
         self.buffered_read = pc.buffered_read
         self.buffered_write = pc.buffered_write
+        self.writing: dict[int, int] = {}  # (BlueStore's unapplied deferred blocks; none here)
         self.onodes = LruCache(cfg.inode_cache_size)  # inode + dentry cache (the OSD's "onode" interface)
         self.meta_miss_read = cfg.inode_miss_read
         self.meta_miss_cost = cfg.inode_miss_cost
@@ -345,22 +346,6 @@ class FileStore(Component):
         }
 
     # ------------------------------------------------------------------ reads
-    def probe_read(self, objkey: int, off: int, length: int) -> bool:
-        """True if every page of [off, off+length) of the object is in the page cache."""
-        u = self.unit
-        base = objkey << BLOCK_BITS
-        keys = range(base + off // u, base + (off + length - 1) // u + 1)
-        c = self.cache
-        if c.contains_all(keys):
-            c.touch_all(keys)
-            c.hits += 1
-            return True
-        c.misses += 1
-        return False
-
-    def probe_onode(self, objkey: int) -> bool:
-        return self.onodes.lookup(objkey)
-
     def _meta_offset(self, base: int) -> int:
         """Where a file's inode sits: just before its data (XFS allocates data near the inode)."""
         return max(self.omap_lo + self.omap_span, base - 65536)
@@ -391,22 +376,6 @@ class FileStore(Component):
         m = Request(_READ, self._meta_offset(max(base, 0)), _align_up(self.meta_miss_read, _PAGE), tag=op)
         m.parent = cb
         self.dev.submit(m).callbacks.append(self._onode_only_done)
-
-    def _onode_only_done(self, ev: Any) -> None:
-        req = ev._value
-        req.parent(req.tag)
-
-    def _read_done(self, ev: Any) -> None:
-        req = ev._value
-        op = req.tag
-        if self.buffered_read:
-            u = self.unit
-            off = op.off
-            base = op.objkey << BLOCK_BITS
-            ins = self.cache.insert
-            for k in range(base + off // u, base + (off + op.length - 1) // u + 1):
-                ins(k)
-        req.parent(op)
 
     # ------------------------------------------------------------------ throttles
     def entry_size(self, nbytes: int) -> int:

@@ -1,0 +1,68 @@
+"""What the OSD asks of an object store (BlueStore or FileStore), and the read-cache logic both share.
+
+The OSD calls ``probe_read`` / ``probe_onode`` (cache lookups), ``read`` / ``read_onode`` (device
+reads on misses), ``admit`` (queue_transactions' throttles), ``write`` (queue a transaction, call
+back on commit), ``alloc`` / ``alloc_many`` / ``data_capacity`` (object placement), and reads
+``meta_miss_read`` / ``meta_miss_cost`` / ``hit_cost``. Cached data is keyed per read unit:
+``objkey << BLOCK_BITS`` + unit index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.engine import Component
+
+__all__ = ["BLOCK_BITS", "ObjectStore"]
+
+BLOCK_BITS = 17  # block index bits in a cache key (objects up to 2^26 bytes at 512-byte units)
+
+
+class ObjectStore(Component):
+    """Base of the object stores: data cache (``cache``, unit ``unit``), metadata cache
+    (``onodes``), in-flight written blocks readable from memory (``writing``)."""
+
+    unit: int
+    cache: Any
+    onodes: Any
+    buffered_read: bool
+    writing: dict[int, int]
+
+    def keys(self, objkey: int, off: int, length: int) -> range:
+        """Cache keys of the read units covering [off, off+length) of an object."""
+        u = self.unit
+        base = objkey << BLOCK_BITS
+        return range(base + off // u, base + (off + length - 1) // u + 1)
+
+    def probe_read(self, objkey: int, off: int, length: int) -> bool:
+        """True if every read unit of [off, off+length) of the object is in memory (cache, or a
+        written block not yet on the device)."""
+        keys = self.keys(objkey, off, length)
+        c = self.cache
+        if c.contains_all(keys):
+            c.touch_all(keys)
+            c.hits += 1
+            return True
+        w = self.writing
+        if w and all(k in w or k in c for k in keys):
+            c.hits += 1
+            return True
+        c.misses += 1
+        return False
+
+    def probe_onode(self, objkey: int) -> bool:
+        return self.onodes.lookup(objkey)
+
+    def _onode_only_done(self, ev: Any) -> None:
+        req = ev._value
+        req.parent(req.tag)
+
+    def _read_done(self, ev: Any) -> None:
+        """A miss read is done: the data joins the cache (buffered reads); ``req.parent(op)``."""
+        req = ev._value
+        op = req.tag
+        if self.buffered_read:
+            ins = self.cache.insert
+            for k in self.keys(op.objkey, op.off, op.length):
+                ins(k)
+        req.parent(op)
