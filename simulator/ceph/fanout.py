@@ -13,8 +13,9 @@ Definitions:
   While the HDDs set the pace it stays constant in N.
 * the SSD is *saturated* at the first N where its utilisation (time with at least one request in
   it) reaches ``busy`` (0.95);
-* the SSD is the *bottleneck* at the first N where it is saturated and the per-OSD write rate has
-  fallen below ``drop`` (0.85) of its best value at smaller N.
+* the SSD is the *bottleneck* at the first N where it is saturated, the per-OSD write rate has
+  fallen below ``drop`` (0.85) of its best value at smaller N, and no network link (client or
+  OSD host NIC, either direction) is saturated (utilisation >= ``busy``).
 """
 
 from __future__ import annotations
@@ -51,12 +52,14 @@ def load_rows(out_dir: str | Path, axis_n: str = "osds_per_ssd") -> list[dict[st
         n = int(labels[axis_n])
         w = job["write"]
         iops = w["iops"]
+        nics = [cl.get("client", {}), *cl.get("hosts", {}).values()]
+        nic = max((max(h.get("nic_tx_utilisation", 0.0), h.get("nic_rx_utilisation", 0.0)) for h in nics), default=0.0)
         commit = summ.get("journal_write_ms") if "journal_write_ms" in summ else summ.get("kv_commit_ms", float("nan"))
         rows.append({
             "group": " / ".join(str(v) for k, v in labels.items() if k != axis_n),
             "n": n, "size": size, "iops": iops, "mbps": w["bw_bytes"] / 1e6,
             "lat_mean_ms": w["clat_ns"]["mean"] / 1e6, "p50_ms": _p(job, "50.0"), "p99_ms": _p(job, "99.0"),
-            "per_osd": iops * size / n, "commit_ms": commit, **summ,
+            "per_osd": iops * size / n, "commit_ms": commit, "nic_util": nic, **summ,
         })
     return rows
 
@@ -70,7 +73,8 @@ def analyse(rows: list[dict[str, Any]], busy: float = 0.95, drop: float = 0.85) 
         best = 0.0
         neck = None
         for r in rs:
-            if neck is None and best > 0 and r.get("db_util_max", 0.0) >= busy and r["per_osd"] < drop * best:
+            if (neck is None and best > 0 and r.get("db_util_max", 0.0) >= busy and r["per_osd"] < drop * best
+                    and r.get("nic_util", 0.0) < busy):
                 neck = r["n"]
             best = max(best, r["per_osd"])
         out[g] = {"rows": rs, "saturated_at": sat, "bottleneck_at": neck}
@@ -83,22 +87,26 @@ def markdown(res: dict[str, dict[str, Any]]) -> str:
         lines.append(f"**{g}**: SSD saturated (util >= 0.95) from N = {a['saturated_at'] or 'not reached'}; "
                      f"SSD the bottleneck from N = {a['bottleneck_at'] or 'not reached'}")
         lines.append("")
-        lines.append("| N | size | IOPS | MB/s | per-OSD w/s | mean ms | p50 ms | p99 ms | SSD util | SSD QD | commit ms | HDD util | throttled | |")
-        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        lines.append("| N | size | IOPS | MB/s | per-OSD w/s | mean ms | p50 ms | p99 ms | SSD util | SSD QD | commit ms | HDD util | NIC util | throttled | |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in a["rows"]:
-            mark = ""
+            marks = []
             if r["n"] == a["bottleneck_at"]:
-                mark = "**SSD bottleneck**"
+                marks.append("**SSD bottleneck**")
             elif r["n"] == a["saturated_at"]:
-                mark = "SSD saturated"
+                marks.append("SSD saturated")
+            if r.get("nic_util", 0.0) >= 0.95:
+                marks.append("network saturated")
+            mark = "; ".join(marks)
             lines.append(
                 f"| {r['n']} | {r['size']} | {r['iops']:.0f} | {r['mbps']:.0f} | {r['per_osd']:.0f} | {r['lat_mean_ms']:.1f} | "
                 f"{r['p50_ms']:.1f} | {r['p99_ms']:.0f} | {r.get('db_util_max', float('nan')):.2f} | "
                 f"{r.get('db_qd_mean', float('nan')):.1f} | {r['commit_ms']:.2f} | {r.get('data_util_mean', float('nan')):.2f} | "
-                f"{r.get('throttled_share', float('nan')):.2f} | {mark} |"
+                f"{r['nic_util']:.2f} | {r.get('throttled_share', float('nan')):.2f} | {mark} |"
             )
         lines.append("")
-    lines.append("commit ms: BlueStore kv_sync WAL write + flush; FileStore journal write (O_DSYNC).")
+    lines.append("commit ms: BlueStore kv_sync WAL write + flush; FileStore journal write (O_DSYNC). NIC util: the busiest "
+                 "link direction of the client and the OSD host. The SSD counts as the bottleneck only while the network is not saturated.")
     return "\n".join(lines)
 
 
