@@ -136,6 +136,13 @@ class ControllerConfig(ConfigModel):
         description="serialised part of the write path (one FTL core / lock: mapping update, buffer "
         "journal), seconds per write command; 1/write_serial caps the write command rate (default 5us)",
     )
+    write_bandwidth: BytesPerSecond | None = Field(
+        None,
+        gt=0,
+        description="controller back-end write throughput (ECC/scrambler/DMA towards the channels): every "
+        "page program's data passes it serially before its channel transfer; caps sustained writes below "
+        "the NAND array's rate where a datasheet says so, bytes/s (default none = no cap)",
+    )
     read_latency: Seconds = Field(
         "5us", ge=0, description="firmware read path before the NAND read (mapping lookup), seconds (default 5us)"
     )

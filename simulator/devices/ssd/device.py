@@ -163,6 +163,8 @@ class SSD(Device):
         self._link_free = [0.0, 0.0]
         self._dir_out = 1 if ifc.duplex else 0
         self._serial_free = 0.0
+        self._be_free = 0.0  # controller back end (write_bandwidth)
+        self._be_bw = self.cfg.controller.write_bandwidth
         self._t_busy0 = 0.0
         # TSU / PHY
         nd = f.dies
@@ -507,6 +509,8 @@ class SSD(Device):
                     tprog = max(tprog, tp)
                     ready = max(ready, t2.ready)
                 x = nbytes / f.channel_rate
+                if self._be_bw:  # the controller's back end passes the data first, serially
+                    ready = self._be_free = max(ready, self._be_free) + nbytes / self._be_bw
                 s = max(ready, self._chan_free[ch])
                 self._chan_free[ch] = s + x
                 end = s + x + tprog
