@@ -129,6 +129,8 @@ def _align_up(x: int, a: int) -> int:
 
 
 class BlueStore(ObjectStore):
+    KIND = "bluestore"
+
     def __init__(
         self,
         name: str,

@@ -26,6 +26,7 @@ from simulator.ceph.osd import PG, ObjOp, Osd
 from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
 from simulator.ceph.rbd import RbdImage
 from simulator.ceph.resources import CpuPool, Link, Network, call_at
+from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
 from simulator.devices.blocklayer import BlockLayer
 from simulator.devices.partition import Partition
@@ -159,10 +160,8 @@ class Cluster(Component):
                     osd.db_device = dbv
                     if filestore:
                         try:
-                            if dbv is not None:
-                                osd.bs = FileStore("filestore", osd, fs_cfg, io, host.cpu, journal_device=dbv, journal_space=dbv.capacity)
-                            else:
-                                osd.bs = FileStore("filestore", osd, fs_cfg, io, host.cpu)
+                            osd.bs = FileStore("filestore", osd, fs_cfg, io, host.cpu, journal_device=dbv,
+                                               journal_space=dbv.capacity if dbv is not None else 0)
                         except ValueError as e:
                             where = f"params.hosts.{hi}.db_devices.db_size" if dbv is not None else "params.filestore.journal_size"
                             raise ConfigError(f"osd.{osd_id}: {e}", field=where) from None
@@ -410,7 +409,7 @@ class Cluster(Component):
             for c in self.walk():
                 if c is self:
                     continue
-                if isinstance(c, (Device, Host, Osd, BlueStore, FileStore, CpuPool)):
+                if isinstance(c, (Device, Host, Osd, ObjectStore, CpuPool)):
                     c.reset_stats()
         finally:
             self.resetting = False

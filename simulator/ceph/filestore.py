@@ -139,6 +139,8 @@ class _Wb:
 
 
 class FileStore(ObjectStore):
+    KIND = "filestore"
+
     def __init__(
         self,
         name: str,
@@ -286,7 +288,6 @@ class FileStore(ObjectStore):
 
     # ------------------------------------------------------------------ statistics
     def reset_stats(self) -> None:
-        self._t0 = self.env.now
         self.journal_writes = 0
         self.journal_entries = 0
         self.journal_bytes = 0
@@ -391,8 +392,7 @@ class FileStore(ObjectStore):
         """queue_transactions' throttles, in the op thread: the op queue throttle, then the journal
         throttle. True = go on; False = the op thread blocks and ``resume(op)`` is called later."""
         n = op.length if op.kind == _WRITE else 0
-        js = self.entry_size(n)
-        op.cost = n
+        js = op.cost = self.entry_size(n)  # write() takes the entry size from here
         if self._waiters or self.opq.blocked(n) or self.jq.blocked(js):
             self.throttled += 1
             self._waiters.append((op, resume, n, js, self.env._now))
@@ -416,13 +416,13 @@ class FileStore(ObjectStore):
     # ------------------------------------------------------------------ journal
     def write(self, op: Any, base: int, osr_key: Any, cb: Any) -> None:
         """Queue the transaction of a write/trim of ``op`` (file at device offset ``base``);
-        ``cb(op)`` once it is journaled (committed). The op must have been admitted."""
+        ``cb(op)`` once it is journaled (committed). The op must have been admitted (``op.cost`` is
+        its journal entry size)."""
         osr = self.osrs.get(osr_key)
         if osr is None:
             osr = self.osrs[osr_key] = _Osr()
         self.seq += 1
-        n = op.length if op.kind == _WRITE else 0
-        e = _Entry(op, cb, osr, self.seq, self.entry_size(n), base)
+        e = _Entry(op, cb, osr, self.seq, op.cost, base)
         self.unapplied.add(e.seq)
         self.writeq.append(e)
         self.wq_bytes += e.size

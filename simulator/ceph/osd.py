@@ -32,10 +32,9 @@ from simulator.devices.base import Op
 from simulator.engine import Component
 
 if TYPE_CHECKING:
-    from simulator.ceph.bluestore import BlueStore
     from simulator.ceph.cluster import Cluster, Host
     from simulator.ceph.config import OsdConfig
-    from simulator.ceph.filestore import FileStore
+    from simulator.ceph.store import ObjectStore
 
 __all__ = ["PG", "ObjOp", "Osd"]
 
@@ -141,7 +140,7 @@ class Osd(Component):
         self.up = True
         self.device_class = ""
         self.weight = 1.0
-        self.bs: BlueStore | FileStore | None = None  # the object store, set by the cluster builder
+        self.bs: ObjectStore | None = None  # BlueStore or FileStore, set by the cluster builder
         self.device = None  # the OSD's volume (drive, LUN or LV) as the cluster describes it
         self.io_device = None  # what BlueStore submits to (the volume behind the host's block layer)
         self.db_device = None  # DB/WAL volume on a shared device, if any
@@ -414,5 +413,5 @@ class Osd(Component):
             "device_mean_queue_depth": dev.get("mean_queue_depth", 0.0),
             "db_device": self.db_device.path if self.db_device is not None else None,
             "block_layer": io.stats()["blocklayer"] if io is not None else None,
-            "bluestore" if self.cluster.cfg.objectstore == "bluestore" else "filestore": self.bs.stats() if self.bs is not None else {},
+            (self.bs.KIND if self.bs is not None else "bluestore"): self.bs.stats() if self.bs is not None else {},
         }

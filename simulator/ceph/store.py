@@ -22,6 +22,7 @@ class ObjectStore(Component):
     """Base of the object stores: data cache (``cache``, unit ``unit``), metadata cache
     (``onodes``), in-flight written blocks readable from memory (``writing``)."""
 
+    KIND = ""  # the key of the store's statistics in the OSD's (bluestore / filestore)
     unit: int
     cache: Any
     onodes: Any
