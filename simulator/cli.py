@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -57,46 +58,43 @@ def _progress_ctx(enabled: bool):
 
 
 def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int], scheduler: str, quiet: bool, resume: bool) -> None:
-    from simulator.experiment.load import load_experiment, parse_sets
-    from simulator.experiment.report import (
-        compare_references,
-        point_summaries,
-        ratio_rows,
-        render_tables,
-        write_outputs,
-    )
-    from simulator.experiment.runner import run_experiment
+    """``simrun run``: the experiment layer's one lifecycle entry, with a progress bar and tables."""
+    from simulator.experiment import lifecycle
+    from simulator.experiment.load import parse_sets
+    from simulator.experiment.report import render_tables
 
-    try:
-        exp = load_experiment(file, parse_sets(sets))
-    except SimError as e:
-        _fail(e)
-    out_dir = out if out is not None else Path("out") / exp.name
-    show = not quiet
-    with _progress_ctx(show) as prog:
-        task = prog.add_task(exp.name, total=len(exp.points) * exp.spec.replications)
+    state: dict = {"task": None}
+    with _progress_ctx(not quiet) as prog:
+
+        def loaded(exp) -> None:
+            state["task"] = prog.add_task(exp.name, total=len(exp.points) * exp.spec.replications)
 
         def cb(desc: str, done: float, total: float) -> None:
-            prog.update(task, completed=done, total=total)
+            if state["task"] is not None:
+                prog.update(state["task"], completed=done, total=total)
 
         try:
-            run = run_experiment(exp, out_dir, workers=workers, scheduler=scheduler, progress=cb, resume=resume)
+            res = lifecycle.run(
+                file, parse_sets(sets), out=out if out is not None else (lambda exp: Path("out") / exp.name),
+                workers=workers, scheduler=scheduler, resume=resume, progress=cb, on_loaded=loaded,
+            )
         except SimError as e:
             prog.stop()
             _fail(e)
-    points = point_summaries(run)
-    try:
-        comparisons = compare_references(run, points)
-    except SimError as e:
-        _fail(e)
-    ratios = ratio_rows(run, points)
-    render_tables(run, points, comparisons, ratios, console)
-    written = write_outputs(run, points, comparisons, ratios)
+        except KeyboardInterrupt:
+            from simulator.experiment.runner import Interrupted
+
+            prog.stop()
+            _fail(Interrupted("interrupted (no run was running; finished runs, if any, are kept)"))
+    run = res.run
+    render_tables(run, res.points, res.comparisons, res.ratios, console)
     ios = sum(o.ios for o in run.outputs)
     reused = f" ({run.resumed} reused from an earlier invocation; --fresh reruns them)" if run.resumed else ""
+    cores = os.cpu_count() or 1
     console.print(
-        f"{len(run.outputs)} runs{reused}, {ios:,} simulated IOs in {run.wall_s:.1f} s wall"
-        + (f"; results in {out_dir}/ ({len(written)} files + runs/)" if out_dir else "")
+        f"{len(run.outputs)} runs{reused}, {ios:,} simulated IOs in {run.wall_s:.1f} s wall on "
+        f"{run.workers} worker process{'es' if run.workers != 1 else ''} ({cores} cores)"
+        + (f"; results in {run.out_dir}/ ({len(res.written)} files + runs/)" if run.out_dir else "")
     )
 
 
@@ -111,8 +109,6 @@ def run_cmd(
     fresh: Annotated[bool, typer.Option("--fresh", help="ignore finished runs in the output directory (no resume)")] = False,
 ) -> None:
     """Run an experiment: simulate every sweep point, print tables, write fio JSON, CSV and plots."""
-    if scheduler not in ("processes", "dask"):
-        _fail(ConfigError("must be 'processes' or 'dask'", source="command line", field="--scheduler"))
     _run(file, set_ or [], out, workers, scheduler, quiet, not fresh)
 
 

@@ -8,6 +8,8 @@ run back to back on one system.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,12 +19,11 @@ from typing import Any
 import numpy as np
 
 from simulator.config.base import validate
-from simulator.devices.base import Device
-from simulator.engine import Component, Simulation
-from simulator.errors import ConfigError
-from simulator.experiment.model import ExperimentSpec, SystemSpec
+from simulator.engine import Simulation
+from simulator.experiment.model import ExperimentSpec
+from simulator.experiment.system import System
 
-__all__ = ["RunOutput", "System", "execute_task", "replication_seed", "run_jobs_on"]
+__all__ = ["RunOutput", "System", "execute_task", "point_digest", "prepare_point", "replication_seed", "run_jobs_on"]
 
 ProgressFn = Callable[[int, float], None]
 
@@ -34,94 +35,27 @@ def replication_seed(seed: int, replication: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(replication)]).generate_state(1, dtype=np.uint32)[0])
 
 
-def _prefix_field(field: str | None) -> str:
-    if not field:
-        return "system"
-    return field if field.startswith(("system", "workload")) else f"system.cluster.{field}"
+def point_digest(raw: dict[str, Any]) -> str:
+    """Hash of one point's resolved configuration: ties a run file to the point it was run for."""
+    return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-class System(Component):
-    """The simulated hardware of one run: named devices and an optional Ceph cluster."""
+def prepare_point(raw: dict[str, Any], source: str, exp_dir: Path) -> tuple[ExperimentSpec, list[Any]]:
+    """Validate one point's configuration: the experiment model and its fio jobs (FioJob list)."""
+    from simulator.workloads.options import resolve_jobs
 
-    def __init__(self, sim: Simulation, spec: SystemSpec, source: str | None = None):
-        try:
-            self._build(sim, spec, source)
-        except ConfigError as e:
-            if e.source is None:
-                raise ConfigError(e.message, source=source, field=_prefix_field(e.field)) from None
-            raise
+    spec = validate(ExperimentSpec, raw, source)
+    wl = spec.workload
+    if wl.jobfile:
+        from simulator.workloads.jobfile import parse_jobfile
 
-    def _build(self, sim: Simulation, spec: SystemSpec, source: str | None) -> None:
-        super().__init__("system", sim.root)
-        from simulator.devices.registry import build_device
-
-        self.devices: dict[str, Device] = {}
-        for i, d in enumerate(spec.devices):
-            names = [d.name] if d.count == 1 else [f"{d.name}{k}" for k in range(d.count)]
-            for n in names:
-                self.devices[n] = build_device(
-                    d.model_dump(exclude={"name", "count"}), n, self, source=source, field=f"system.devices.{i}"
-                )
-        self.cluster = None
-        if spec.cluster is not None:
-            import simulator.ceph  # noqa: F401  (registers the ceph_cluster kind)
-
-            c = spec.cluster
-            self.cluster = build_device(
-                {"profile": c.profile, "kind": c.kind or (None if c.profile else "ceph_cluster"), "params": c.params},
-                c.name,
-                self,
-                source=source,
-                field="system.cluster",
-            )
-
-    def resolve_target(self, job: Any) -> list[Device]:
-        try:
-            return self._resolve_target(job)
-        except ConfigError as e:
-            if e.source is None:
-                raise ConfigError(e.message, source=getattr(job, "source", None), field=e.field) from None
-            raise
-
-    def _resolve_target(self, job: Any) -> list[Device]:
-        """fio's filename=a:b (device names or dotted paths such as sda.lun0) or the rbd engine's image."""
-        if getattr(job, "ioengine", None) == "rbd":
-            if self.cluster is None:
-                raise ConfigError("ioengine=rbd needs a Ceph cluster in system.cluster", field=f"workload.{job.name}.ioengine")
-            return [self.cluster.image(job.pool, job.rbdname)]
-        names = [n for n in str(getattr(job, "filename", "") or "").split(":") if n]
-        if not names:
-            if len(self.devices) == 1:
-                return list(self.devices.values())
-            raise ConfigError("job has no filename= and the system has several devices", field=f"workload.{job.name}.filename")
-        out = []
-        for n in names:
-            dev = self.devices.get(n)
-            if dev is None:
-                try:
-                    dev = self.find(f"system.{n}")
-                except KeyError:
-                    known = ", ".join(sorted(self.devices)) or "none"
-                    raise ConfigError(f"no device {n!r} (devices: {known})", field=f"workload.{job.name}.filename") from None
-            if not isinstance(dev, Device):
-                raise ConfigError(f"{n!r} is not a block device", field=f"workload.{job.name}.filename")
-            out.append(dev)
-        return out
-
-    def all_devices(self) -> list[Device]:
-        return [c for c in self.walk() if isinstance(c, Device)]
-
-    def reset_stats(self) -> None:
-        for d in self.all_devices():
-            d.reset_stats()
-        if self.cluster is not None and hasattr(self.cluster, "reset_stats"):
-            self.cluster.reset_stats()
-
-    def stats(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"devices": [d.stats() for d in self.all_devices()]}
-        if self.cluster is not None and hasattr(self.cluster, "stats"):
-            out["cluster"] = self.cluster.stats()
-        return out
+        jf = Path(wl.jobfile)
+        if not jf.is_absolute():
+            jf = exp_dir / jf
+        gopts, jobs = parse_jobfile(jf)
+        gopts = {**gopts, **raw["workload"].get("global", {})}
+        return spec, resolve_jobs(gopts, jobs, str(jf))
+    return spec, resolve_jobs(dict(raw["workload"].get("global") or {}), list(raw["workload"]["jobs"]), source, prefix="workload.")
 
 
 @dataclass
@@ -258,7 +192,10 @@ def _vary_offsets(jobs: list[Any], replication: int) -> list[Any]:
 def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> list[RunOutput]:
     """Run one task: a single (point, replication), or all points of a replication (persist_state).
 
-    ``task`` is picklable: {"source", "points": [(index, labels, raw)], "replication", "seed"}.
+    ``task`` is picklable: {"source", "points": [(index, labels, raw)], "replication", "seed"} and
+    optionally "checked": {point_digest: (spec, jobs)}, the points as validated when the experiment
+    was loaded (a point whose raw configuration was changed since, e.g. by a calibration, is
+    validated here instead).
     """
     source = task["source"]
     exp_dir = Path(task.get("exp_dir") or ".")
@@ -266,11 +203,12 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
     outputs: list[RunOutput] = []
     sim = Simulation(seed)
     system: System | None = None
-    from simulator.experiment.load import _resolve_jobs
+    checked = task.get("checked") or {}
 
     for index, labels, raw in task["points"]:
-        spec = validate(ExperimentSpec, raw, source)
-        jobs = _vary_offsets(_resolve_jobs(raw, spec, exp_dir, source), task["replication"])
+        prepared = checked.get(point_digest(raw)) if checked else None
+        spec, jobs = prepared if prepared is not None else prepare_point(raw, source, exp_dir)
+        jobs = _vary_offsets(jobs, task["replication"])
         if system is None or not task.get("persist"):
             if system is not None:
                 sim = Simulation(seed)

@@ -1,7 +1,11 @@
-"""Loading an experiment: YAML -> validated spec -> list of sweep points, every point fully checked.
+"""Loading an experiment: YAML (or a mapping) -> validated spec -> list of sweep points.
 
-Validation happens completely before anything runs or any file is written, so a bad experiment
-ends with one message naming the file and field and leaves nothing behind.
+Everything is validated here, once, before anything runs or any file is written: the experiment
+model, every point's fio jobs, every distinct system (built once in a throw-away simulation, with
+every job's target resolved), the reference tables (present, readable, with the columns named),
+the plot and ratio axes. A bad experiment ends with one message naming the file and field and
+leaves nothing behind. The validated spec and jobs of each point travel with the point to the
+workers (:func:`simulator.experiment.runner.plan_tasks`), which do not validate them again.
 """
 
 from __future__ import annotations
@@ -9,34 +13,40 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.config.base import load_yaml, parse_scalar, set_dotted, validate
+from simulator.config.base import load_yaml, parse_scalar, set_dotted
 from simulator.errors import ConfigError
+from simulator.experiment.execute import point_digest, prepare_point
 from simulator.experiment.model import ExperimentSpec
+from simulator.experiment.references import check_references, project_root
 
-__all__ = ["Experiment", "Point", "load_experiment", "parse_sets", "project_root"]
-
-
-def project_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+__all__ = ["Experiment", "Point", "apply_sets", "load_experiment", "parse_sets", "project_root"]
 
 
 @dataclass(frozen=True)
 class Point:
-    """One sweep point: its labels (axis name -> label) and its fully resolved raw config."""
+    """One sweep point: its labels (axis name -> label), its resolved raw config, and the same
+    validated: the experiment model and the fio jobs (``FioJob``) that run at it."""
 
     index: int
     labels: dict[str, Any]
     raw: dict[str, Any]
     spec: ExperimentSpec
     jobs: list[Any] = field(default_factory=list)  # list[FioJob]
+    digest: str = ""
 
     @property
     def label_str(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.labels.items()) or "run"
+
+    @property
+    def system_key(self) -> str:
+        """Identity of the point's simulated system (points sharing it can share state)."""
+        return json.dumps(self.raw.get("system"), sort_keys=True, default=str)
 
 
 @dataclass
@@ -55,7 +65,7 @@ class Experiment:
         return bool(self.spec.sweep and self.spec.sweep.persist_state)
 
     def digest(self) -> str:
-        """Hash of the resolved experiment (for resuming a sweep into the same output directory)."""
+        """Hash of the resolved experiment (ties the run files in an output directory to it)."""
         blob = json.dumps(self.raw, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -72,6 +82,45 @@ def parse_sets(sets: list[str] | None) -> list[tuple[str, Any]]:
             raise ConfigError(f"--set expects dotted.key=value, got {s!r}", source="command line", field="--set")
         out.append((k, parse_scalar(v)))
     return out
+
+
+_PARAMS_KEY = re.compile(r"^(system\.cluster|system\.devices\.\d+)\.params\.(.+)$")
+
+
+def _profile_params(raw: Any, owner: str) -> dict[str, Any] | None:
+    """The profile's parameters of the device/cluster at dotted ``owner`` (None without a profile)."""
+    from simulator.config.base import get_dotted
+    from simulator.devices.registry import load_profile
+
+    node = get_dotted(raw, owner)
+    if not isinstance(node, dict) or not isinstance(node.get("profile"), str):
+        return None
+    try:
+        return load_profile(node["profile"])["params"]
+    except ConfigError:
+        return None  # reported, with its field, when the system is validated
+
+
+def apply_sets(raw: Any, sets: list[tuple[str, Any]], source: str) -> Any:
+    """Apply dotted ``key=value`` overrides. A key into a device's or the cluster's ``params`` that
+    indexes a list (``system.cluster.params.hosts.0.drives.0.count``) indexes the list of the
+    profile merged with the experiment's own params, so lists that only the profile holds can be
+    edited element by element."""
+    from simulator.config.base import get_dotted
+    from simulator.devices.registry import deep_merge
+
+    for k, v in sets:
+        m = _PARAMS_KEY.match(k)
+        if m and any(part.isdigit() for part in m.group(2).split(".")):
+            owner = m.group(1)
+            prof = _profile_params(raw, owner)
+            if prof is not None:
+                own = get_dotted(raw, f"{owner}.params") or {}
+                if not isinstance(own, dict):
+                    raise ConfigError("params must be a mapping", source=source, field=f"{owner}.params")
+                raw = set_dotted(raw, f"{owner}.params", deep_merge(prof, own), source=source)
+        raw = set_dotted(raw, k, v, source=source)
+    return raw
 
 
 def _axis_points(spec: ExperimentSpec) -> list[tuple[dict[str, Any], list[tuple[str, Any]]]]:
@@ -107,69 +156,84 @@ def _excluded(labels: dict[str, Any], ex: dict[str, Any]) -> bool:
     return True
 
 
-def _check_persist(spec: ExperimentSpec, source: str) -> None:
-    if not (spec.sweep and spec.sweep.persist_state):
-        return
-    for name, axis in spec.sweep.axes.items():
-        keys = [axis.key] if axis.key else [k for sets in axis.values.values() for k in sets]  # type: ignore[union-attr]
-        for k in keys:
-            if k and k.startswith("system."):
-                raise ConfigError(
-                    "with persist_state the system is built once per replication; a sweep axis cannot change it",
-                    source=source,
-                    field=f"sweep.axes.{name}",
-                )
+def _axis_labels(spec: ExperimentSpec) -> dict[str, list[str]]:
+    if spec.sweep is None:
+        return {}
+    return {name: [str(v) for v in (a.values if isinstance(a.values, list) else a.values.keys())] for name, a in spec.sweep.axes.items()}
 
 
-def _resolve_jobs(raw: dict[str, Any], spec: ExperimentSpec, exp_dir: Path, source: str) -> list[Any]:
-    from simulator.workloads.options import resolve_jobs
+def _check_report(spec: ExperimentSpec, source: str) -> None:
+    """Plot and ratio axes name sweep axes (and labels that exist)."""
+    labels = _axis_labels(spec)
+    axes = list(labels)
+    known = ", ".join(axes) or "none (no sweep)"
+    r = spec.report.ratio
+    if r is not None:
+        if r.axis not in labels:
+            raise ConfigError(f"ratio axis {r.axis!r} is not a sweep axis (axes: {known})", source=source, field="report.ratio.axis")
+        for which in ("numerator", "denominator"):
+            lab = str(getattr(r, which))
+            if lab not in labels[r.axis]:
+                raise ConfigError(f"{lab!r} is not a label of axis {r.axis!r} (labels: {', '.join(labels[r.axis])})",
+                                  source=source, field=f"report.ratio.{which}")
+    for i, p in enumerate(spec.report.plots):
+        fld = f"report.plots.{i}"
+        if p.kind in ("iops_vs_x", "metric_vs_x"):
+            if not p.x:
+                raise ConfigError(f"a {p.kind} plot needs x (a sweep axis)", source=source, field=f"{fld}.x")
+            if p.x not in labels:
+                raise ConfigError(f"x {p.x!r} is not a sweep axis (axes: {known})", source=source, field=f"{fld}.x")
+        for part in ("at", "where"):
+            for a in getattr(p, part):
+                if a not in labels:
+                    raise ConfigError(f"{a!r} is not a sweep axis (axes: {known})", source=source, field=f"{fld}.{part}")
 
-    wl = spec.workload
-    if wl.jobfile:
-        from simulator.workloads.jobfile import parse_jobfile
 
-        jf = Path(wl.jobfile)
-        if not jf.is_absolute():
-            jf = exp_dir / jf
-        gopts, jobs = parse_jobfile(jf)
-        gopts = {**gopts, **raw["workload"].get("global", {})}
-        return resolve_jobs(gopts, jobs, str(jf))
-    return resolve_jobs(dict(raw["workload"].get("global") or {}), list(raw["workload"]["jobs"]), source, prefix="workload.")
-
-
-def _check_system(spec: ExperimentSpec, source: str, jobs: list[Any]) -> None:
-    """Build the system once in a throw-away simulation and resolve every job's target, so that
-    errors only a build reveals (volumes that do not fit, unknown pools or images) are reported
-    before anything runs or any file is written."""
+def _build_system(spec: ExperimentSpec, source: str) -> Any:
+    """Build a system once in a throw-away simulation, so that errors only a build reveals (volumes
+    that do not fit, clashing names) are reported before anything runs or any file is written."""
     from simulator.engine import Simulation
-    from simulator.experiment.execute import System
+    from simulator.experiment.system import System
 
-    system = System(Simulation(0), spec.system, source)
-    for j in jobs:
-        system.resolve_target(j)
+    return System(Simulation(0), spec.system, source)
 
 
-def load_experiment(path: str | Path, sets: list[tuple[str, Any]] | None = None) -> Experiment:
-    path = Path(path)
-    source = str(path)
-    raw = load_yaml(path)
+def load_experiment(
+    path: str | Path | dict[str, Any],
+    sets: list[tuple[str, Any]] | None = None,
+    *,
+    base_dir: str | Path | None = None,
+) -> Experiment:
+    """Load and validate an experiment: a YAML file, or a mapping with the same content (then
+    relative paths — job files, reference tables — are taken from ``base_dir``, default the
+    current directory). ``sets``: dotted overrides applied first (``--set``)."""
+    from simulator.config.base import validate
+
+    if isinstance(path, dict):
+        raw: Any = path
+        base = Path(base_dir) if base_dir is not None else Path.cwd()
+        path = base / "<experiment>.yaml"
+        source = "<experiment>"
+    else:
+        path = Path(path)
+        source = str(path)
+        raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError("an experiment file must be a mapping (name, system, workload, ...)", source=source)
-    for k, v in sets or []:
-        raw = set_dotted(raw, k, v, source="command line (--set)")
+    raw = apply_sets(raw, list(sets or []), "command line (--set)")
     spec = validate(ExperimentSpec, raw, source)
-    _check_persist(spec, source)
+    _check_report(spec, source)
+    check_references(list(spec.reference), list(_axis_labels(spec)), path)
     points: list[Point] = []
-    checked_systems: set[str] = set()
+    systems: dict[str, Any] = {}
     for i, (labels, kvs) in enumerate(_axis_points(spec)):
-        praw = raw
-        for k, v in kvs:
-            praw = set_dotted(praw, k, v, source=f"{source}: sweep")
-        pspec = validate(ExperimentSpec, praw, source)
-        jobs = _resolve_jobs(praw, pspec, path.parent, source)
-        sys_key = json.dumps(praw.get("system"), sort_keys=True, default=str)
-        if sys_key not in checked_systems:
-            _check_system(pspec, source, jobs)
-            checked_systems.add(sys_key)
-        points.append(Point(i, labels, praw, pspec, jobs))
+        praw = apply_sets(raw, kvs, f"{source}: sweep")
+        pspec, jobs = prepare_point(praw, source, path.parent)
+        p = Point(i, labels, praw, pspec, jobs, point_digest(praw))
+        system = systems.get(p.system_key)
+        if system is None:
+            system = systems[p.system_key] = _build_system(pspec, source)
+        for j in jobs:  # every job's devices (unknown pools, images, device names)
+            system.resolve_target(j)
+        points.append(p)
     return Experiment(path, raw, spec, points)

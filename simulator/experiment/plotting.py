@@ -1,5 +1,8 @@
 """Plots of an experiment: metric vs an axis (IOPS vs queue depth), HDR percentile curves, CDFs.
 
+Drawing goes through :mod:`simulator.metrics.plots` (one plotting stack: Agg figures without
+pyplot state, the HdrHistogram percentile axis); this module only selects what to draw.
+
 Simulated series are lines (with 95% CI error bars); reference figures are markers of the same
 colour. The HDR plot uses HdrHistogram's convention: x = percentile on a 1/(1-p) log scale up to
 99.99, y = latency on a log scale.
@@ -12,13 +15,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from matplotlib import rcParams
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-from simulator.experiment.report import DIRS, PointSummary, _norm, reference_rows
-from simulator.experiment.runner import ExperimentRun
+from simulator.experiment.references import norm as _norm
+from simulator.experiment.references import reference_rows
+from simulator.experiment.summary import DIRS, PointSummary
+from simulator.metrics.plots import hdr_axes, new_figure, save_figure
 
 _PCT = re.compile(r"^(read|write|trim)\.p([0-9.]+)_ms$")
 
@@ -38,7 +40,7 @@ def _x_value(v: Any) -> float | None:
         return None
 
 
-def _reference_rows(run: ExperimentRun) -> list[tuple[Any, dict[str, str]]]:
+def _reference_rows(run: Any) -> list[tuple[Any, dict[str, str]]]:
     """(ref view, row) pairs; the view carries the effective column->axis and column->metric maps."""
     rows = []
     for ref in run.experiment.spec.reference:
@@ -54,7 +56,7 @@ class _RefView:
         self.metrics = metrics
 
 
-def _ref_points(run: ExperimentRun, metric: str, key: tuple, x_axis: str | None) -> list[tuple[float, float]]:
+def _ref_points(run: Any, metric: str, key: tuple, x_axis: str | None) -> list[tuple[float, float]]:
     pts = []
     for ref, r in _reference_rows(run):
         cols = [c for c, m in ref.metrics.items() if m == metric]
@@ -71,18 +73,18 @@ def _ref_points(run: ExperimentRun, metric: str, key: tuple, x_axis: str | None)
     return sorted(pts)
 
 
-def _plot_vs_x(run: ExperimentRun, points: list[PointSummary], spec: Any, out: Path, n: int) -> list[Path]:
+def _plot_vs_x(run: Any, points: list[PointSummary], spec: Any, out: Path, n: int) -> list[Path]:
     x_axis = spec.x
     metrics = [f"{d}.{spec.metric}" for d in DIRS if any(p.get(f"{d}.{spec.metric}") is not None for p in points)]
     if spec.metric.count(".") and spec.metric.split(".")[0] in DIRS:
         metrics = [spec.metric]
     written = []
     for metric in metrics:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = new_figure()
         groups: dict[tuple, list[PointSummary]] = {}
         for p in points:
             groups.setdefault(_series_key(p.labels, {x_axis}), []).append(p)
-        colors = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+        colors = itertools.cycle(rcParams["axes.prop_cycle"].by_key()["color"])
         for key, ps in groups.items():
             xs, ys, es = [], [], []
             for p in ps:
@@ -110,10 +112,7 @@ def _plot_vs_x(run: ExperimentRun, points: list[PointSummary], spec: Any, out: P
         ax.set_title(spec.title or f"{run.experiment.name}: {metric} vs {x_axis}")
         ax.legend(fontsize=7)
         path = out / f"plot{n:02d}_{metric.replace('.', '_')}_vs_{x_axis}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, path))
     return written
 
 
@@ -132,18 +131,7 @@ def _percentiles(doc: dict[str, Any], d: str) -> list[tuple[float, float]]:
     return sorted(pts.items())
 
 
-def _hdr_axes(ax: Any) -> None:
-    ticks = [0, 90, 99, 99.9, 99.99]
-    ax.set_xscale("log")
-    ax.set_xticks([1 / (1 - t / 100) for t in ticks])
-    ax.set_xticklabels([f"{t}%" for t in ticks])
-    ax.set_yscale("log")
-    ax.set_xlabel("percentile")
-    ax.set_ylabel("latency (ms)")
-    ax.grid(True, which="both", alpha=0.3)
-
-
-def _plot_hdr(run: ExperimentRun, points: list[PointSummary], spec: Any, out: Path, n: int, cdf: bool) -> list[Path]:
+def _plot_hdr(run: Any, points: list[PointSummary], spec: Any, out: Path, n: int, cdf: bool) -> list[Path]:
     at = spec.at or {}
     combos = list(itertools.product(*[[(k, v) for v in vals] for k, vals in at.items()])) or [()]
     written = []
@@ -151,8 +139,8 @@ def _plot_hdr(run: ExperimentRun, points: list[PointSummary], spec: Any, out: Pa
         sel = [p for p in points if all(_norm(p.labels.get(k)) == _norm(v) for k, v in combo)]
         if not sel:
             continue
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        colors = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+        fig, ax = new_figure()
+        colors = itertools.cycle(rcParams["axes.prop_cycle"].by_key()["color"])
         for p in sel:
             key = _series_key(p.labels, {k for k, _ in combo})
             for d in DIRS:
@@ -188,15 +176,12 @@ def _plot_hdr(run: ExperimentRun, points: list[PointSummary], spec: Any, out: Pa
             ax.set_ylabel("fraction of IOs")
             ax.grid(True, which="both", alpha=0.3)
         else:
-            _hdr_axes(ax)
+            hdr_axes(ax)
         tag = "_".join(f"{k}{v}" for k, v in combo) or "all"
         ax.set_title(spec.title or f"{run.experiment.name}: {'CDF' if cdf else 'latency by percentile'} {tag}")
         ax.legend(fontsize=7)
         path = out / f"plot{n:02d}_{'cdf' if cdf else 'hdr'}_{tag}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, path))
     return written
 
 
@@ -211,7 +196,7 @@ def _where(points: list[PointSummary], where: dict[str, Any]) -> list[PointSumma
     return [p for p in points if ok(p)]
 
 
-def make_plots(run: ExperimentRun, all_points: list[PointSummary]) -> list[Path]:
+def make_plots(run: Any, all_points: list[PointSummary]) -> list[Path]:
     out = run.out_dir
     if out is None:
         return []

@@ -5,112 +5,19 @@ summary.csv and comparison.csv."""
 from __future__ import annotations
 
 import csv
-import fnmatch
 import io
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import ConfigError
-from simulator.experiment.load import project_root
-from simulator.experiment.model import ReferenceSpec
+from simulator.experiment.references import norm as _norm
+from simulator.experiment.references import reference_rows
 from simulator.experiment.runner import ExperimentRun, atomic_write_text
-from simulator.metrics.summary import combine_replications
+from simulator.experiment.summary import DIRS, PointSummary, combine, metric_names, point_summaries
 
-__all__ = ["PointSummary", "combine", "compare_references", "point_summaries", "write_outputs"]
-
-DIRS = ("read", "write", "trim")
-
-
-@dataclass
-class PointSummary:
-    index: int
-    labels: dict[str, Any]
-    values: dict[str, float] = field(default_factory=dict)  # metric -> mean over replications
-    ci: dict[str, float] = field(default_factory=dict)  # metric -> 95% half-width
-    replications: int = 1
-    docs: list[dict[str, Any]] = field(default_factory=list)
-
-    def get(self, metric: str) -> float | None:
-        v = self.values.get(metric)
-        return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
-
-
-def combine(rows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    """Mean of each metric over replications and its 95% CI half-width (Student-t over
-    replications with >= 2 of them, else the run's own batch-means half-width)."""
-    row = combine_replications(rows)
-    values: dict[str, float] = {}
-    ci: dict[str, float] = {}
-    for k, v in row.items():
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            continue
-        if k.endswith("_ci"):
-            ci[k[:-3]] = float(v)
-        elif k != "replications":
-            values[k] = float(v)
-    return values, ci
-
-
-def point_summaries(run: ExperimentRun) -> list[PointSummary]:
-    out = []
-    by = run.by_point()
-    for p in run.experiment.points:
-        outs = by.get(p.index, [])
-        if not outs:
-            continue
-        values, ci = combine([o.summary for o in outs])
-        out.append(PointSummary(p.index, dict(p.labels), values, ci, len(outs), [o.doc for o in outs]))
-    return out
-
-
-def _norm(v: Any) -> Any:
-    if isinstance(v, bool):
-        return str(v).lower()
-    try:
-        f = float(v)
-        return round(f, 9)
-    except (TypeError, ValueError):
-        return str(v).strip().lower()
-
-
-def _resolve_table(ref: ReferenceSpec, exp_path: Path) -> Path:
-    p = Path(ref.table)
-    for cand in ([p] if p.is_absolute() else [exp_path.parent / p, project_root() / p]):
-        if cand.is_file():
-            return cand
-    raise ConfigError(f"reference table {ref.table!r} not found", source=str(exp_path), field="reference.table")
-
-
-def read_table(path: Path) -> list[dict[str, str]]:
-    """A reference CSV; lines starting with '#' (provenance notes) are skipped."""
-    with path.open(newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
-
-
-_UNPIVOT_COL = "__value"
-
-
-def reference_rows(ref: ReferenceSpec, exp_path: Path) -> tuple[list[dict[str, str]], dict[str, str], dict[str, str]]:
-    """Rows of a reference table (filtered, unpivoted) with its column->axis and column->metric maps."""
-    path = _resolve_table(ref, exp_path)
-    table = [r for r in read_table(path) if all(_norm(r.get(c)) == _norm(v) for c, v in ref.filter.items())]
-    match, metrics = dict(ref.match), dict(ref.metrics)
-    need = [*ref.match, *ref.filter, *ref.metrics, *(ref.unpivot.columns.values() if ref.unpivot else [])]
-    for col in need:
-        if table and col not in table[0]:
-            raise ConfigError(f"column {col!r} not in {path.name} (columns: {', '.join(table[0])})", source=str(exp_path), field="reference")
-    if ref.unpivot is not None:
-        u = ref.unpivot
-        long = []
-        for r in table:
-            for label, col in u.columns.items():
-                long.append({**r, u.axis: str(label), _UNPIVOT_COL: r.get(col, "")})
-        table = long
-        match[u.axis] = u.axis
-        metrics[_UNPIVOT_COL] = u.metric
-    return table, match, metrics
+__all__ = [
+    "DIRS", "PointSummary", "combine", "compare_references", "csv_text", "point_summaries", "ratio_rows",
+    "render_tables", "summary_rows", "write_outputs",
+]
 
 
 def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str, Any]]:
@@ -149,27 +56,6 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
     return rows
 
 
-def _metric_names(points: list[PointSummary], wanted: list[str]) -> list[str]:
-    """Expand metric names: 'iops' -> read.iops/write.iops (directions present); a dotted name is
-    taken as is; shell wildcards ('dev.*.iops') match the available keys."""
-    available: list[str] = []
-    for p in points:
-        available += [k for k in p.values if k not in available]
-    names = []
-    for m in wanted:
-        if any(ch in m for ch in "*?["):
-            names += [k for k in available if fnmatch.fnmatchcase(k, m) and k not in names]
-        elif m.split(".")[0] in (*DIRS, "dev", "sync", "ceph"):
-            if m in available and m not in names:
-                names.append(m)
-        else:
-            for d in DIRS:
-                k = f"{d}.{m}"
-                if k in available and k not in names:
-                    names.append(k)
-    return names
-
-
 def _fmt(v: float | None, ci: float | None = None) -> str:
     if v is None:
         return "–"
@@ -194,7 +80,7 @@ def ratio_rows(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str,
         num, den = g.get(str(spec.numerator)), g.get(str(spec.denominator))
         if not num or not den:
             continue
-        for m in _metric_names([num, den], spec.metrics):
+        for m in metric_names([num, den], spec.metrics):
             a, b = num.get(m), den.get(m)
             if a is None or not b:
                 continue
@@ -207,7 +93,7 @@ def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: l
     from rich.table import Table
 
     exp = run.experiment
-    metrics = _metric_names(points, exp.spec.report.metrics)
+    metrics = metric_names(points, exp.spec.report.metrics)
     axes = list(exp.spec.sweep.axes) if exp.spec.sweep else []
     t = Table(title=f"{exp.name}: simulated (mean ± 95% CI half-width)", show_lines=False)
     if len(metrics) > 8 and len(points) <= 12:  # wide: one column per point
@@ -310,7 +196,7 @@ def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: l
     if ratios:
         atomic_write_text(out / "ratio.csv", csv_text(ratios))
         written.append(out / "ratio.csv")
-    from simulator.experiment.plotting import make_plots
+    from simulator.experiment.plotting import make_plots  # matplotlib only when plotting
 
     written.extend(make_plots(run, points))
     return written

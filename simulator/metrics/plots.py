@@ -18,7 +18,7 @@ import numpy as np
 from simulator.metrics.hdr import HdrHist
 from simulator.metrics.stats import LatStats
 
-__all__ = ["Series", "plot_cdf", "plot_iops_vs_qd", "plot_percentiles"]
+__all__ = ["Series", "hdr_axes", "new_figure", "plot_cdf", "plot_iops_vs_qd", "plot_percentiles", "save_figure"]
 
 
 @dataclass
@@ -31,7 +31,8 @@ class Series:
     yerr: Sequence[float | None] | None = None
 
 
-def _figure(width: float = 7.0, height: float = 4.5):
+def new_figure(width: float = 7.0, height: float = 4.5):
+    """A figure on the Agg canvas (no pyplot state, safe in worker processes) and its one axes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -40,12 +41,30 @@ def _figure(width: float = 7.0, height: float = 4.5):
     return fig, fig.add_subplot(1, 1, 1)
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_figure(fig, path: str | Path) -> Path:
+    """Write ``fig`` as PNG at ``path`` (parent directories created); returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(p, format="png")
     return p
+
+
+_figure = new_figure  # older names, still used by the calibration reports
+_save = save_figure
+
+
+def hdr_axes(ax, ticks: Sequence[float] = (0, 90, 99, 99.9, 99.99)) -> None:
+    """HdrHistogram's percentile axis: x = 1/(1-p) on a log scale labelled in percent, y = latency
+    (ms) on a log scale."""
+    ax.set_xscale("log")
+    ax.set_xticks([1 / (1 - t / 100) for t in ticks])
+    ax.set_xticklabels([f"{t:g}%" for t in ticks])
+    ax.minorticks_off()
+    ax.set_yscale("log")
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.grid(True, which="both", alpha=0.3)
 
 
 def plot_iops_vs_qd(
@@ -59,7 +78,7 @@ def plot_iops_vs_qd(
     logx: bool = True,
 ) -> Path:
     """Simulated lines with CI error bars, measured points as markers; log2 x axis by default."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for s in series:
         yerr = None
         if s.yerr is not None:
@@ -77,7 +96,7 @@ def plot_iops_vs_qd(
     ax.grid(True, which="both", alpha=0.3)
     if series or measured:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _points(
@@ -115,7 +134,7 @@ def plot_percentiles(
     """HdrHistogram-style percentile plot: x = percentile on the 1/(1-p) log scale (labelled
     50%, 90%, 99%, ...), y = latency in ms on a log scale. Histogram curves start at
     ``min_percentile`` (the far left tail of a log-y plot is noise)."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     for label, src in series:
         p, v, table = _points(src, max_percentile, min_percentile=min_percentile)
         keep = (p < 100.0) & (v > 0)
@@ -125,28 +144,20 @@ def plot_percentiles(
             ax.plot(x, y, ls="none", marker="o", ms=4, label=label)
         else:
             ax.plot(x, y, lw=1.5, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ticks = [p for p in (0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999) if p <= max_percentile + 1e-9]
-    ax.set_xticks([1.0 / (1.0 - p / 100.0) for p in ticks])
-    ax.set_xticklabels([f"{p:g}%" for p in ticks])
-    ax.minorticks_off()
+    hdr_axes(ax, [p for p in (0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999) if p <= max_percentile + 1e-9])
     ax.set_xlim(1.0, 1.0 / (1.0 - max_percentile / 100.0) * 1.05)
-    ax.set_xlabel("percentile")
-    ax.set_ylabel("latency (ms)")
     if title:
         ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
     if series:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_cdf(
     series: Sequence[tuple[str, Any]], path: str | Path, *, title: str = "", logx: bool = True
 ) -> Path:
     """Latency CDFs (x = latency ms, log by default; y = fraction of IOs at or below)."""
-    fig, ax = _figure()
+    fig, ax = new_figure()
     left = np.inf
     for label, src in series:
         if isinstance(src, LatStats) and src.hist is not None and src.hist.total_count:
@@ -182,4 +193,4 @@ def plot_cdf(
     ax.grid(True, which="both", alpha=0.3)
     if series:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
