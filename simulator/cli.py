@@ -168,12 +168,14 @@ def fio_cmd(
     seed: Annotated[int, typer.Option(help="experiment seed")] = 1,
     output_format: Annotated[str, typer.Option("--output-format", help="normal or json (like fio)")] = "normal",
     out: Annotated[Optional[Path], typer.Option("--output", help="write the result to this file instead of stdout")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override: system.devices.0.params.queue.policy=fifo, workload.global.iodepth=8")] = None,
 ) -> None:
     """Run a real fio job file against simulated devices; prints fio-style output."""
+    from simulator.experiment.load import parse_sets
     from simulator.fio_cli import run_fio_jobfile
 
     try:
-        text = run_fio_jobfile(jobfile, device, seed, output_format)
+        text = run_fio_jobfile(jobfile, device, seed, output_format, parse_sets(set_ or []))
     except SimError as e:
         _fail(e)
     if out:
@@ -228,12 +230,14 @@ def compare_cmd(
     device: Annotated[Optional[str], typer.Option(help="device of the system the measured files map to")] = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="parallel processes (default: all cores)")] = None,
     latency: Annotated[Optional[str], typer.Option(help="clat, lat or auto (default: what a calibrated profile was fitted on, else auto)")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override a system key: system.devices.0.params.queue.policy=fifo")] = None,
 ) -> None:
     """Simulate each measured fio run on a system and report IOPS/latency errors and the demerit."""
     from simulator.calibration.cli import compare_main
+    from simulator.experiment.load import parse_sets
 
     try:
-        compare_main(system, measured, out, runtime, seed, device, workers, console, latency)
+        compare_main(system, measured, out, runtime, seed, device, workers, console, latency, parse_sets(set_ or []))
     except SimError as e:
         _fail(e)
 

@@ -3,13 +3,17 @@
 Job files are read with fio's ini syntax and option names. Devices come from profiles; with one
 ``--device`` every job's ``filename`` is mapped onto it (so a job file written for /dev/sdb runs
 unchanged), with several ``--device name=profile`` the jobs' ``filename=`` must use those names.
-The output is what fio prints: its normal text, or its JSON with ``--output-format json``.
+The output is what fio prints: its normal text, or its JSON with ``--output-format json`` (a
+pure function of the job file, profiles, overrides and seed: the same inputs give the same bytes).
+
+``--set`` overrides use the experiment file's names: ``system.devices.0.params.queue.policy=fifo``
+(device ``0`` is the first ``--device``; list indices reach into the profile's lists) and
+``workload.global.iodepth=8`` (an option added to / replacing the job file's [global] section).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +35,34 @@ def _parse_devices(devices: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_format: str = "normal") -> str:
+def _apply_sets(devs: list[tuple[str, str]], gopts: dict[str, Any], sets: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from simulator.experiment.load import apply_sets
+
+    if not sets:
+        return [{"name": n, "profile": p} for n, p in devs], gopts
+    raw: dict[str, Any] = {"system": {"devices": [{"name": n, "profile": p} for n, p in devs]}, "workload": {"global": dict(gopts)}}
+    for k, _ in sets:
+        if not (k.startswith("system.devices.") or k.startswith("workload.global.")):
+            raise ConfigError(f"{k!r}: simrun fio takes system.devices.N.<...> and workload.global.<option> overrides",
+                              source="command line", field="--set")
+    raw = apply_sets(raw, sets, "command line (--set)")
+    devices = raw["system"]["devices"]
+    new_global = raw["workload"]["global"]
+    for k, v in (new_global.items() if isinstance(new_global, dict) else []):
+        if k not in gopts or gopts[k] != v:
+            gopts[k] = v
+            if hasattr(gopts, "labels"):  # errors name the override, not a job-file line
+                gopts.labels[k] = f"--set workload.global.{k}"
+    if not isinstance(devices, list) or len(devices) != len(devs) or not all(isinstance(d, dict) for d in devices):
+        raise ConfigError("--set cannot add or remove devices", source="command line", field="--set")
+    return devices, gopts
+
+
+def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_format: str = "normal",
+                    sets: list[tuple[str, Any]] | None = None) -> str:
     from simulator.devices.registry import build_device
     from simulator.engine import Simulation
+    from simulator.experiment.execute import SIM_TIME_STR
     from simulator.metrics.fiojson import to_fio_json
     from simulator.workloads.jobfile import parse_jobfile
     from simulator.workloads.options import resolve_jobs
@@ -44,14 +73,18 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     if not devices:
         raise ConfigError("give at least one --device PROFILE", source="command line", field="--device")
     gopts, sections = parse_jobfile(jobfile)
+    dev_specs, gopts = _apply_sets(_parse_devices(devices), gopts, list(sets or []))
     jobs = resolve_jobs(gopts, sections, str(jobfile))
     sim = Simulation(seed)
     built: dict[str, Any] = {}
-    for name, prof in _parse_devices(devices):
+    for i, d in enumerate(dev_specs):
+        name = d["name"]
+        spec = {k: v for k, v in d.items() if k != "name"}
         try:
-            built[name] = build_device({"profile": prof}, name, sim.root, source="command line", field="--device")
+            built[name] = build_device(spec, name, sim.root, source="command line",
+                                       field="--device" if not d.get("params") else f"system.devices.{i}")
         except ConfigError as e:
-            raise ConfigError(e.message, source="command line", field="--device") from None
+            raise ConfigError(e.message, source="command line", field=e.field if d.get("params") else "--device") from None
 
     def resolve(job: Any) -> list[Any]:
         if len(built) == 1:
@@ -72,8 +105,7 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     sim.run(until=done)
     results = wl.results()
     meta = {"seed": seed, "devices": [d.stats() for d in built.values()], "jobfile": str(jobfile)}
-    doc = to_fio_json(results, {k: str(v) for k, v in gopts.items()},
-                      time_str=datetime.now(timezone.utc).strftime("%a %b %d %H:%M:%S %Y"), sim_meta=meta)
+    doc = to_fio_json(results, {k: str(v) for k, v in gopts.items()}, time_str=SIM_TIME_STR, sim_meta=meta, timestamp=0)
     if output_format == "json":
         return json.dumps(doc, indent=2, default=float) + "\n"
     return format_normal(doc)

@@ -48,10 +48,11 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
 
 
 def compare_main(system: str, measured: list[str], out: Path | None, runtime: float | None, seed: int, device: str | None,
-                 workers: int | None, console: Any, latency: str | None = None) -> None:
+                 workers: int | None, console: Any, latency: str | None = None, sets: list[tuple[str, Any]] | None = None) -> None:
     from simulator.calibration.compare import compare_files, render
 
-    rows = compare_files(system, measured, out=out, runtime=runtime, seed=seed, device=device, workers=workers, latency=latency)
+    rows = compare_files(system, measured, out=out, runtime=runtime, seed=seed, device=device, workers=workers, latency=latency,
+                         sets=sets)
     render(rows, console, f"simulated ({system}) vs measured")
     if out is not None:
         console.print(f"compare.csv and plots in {out}")

@@ -98,6 +98,7 @@ def compare_files(
     workers: int | None = None,
     options: dict[str, Any] | None = None,
     latency: str | None = None,
+    sets: list[tuple[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Simulate every measured file on the system; returns one row per file and direction (and
     writes compare.csv and the plots into ``out``). ``options``: fio options set on every job; by
@@ -108,6 +109,13 @@ def compare_files(
     from simulator.metrics.compare import compare
 
     system, _desc = system_from_arg(system_arg)
+    if sets:  # --set system.<dotted key>=value (list indices reach into the profiles' lists)
+        from simulator.experiment.load import apply_sets
+
+        for k, _ in sets:
+            if not k.startswith("system."):
+                raise ConfigError(f"{k!r}: simrun compare takes system.<...> overrides", source="command line", field="--set")
+        system = apply_sets({"system": system}, list(sets), "command line (--set)")["system"]
     files = expand_measured(measured)
     runs = [read_fio(f) for f in files]
     # validate every file's workload before running anything
