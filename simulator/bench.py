@@ -2,12 +2,13 @@
 
 Cases
 -----
-hdd-sptf-qd32       one HDD (7.2K), SPTF, 4 KiB random read, QD32 — device + closed-loop driver
-hdd-fio-qd32        the same through the full fio workload layer and statistics
+hdd-sptf-qd32       one HDD (7.2K), SPTF, 4 KiB random read, QD32 — device + IO driver, statistics off
+hdd-fio-qd32        the same with fio's statistics (the full path of an experiment run)
 queue-fio-qd16      the workload layer alone against an ideal queue device
 ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated client IO/s
 jobstats-add        the statistics hot path alone (IOs recorded per second)
-Numba compilation is excluded (each case warms up first).
+Numba compilation is excluded (each case warms up first). Every case drives its device with the
+one IO driver, :func:`simulator.workloads.runner.run_fio`.
 """
 
 from __future__ import annotations
@@ -21,30 +22,38 @@ from simulator.errors import ConfigError
 __all__ = ["CASES", "run_bench"]
 
 
-def _workload_case(device_spec: dict[str, Any], job: dict[str, Any]) -> Callable[[int], float]:
+class NullStats:
+    """A JobStats stand-in that records nothing (isolates the device and driver's own cost)."""
+
+    def __init__(self, name: str, options: dict[str, str], groupid: int = 0, jobs: int = 1):
+        self.name = name
+
+    def add(self, ddir: int, t_done: float, slat: float, clat: float, nbytes: int) -> None:
+        pass
+
+    def add_sync(self, t_done: float, lat: float) -> None:
+        pass
+
+    def set_window(self, t_start: float, t_end: float) -> None:
+        pass
+
+    def result(self) -> None:
+        return None
+
+
+def _workload_case(device_spec: dict[str, Any], job: dict[str, Any], stats: bool = True) -> Callable[[int], float]:
     def run(n: int) -> float:
         from simulator.devices.registry import build_device
         from simulator.engine import Simulation
-        from simulator.workloads.options import resolve_jobs
-        from simulator.workloads.runner import Workload
+        from simulator.workloads.runner import run_fio
 
         sim = Simulation(1)
         dev = build_device(device_spec, "dev", sim.root)
-        jobs = resolve_jobs({}, [{**job, "number_ios": n}], "bench")
-        wl = Workload(sim, jobs, lambda j: [dev])
-        done = wl.start()
         t = time.perf_counter()
-        sim.run(until=done)
-        dt = time.perf_counter() - t
-        return n / dt
+        run_fio(sim, [dev], {**job, "number_ios": n}, source="bench", stats_factory=None if stats else NullStats)
+        return n / (time.perf_counter() - t)
 
     return run
-
-
-def _hdd_device(n: int) -> float:
-    from simulator.devices.hdd.bench import bench_hdd_sptf_qd32
-
-    return bench_hdd_sptf_qd32(n)
 
 
 def _jobstats_add(n: int) -> float:
@@ -70,12 +79,12 @@ def _ceph(n: int) -> float:
 
 
 _RR = {"name": "bench", "rw": "randread", "bs": "4k"}
+_HDD = {"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"policy": "sptf", "depth": 32}}}
+#: the device + driver case: libaio without submission latency, offsets uniform with replacement
+_HDD_JOB = {**_RR, "iodepth": 32, "ioengine": "libaio", "sim_slat": 0, "norandommap": 1}
 CASES: dict[str, tuple[str, Callable[[int], float]]] = {
-    "hdd-sptf-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (device + driver)", _hdd_device),
-    "hdd-fio-qd32": (
-        "HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)",
-        _workload_case({"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"policy": "sptf"}}}, {**_RR, "iodepth": 32}),
-    ),
+    "hdd-sptf-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (device + driver, no statistics)", _workload_case(_HDD, _HDD_JOB, stats=False)),
+    "hdd-fio-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)", _workload_case(_HDD, {**_RR, "iodepth": 32})),
     "queue-fio-qd16": (
         "ideal queue device, 4KiB randread QD16 (fio path)",
         _workload_case({"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}}, {**_RR, "iodepth": 16}),

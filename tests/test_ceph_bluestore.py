@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fio_drive import ClosedLoop
 
 import simulator.ceph  # noqa: F401
-from simulator.ceph.bench import ClosedLoop
 from simulator.ceph.cluster import Cluster
 from simulator.devices.base import Op, Request
 from simulator.devices.registry import resolve_params
@@ -209,9 +209,12 @@ def test_fan_out_iops_grow_with_osds_and_so_does_ssd_load() -> None:
     iops = np.array([x[1] for x in rows])
     util = np.array([x[2] for x in rows])
     # the data devices apply 250 writes/s each: at most N x 250 / size client writes/s; a closed loop
-    # loses a little of it when ops queue behind one OSD's full throttle while another idles
+    # loses a little of it when ops queue behind one OSD's full throttle while another idles. At the
+    # window's edges commits may lead the applies by about one queue of ops (a fixed count, not a
+    # rate: at N=2, 24 and 21 ops over windows of 4 and 8 s, -4 over 16 s), hence + qd / runtime.
     expect = np.array([n * 250 / min(3, n) for n, _, _ in rows])
-    assert np.all(iops <= 1.02 * expect)
+    qd = np.array([8 * n for n, _, _ in rows])
+    assert np.all(iops <= 1.02 * expect + qd / 4.0)
     assert np.all(iops >= 0.85 * expect)
     assert np.all(np.diff(iops) > -0.05 * iops[:-1])
     assert np.all(np.diff(util) > 0)

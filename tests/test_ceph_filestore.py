@@ -7,9 +7,9 @@ journal trimmed, every IO completed exactly once)."""
 from __future__ import annotations
 
 import pytest
+from fio_drive import ClosedLoop
 
 import simulator.ceph  # noqa: F401
-from simulator.ceph.bench import ClosedLoop
 from simulator.ceph.cluster import Cluster
 from simulator.devices.base import Op
 from simulator.devices.registry import resolve_params

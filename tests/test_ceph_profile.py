@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fio_drive import ClosedLoop
 
 import simulator.ceph  # noqa: F401
-from simulator.ceph.bench import ClosedLoop, build_cluster_from_profile
+from simulator.ceph.bench import build_cluster_from_profile
 from simulator.devices.registry import device_kinds, models_dir, resolve_params
 from simulator.engine import Simulation
 
@@ -84,21 +85,44 @@ def test_profile_names_match_the_croit_fio_jobs(shared_dir: str) -> None:
         assert (g["pool"], g["rbdname"]) in images, f.name
 
 
-def test_bench_and_sweep_driver_run() -> None:
+def test_bench_case_runs() -> None:
     from simulator.ceph.bench import bench_ceph_randwrite_qd64
-    from simulator.ceph.croit import run_sweep
 
     assert bench_ceph_randwrite_qd64(300, stand_in=True) > 0
-    rows = run_sweep(scale=0.0005, qds=(1, 4), stand_in=True, verbose=False)
-    assert [(r["rw"], r["pool"], r["qd"]) for r in rows][:4] == [
-        ("read", "mach2", 1), ("write", "mach2", 1), ("read", "normal", 1), ("write", "normal", 1)
-    ]
-    assert all(r["ios"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in rows)
 
 
-def test_croit_measured_figures_are_read_from_shared(shared_dir: str) -> None:
-    from simulator.ceph.croit import measured
+def test_croit_sweep_runs_in_croits_order_on_the_experiment_layer() -> None:
+    """The croit study is experiments/mach2_vs_single.yaml: with persist_state each pool's points
+    run back to back on one cluster in croit's order (QD outermost; read, write per QD), and a
+    short chain gives ordered percentiles."""
+    from simulator.experiment.execute import execute_task
+    from simulator.experiment.load import load_experiment, project_root
+    from simulator.experiment.runner import plan_tasks
 
-    m = measured("write", "mach2", 1, Path(shared_dir, "data", "croit-mach2"))
-    assert m is not None and 200 < m["iops"] < 300 and 2.0 < m["p50_ms"] < 3.0
-    assert measured("write", "mach2", 2, Path(shared_dir, "data", "croit-mach2")) is None  # kept aside
+    exp = load_experiment(project_root() / "experiments" / "mach2_vs_single.yaml", [
+        ("workload.global.runtime", "0.05s"), ("sweep.axes.qd.values", [1, 4]),
+        ("sweep.axes.mode.values", {"random": {}}), ("system.cluster.params.state_scale", 0.0005),
+    ])
+    chains = {t["points"][0][1]["pool"]: [(p[1]["qd"], p[1]["rw"]) for p in t["points"]] for t in plan_tasks(exp)}
+    assert chains == {pool: [(1, "randread"), (1, "randwrite"), (4, "randread"), (4, "randwrite")] for pool in ("mach2", "normal")}
+    (task,) = [t for t in plan_tasks(exp) if t["points"][0][1]["pool"] == "mach2"]
+    outs = execute_task(task)
+    assert [o.labels["qd"] for o in outs] == [1, 1, 4, 4]
+    for o in outs:
+        d = "read" if o.labels["rw"] == "randread" else "write"
+        assert o.summary[f"{d}.total_ios"] >= 1
+        assert o.summary[f"{d}.p99_ms"] >= o.summary[f"{d}.p50_ms"]
+
+
+def test_croit_measured_table_matches_the_shared_fio_json(shared_dir: str) -> None:
+    """The experiment's reference table (calibration/croit-mach2/measured.csv) carries croit's
+    figures: QD1 write on the MACH.2 pool as in croit's fio JSON."""
+    from simulator.experiment.load import project_root
+    from simulator.experiment.references import read_table
+
+    rows = read_table(project_root() / "calibration" / "croit-mach2" / "measured.csv")
+    (row,) = [r for r in rows if (r["pool"], r["rw"], r["qd"]) == ("mach2", "randwrite", "1")]
+    fio = json.loads(Path(shared_dir, "data", "croit-mach2", "write-mach2-1.json").read_text())["jobs"][0]["write"]
+    assert float(row["write.iops"]) == pytest.approx(fio["iops"], rel=1e-6)
+    assert 200 < float(row["write.iops"]) < 300 and 2.0 < float(row["write.p50_ms"]) < 3.0
+    assert not [r for r in rows if r["qd"] == "2"]  # QD2 is kept aside: not in the table

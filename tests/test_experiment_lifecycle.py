@@ -18,7 +18,7 @@ import yaml
 from simulator.errors import ConfigError
 from simulator.experiment import lifecycle
 from simulator.experiment.load import load_experiment
-from simulator.experiment.runner import OutputLock, plan_tasks
+from simulator.experiment.runner import OutputLock
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fio_drive import closed_loop
 
 from simulator.devices.base import Op, Request
-from simulator.devices.hdd.bench import closed_loop, make_hdd
+from simulator.devices.hdd.bench import make_hdd
 
 PROFILE = "hdd/seagate_st91000640ns"
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fio_drive import closed_loop
 
 from simulator.devices.hdd import HDD, DualActuatorHDD
-from simulator.devices.hdd.bench import closed_loop, make_hdd
+from simulator.devices.hdd.bench import make_hdd
 from simulator.devices.registry import load_profile, models_dir
 
 PROFILES = sorted(p.stem for p in (models_dir() / "hdd").glob("*.yaml"))

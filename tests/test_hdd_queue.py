@@ -6,10 +6,11 @@ import itertools
 
 import numpy as np
 import pytest
+from fio_drive import LoopResult, closed_loop
 
 from simulator.devices.base import Op, Request
 from simulator.devices.hdd import DualActuatorHDD
-from simulator.devices.hdd.bench import LoopResult, closed_loop, make_hdd
+from simulator.devices.hdd.bench import make_hdd
 
 PROFILE = "hdd/seagate_st91000640ns"
 MACH2 = "hdd/seagate_exos_2x14"

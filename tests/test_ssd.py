@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fio_drive import run_jobs
 
 from simulator.config.base import validate
 from simulator.devices.base import Op, Request
 from simulator.devices.registry import deep_merge, load_profile, resolve_params
 from simulator.devices.ssd import SSD, SSDConfig
-from simulator.devices.ssd.bench import run_jobs
 from simulator.devices.ssd.ftl import FTL, greedy_waf_lru
 from simulator.engine import Simulation
 from simulator.errors import ConfigError

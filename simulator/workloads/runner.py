@@ -69,7 +69,7 @@ from simulator.errors import ConfigError
 from simulator.workloads.offsets import OffsetGenerator, make_offsets
 from simulator.workloads.options import FioJob
 
-__all__ = ["FioRequest", "JobThread", "Workload"]
+__all__ = ["FioRequest", "JobThread", "RequestLog", "Workload", "run_fio"]
 
 _INF = math.inf
 _FLUSH = int(Op.FLUSH)
@@ -715,3 +715,66 @@ class Workload(Component):
                     merge = merge_fn
                 out.append(merge([t.stats.result() for t in g]))
         return out
+
+
+class RequestLog:
+    """A device seen through a recorder: forwards every request to ``dev`` and keeps, per completed
+    request, its op, offset, size, submit/start/completion times and service time (arrays in
+    completion order). For tests and analyses that need per-IO figures fio does not report; the
+    Workload drives it like any device. ``recording`` can be switched off (e.g. during a warm-up)."""
+
+    def __init__(self, dev: Device):
+        self.dev = dev
+        self.recording = True
+        self.submitted = 0
+        self.completed = 0
+        self.rows: list[tuple[int, int, int, float, float, float, float]] = []
+        self._cb = self._done
+
+    def __getattr__(self, name: str) -> Any:  # capacity, sector_size, path, reset_stats, stats...
+        return getattr(self.dev, name)
+
+    def submit(self, req: Request) -> simpy.Event:
+        self.submitted += 1
+        ev = self.dev.submit(req)
+        ev.callbacks.append(self._cb)
+        return ev
+
+    def _done(self, ev: Any) -> None:
+        self.completed += 1
+        if self.recording:
+            r = ev._value
+            self.rows.append((int(r.op), int(r.offset), int(r.size), r.t_submit, r.t_start, ev.env.now, r.service))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """op, offset, size, t_submit, t_start, t_done, service, latency (= t_done - t_submit)."""
+        a = np.array(self.rows, dtype=np.float64).reshape(-1, 7)
+        out = {k: a[:, i] for i, k in enumerate(("op", "offset", "size", "t_submit", "t_start", "t_done", "service"))}
+        for k in ("op", "offset", "size"):
+            out[k] = out[k].astype(np.int64)
+        out["latency"] = out["t_done"] - out["t_submit"]
+        return out
+
+
+def run_fio(
+    sim: Simulation,
+    targets: Sequence[Device] | Callable[[FioJob], Sequence[Device]],
+    jobs: Sequence[dict[str, Any]] | dict[str, Any],
+    global_options: dict[str, Any] | None = None,
+    *,
+    source: str = "run_fio",
+    stats_factory: Callable[..., Any] | None = None,
+) -> list[Any]:
+    """Run fio jobs (option mappings, fio names) to completion on ``sim`` against ``targets`` (the
+    devices of every job, or a function job -> devices); returns one result per reported job.
+
+    The one IO driver for code that is not an experiment (tests, ``simrun bench``, calibration):
+    the same :class:`Workload` an experiment runs, without the experiment around it.
+    """
+    from simulator.workloads.options import resolve_jobs
+
+    fjobs = resolve_jobs(dict(global_options or {}), [jobs] if isinstance(jobs, dict) else list(jobs), source)
+    resolve = targets if callable(targets) else (lambda _job, _t=list(targets): _t)
+    wl = Workload(sim, fjobs, resolve, stats_factory=stats_factory)
+    sim.run(until=wl.start())
+    return wl.results()

@@ -32,7 +32,7 @@ destage_merge, fua_supported, read_lookahead, segments, readahead), ``actuators`
 exposure, split_cache). Every field documents its unit and default (``simrun schema --kind hdd``).
 
 Per IO: one numba call at admission, one at dispatch (SPTF choice + whole service time), one
-scheduled completion event; ``bench.bench_hdd_sptf_qd32`` measures simulated IOs per wall second.
+scheduled completion event; ``simrun bench`` (case hdd-sptf-qd32) measures simulated IOs per wall second.
 """
 
 from simulator.devices.registry import register_kind
