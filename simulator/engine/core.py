@@ -178,9 +178,6 @@ class Component:
                 return c
         raise KeyError(path)
 
-    def on_end(self) -> None:
-        """Called once when the run ends (close accounting windows, etc.)."""
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path or '<root>'}>"
 
