@@ -179,7 +179,10 @@ def fio_cmd(
     except SimError as e:
         _fail(e)
     if out:
-        out.write_text(text)
+        try:
+            out.write_text(text)
+        except OSError as e:
+            _fail(ConfigError(f"cannot write {out}: {e.strerror or e.__class__.__name__}", source="command line", field="--output"))
     else:
         sys.stdout.write(text)
 

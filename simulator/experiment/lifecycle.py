@@ -14,7 +14,7 @@ from typing import Any
 
 from simulator.experiment.load import Experiment, load_experiment, parse_sets
 from simulator.experiment.report import compare_references, ratio_rows, summary_rows, write_outputs
-from simulator.experiment.runner import ExperimentRun, OutputLock, execute_runs
+from simulator.experiment.runner import ExperimentRun, OutputLock, execute_runs, output_error
 from simulator.experiment.summary import PointSummary, point_summaries
 
 __all__ = ["ExperimentResult", "Simulated", "normalise_sets", "run", "simulate", "tidy"]
@@ -101,7 +101,10 @@ def run(
             points = point_summaries(r)
             comparisons = compare_references(r, points)
             ratios = ratio_rows(r, points)
-            written = write_outputs(r, points, comparisons, ratios)
+            try:
+                written = write_outputs(r, points, comparisons, ratios)
+            except OSError as e:  # a plot on a full or read-only disk
+                raise output_error(Path(e.filename or out_dir or "."), e) from None
     except BaseException:
         if created and out_dir is not None and not any(_run_docs(out_dir)):
             shutil.rmtree(out_dir, ignore_errors=True)  # nothing of value was written: leave nothing behind

@@ -221,8 +221,12 @@ def _scan_runs(out: Path, exp: Experiment, digest: str, keep: bool) -> tuple[dic
     removed = 0
     for f in sorted(runs.iterdir()):
         m = _RUN_FILE.match(f.name)
-        if not m or m.group(3):
-            continue  # not a run document (timing files go with their document)
+        if not m:
+            continue  # not ours: left alone
+        if m.group(3):
+            if not f.with_name(f.name.replace(".timing.json", ".json")).exists():
+                _remove(f)  # a timing file whose run document is gone
+            continue
         o = None
         if keep:
             try:
