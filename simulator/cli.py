@@ -4,11 +4,12 @@
     simrun run FILE [--set key=value ...] [--out DIR] [--workers N] [--scheduler processes|dask]
     simrun check FILE                                # validate only
     simrun schema [--kind hdd]                       # JSON schema of experiments / device kinds
-    simrun fio JOBFILE --device PROFILE              # a real fio job file against a simulated device
+    simrun fio JOBFILE --device PROFILE [--set ...]  # a real fio job file against a simulated device
     simrun bench                                     # simulated IOs per wall second
     simrun calibrate SPEC.yaml / simrun compare ... / simrun measure ...
 
-Bad input of any kind ends with one message naming the file and field and exit code 2.
+Bad input of any kind ends with one message naming the file and field and exit code 2; Ctrl-C
+during a run stops the workers and exits with 130 (finished runs are kept for a resume).
 """
 
 from __future__ import annotations

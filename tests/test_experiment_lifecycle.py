@@ -218,3 +218,24 @@ def test_killing_the_main_process_leaves_no_workers(tmp_path):
     while time.time() < deadline and [w for w in workers if _alive(w)]:
         time.sleep(0.2)
     assert not [w for w in workers if _alive(w)]
+
+
+# ------------------------------------------------------------------------------------ schedulers
+def test_dask_scheduler_gives_the_process_pools_numbers(tmp_path):
+    pytest.importorskip("dask.distributed", reason="the dask extra is not installed")
+    p = write(tmp_path, BASE)
+    pool = lifecycle.run(p, workers=2)
+    dask = lifecycle.run(p, workers=2, scheduler="dask")
+    assert pool.workers == dask.workers == 2
+    assert dask.summary_rows() == pool.summary_rows()
+
+
+def test_dask_scheduler_without_dask_is_one_message(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # as if the extra were not installed
+    p = write(tmp_path, BASE)
+    with pytest.raises(ConfigError) as e:
+        lifecycle.run(p, workers=2, scheduler="dask")
+    assert e.value.field == "--scheduler" and "dask" in e.value.message
+    with pytest.raises(ConfigError) as e:
+        lifecycle.run(p, workers=2, scheduler="threads")
+    assert e.value.field == "--scheduler"
