@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,7 +272,12 @@ def _pool_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutpu
             finished = [f for f in remaining if f.done()]
             for fut in finished:
                 remaining.discard(fut)
-                for o in fut.result():
+                try:
+                    outs = fut.result()
+                except BrokenProcessPool:
+                    raise SimError("a worker process died (killed, or out of memory); finished runs are kept: "
+                                   "run the same command again to resume, perhaps with fewer --workers") from None
+                for o in outs:
                     on_output(o)
             if not finished:
                 time.sleep(0.05)
