@@ -1,11 +1,9 @@
 """Plots of an experiment: metric vs an axis (IOPS vs queue depth), HDR percentile curves, CDFs.
 
-Drawing goes through :mod:`simulator.metrics.plots` (one plotting stack: Agg figures without
-pyplot state, the HdrHistogram percentile axis); this module only selects what to draw.
-
-Simulated series are lines (with 95% CI error bars); reference figures are markers of the same
-colour. The HDR plot uses HdrHistogram's convention: x = percentile on a 1/(1-p) log scale up to
-99.99, y = latency on a log scale.
+This module only selects what to draw (which points, which reference rows, which colours); the
+drawing is :mod:`simulator.metrics.plots`, the project's one plotting stack (Agg figures without
+pyplot state; HdrHistogram's percentile axis). Simulated series are lines (with 95% CI error bars);
+reference figures are markers of the same colour.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from matplotlib import rcParams
 from simulator.experiment.references import norm as _norm
 from simulator.experiment.references import reference_rows
 from simulator.experiment.summary import DIRS, PointSummary
-from simulator.metrics.plots import hdr_axes, new_figure, save_figure
+from simulator.metrics.plots import PercentileCurve, Series, plot_cdf, plot_iops_vs_qd, plot_percentiles
 
 _PCT = re.compile(r"^(read|write|trim)\.p([0-9.]+)_ms$")
 
@@ -40,35 +38,30 @@ def _x_value(v: Any) -> float | None:
         return None
 
 
-def _reference_rows(run: Any) -> list[tuple[Any, dict[str, str]]]:
-    """(ref view, row) pairs; the view carries the effective column->axis and column->metric maps."""
+def _colors():
+    return itertools.cycle(rcParams["axes.prop_cycle"].by_key()["color"])
+
+
+def _reference_rows(run: Any) -> list[tuple[dict[str, str], dict[str, str], dict[str, str]]]:
+    """(column->axis, column->metric, row) of every reference row (filtered, unpivoted)."""
     rows = []
     for ref in run.experiment.spec.reference:
         table, match, metrics = reference_rows(ref, run.experiment.path)
-        view = _RefView(match, metrics)
-        rows += [(view, r) for r in table]
+        rows += [(match, metrics, r) for r in table]
     return rows
 
 
-class _RefView:
-    def __init__(self, match: dict[str, str], metrics: dict[str, str]):
-        self.match = match
-        self.metrics = metrics
-
-
-def _ref_points(run: Any, metric: str, key: tuple, x_axis: str | None) -> list[tuple[float, float]]:
+def _ref_points(run: Any, metric: str, key: tuple, x_axis: str) -> list[tuple[float, float]]:
     pts = []
-    for ref, r in _reference_rows(run):
-        cols = [c for c, m in ref.metrics.items() if m == metric]
+    for match, metrics, r in _reference_rows(run):
+        cols = [c for c, m in metrics.items() if m == metric]
         if not cols or not (r.get(cols[0]) or "").strip():
             continue
-        axis_vals = {axis: r.get(col) for col, axis in ref.match.items()}
+        axis_vals = {axis: r.get(col) for col, axis in match.items()}
         if any(_norm(axis_vals.get(k)) != _norm(v) for k, v in key if k in axis_vals):
             continue
-        if x_axis is not None:
-            x = _x_value(axis_vals.get(x_axis))
-            if x is None:
-                continue
+        x = _x_value(axis_vals.get(x_axis))
+        if x is not None:
             pts.append((x, float(r[cols[0]])))
     return sorted(pts)
 
@@ -80,55 +73,39 @@ def _plot_vs_x(run: Any, points: list[PointSummary], spec: Any, out: Path, n: in
         metrics = [spec.metric]
     written = []
     for metric in metrics:
-        fig, ax = new_figure()
         groups: dict[tuple, list[PointSummary]] = {}
         for p in points:
             groups.setdefault(_series_key(p.labels, {x_axis}), []).append(p)
-        colors = itertools.cycle(rcParams["axes.prop_cycle"].by_key()["color"])
+        sims, measured = [], []
+        colors = _colors()
         for key, ps in groups.items():
-            xs, ys, es = [], [], []
-            for p in ps:
-                x, y = _x_value(p.labels.get(x_axis)), p.get(metric)
-                if x is None or y is None:
-                    continue
-                xs.append(x)
-                ys.append(y)
-                es.append(p.ci.get(metric, 0.0))
-            if not xs:
+            xy = sorted((x, p.get(metric), p.ci.get(metric, 0.0)) for p in ps
+                        if (x := _x_value(p.labels.get(x_axis))) is not None and p.get(metric) is not None)
+            if not xy:
                 continue
-            order = sorted(range(len(xs)), key=lambda i: xs[i])
             c = next(colors)
-            ax.errorbar([xs[i] for i in order], [ys[i] for i in order], yerr=[es[i] for i in order], color=c,
-                        marker=".", capsize=2, label=f"sim {_series_name(key)}")
+            sims.append(Series(f"sim {_series_name(key)}", [a for a, _, _ in xy], [b for _, b, _ in xy],
+                               [e for _, _, e in xy], color=c))
             refs = _ref_points(run, metric, key, x_axis)
             if refs:
-                ax.plot([a for a, _ in refs], [b for _, b in refs], "o", mfc="none", color=c, ms=7,
-                        label=f"measured {_series_name(key)}")
-        if spec.log_x:
-            ax.set_xscale("log", base=2)
-        ax.set_xlabel(x_axis)
-        ax.set_ylabel(metric)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.set_title(spec.title or f"{run.experiment.name}: {metric} vs {x_axis}")
-        ax.legend(fontsize=7)
+                measured.append(Series(f"measured {_series_name(key)}", [a for a, _ in refs], [b for _, b in refs], color=c))
         path = out / f"plot{n:02d}_{metric.replace('.', '_')}_vs_{x_axis}.png"
-        written.append(save_figure(fig, path))
+        written.append(plot_iops_vs_qd(sims, path, measured=measured, title=spec.title or f"{run.experiment.name}: {metric} vs {x_axis}",
+                                       ylabel=metric, xlabel=x_axis, logx=spec.log_x))
     return written
 
 
-def _percentiles(doc: dict[str, Any], d: str) -> list[tuple[float, float]]:
-    """(percentile, latency ms) from a fio document: the dense simulated list if present, else fio's."""
-    pts: dict[float, float] = {}
+def _percentiles(doc: dict[str, Any], d: str) -> dict[float, float]:
+    """Percentile -> latency (ns) of direction ``d`` of a run document: the dense simulated list if
+    present, else fio's."""
     for job in doc.get("jobs", []):
         sec = job.get(d) or {}
         if not sec.get("total_ios"):
             continue
         dense = (doc.get("sim") or {}).get("hdr_percentiles", {}).get(d)
         src = dense or (sec.get("clat_ns") or {}).get("percentile") or {}
-        for k, v in src.items():
-            pts[float(k)] = float(v) / 1e6
-        break
-    return sorted(pts.items())
+        return {float(k): float(v) for k, v in src.items()}
+    return {}
 
 
 def _plot_hdr(run: Any, points: list[PointSummary], spec: Any, out: Path, n: int, cdf: bool) -> list[Path]:
@@ -139,49 +116,31 @@ def _plot_hdr(run: Any, points: list[PointSummary], spec: Any, out: Path, n: int
         sel = [p for p in points if all(_norm(p.labels.get(k)) == _norm(v) for k, v in combo)]
         if not sel:
             continue
-        fig, ax = new_figure()
-        colors = itertools.cycle(rcParams["axes.prop_cycle"].by_key()["color"])
+        items: list[tuple] = []
+        colors = _colors()
         for p in sel:
             key = _series_key(p.labels, {k for k, _ in combo})
             for d in DIRS:
-                pts = _percentiles(p.docs[0], d) if p.docs else []
+                pts = _percentiles(p.docs[0], d) if p.docs else {}
                 if not pts:
                     continue
                 c = next(colors)
-                pcts = [q for q, _ in pts if q < 100]
-                lat = [v for q, v in pts if q < 100]
-                if cdf:
-                    ax.plot(lat, [q / 100 for q in pcts], color=c, label=f"sim {_series_name(key)} {d}")
-                else:
-                    ax.plot([1 / (1 - q / 100) for q in pcts], lat, color=c, label=f"sim {_series_name(key)} {d}")
-                ref = []
-                for ref_spec, r in _reference_rows(run):
-                    axis_vals = {axis: r.get(col) for col, axis in ref_spec.match.items()}
+                items.append((f"sim {_series_name(key)} {d}", PercentileCurve(pts), c))
+                ref: dict[float, float] = {}
+                for match, metrics, r in _reference_rows(run):
+                    axis_vals = {axis: r.get(col) for col, axis in match.items()}
                     if any(_norm(axis_vals.get(k)) != _norm(v) for k, v in (*key, *combo) if k in axis_vals):
                         continue
                     for col in r:  # every percentile column of the table, mapped or not
-                        m = _PCT.match(ref_spec.metrics.get(col, col) or "")
+                        m = _PCT.match(metrics.get(col, col) or "")
                         if m and m.group(1) == d and (r.get(col) or "").strip():
-                            ref.append((float(m.group(2)), float(r[col])))
+                            ref[float(m.group(2))] = float(r[col]) * 1e6  # ms -> ns
                 if ref:
-                    ref.sort()
-                    if cdf:
-                        ax.plot([v for _, v in ref], [q / 100 for q, _ in ref], "o", mfc="none", color=c, label=f"measured {_series_name(key)} {d}")
-                    else:
-                        ax.plot([1 / (1 - q / 100) for q, _ in ref], [v for _, v in ref], "o", mfc="none", color=c,
-                                label=f"measured {_series_name(key)} {d}")
-        if cdf:
-            ax.set_xscale("log")
-            ax.set_xlabel("latency (ms)")
-            ax.set_ylabel("fraction of IOs")
-            ax.grid(True, which="both", alpha=0.3)
-        else:
-            hdr_axes(ax)
+                    items.append((f"measured {_series_name(key)} {d}", ref, c))
         tag = "_".join(f"{k}{v}" for k, v in combo) or "all"
-        ax.set_title(spec.title or f"{run.experiment.name}: {'CDF' if cdf else 'latency by percentile'} {tag}")
-        ax.legend(fontsize=7)
+        title = spec.title or f"{run.experiment.name}: {'CDF' if cdf else 'latency by percentile'} {tag}"
         path = out / f"plot{n:02d}_{'cdf' if cdf else 'hdr'}_{tag}.png"
-        written.append(save_figure(fig, path))
+        written.append(plot_cdf(items, path, title=title) if cdf else plot_percentiles(items, path, title=title))
     return written
 
 

@@ -18,17 +18,29 @@ import numpy as np
 from simulator.metrics.hdr import HdrHist
 from simulator.metrics.stats import LatStats
 
-__all__ = ["Series", "hdr_axes", "new_figure", "plot_cdf", "plot_iops_vs_qd", "plot_percentiles", "save_figure"]
+__all__ = [
+    "PercentileCurve", "Series", "hdr_axes", "new_figure", "plot_cdf", "plot_iops_vs_qd", "plot_percentiles", "save_figure",
+]
 
 
 @dataclass
 class Series:
-    """One line/point set: ``x``, ``y`` and optional symmetric error ``yerr`` (CI half-widths)."""
+    """One line/point set: ``x``, ``y`` and optional symmetric error ``yerr`` (CI half-widths);
+    ``color`` pairs a simulated line with its measured markers."""
 
     label: str
     x: Sequence[float]
     y: Sequence[float]
     yerr: Sequence[float | None] | None = None
+    color: str | None = None
+
+
+@dataclass
+class PercentileCurve:
+    """A dense percentile -> latency (ns) list drawn as a line (e.g. a simulated run's HDR
+    percentiles); a plain dict is a measured fio table, drawn as markers."""
+
+    points: dict[Any, float]
 
 
 def new_figure(width: float = 7.0, height: float = 4.5):
@@ -83,9 +95,9 @@ def plot_iops_vs_qd(
         yerr = None
         if s.yerr is not None:
             yerr = np.array([0.0 if e is None else float(e) for e in s.yerr])
-        ax.errorbar(list(s.x), list(s.y), yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, label=s.label)
+        ax.errorbar(list(s.x), list(s.y), yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, label=s.label, color=s.color)
     for s in measured:
-        ax.plot(list(s.x), list(s.y), ls="none", marker="x", ms=8, mew=2, label=s.label)
+        ax.plot(list(s.x), list(s.y), ls="none", marker="x", ms=8, mew=2, label=s.label, color=s.color)
     if logx:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(xlabel)
@@ -114,17 +126,25 @@ def _points(
         )
         p = 100.0 * (1.0 - 1.0 / x)
         return p, src.values_at_percentiles(p).astype(np.float64), False
+    curve = isinstance(src, PercentileCurve)
+    if curve:
+        src = src.points
     if isinstance(src, dict):
         items = sorted((float(k), float(v)) for k, v in src.items() if float(k) <= max_p)
         if not items:
-            return np.zeros(0), np.zeros(0), True
+            return np.zeros(0), np.zeros(0), not curve
         a = np.asarray(items)
-        return a[:, 0], a[:, 1], True
+        return a[:, 0], a[:, 1], not curve
     raise TypeError(f"cannot plot latency from {type(src).__name__}")
 
 
+def _items(series: Sequence[tuple]) -> list[tuple[str, Any, str | None]]:
+    """(label, source) or (label, source, color) items."""
+    return [(t[0], t[1], t[2] if len(t) > 2 else None) for t in series]
+
+
 def plot_percentiles(
-    series: Sequence[tuple[str, Any]],
+    series: Sequence[tuple],
     path: str | Path,
     *,
     title: str = "",
@@ -133,17 +153,18 @@ def plot_percentiles(
 ) -> Path:
     """HdrHistogram-style percentile plot: x = percentile on the 1/(1-p) log scale (labelled
     50%, 90%, 99%, ...), y = latency in ms on a log scale. Histogram curves start at
-    ``min_percentile`` (the far left tail of a log-y plot is noise)."""
+    ``min_percentile`` (the far left tail of a log-y plot is noise). Items: (label, source) or
+    (label, source, color); sources as in the module doc, or a :class:`PercentileCurve`."""
     fig, ax = new_figure()
-    for label, src in series:
+    for label, src, color in _items(series):
         p, v, table = _points(src, max_percentile, min_percentile=min_percentile)
         keep = (p < 100.0) & (v > 0)
         x = 1.0 / (1.0 - p[keep] / 100.0)
         y = v[keep] / 1e6
         if table:
-            ax.plot(x, y, ls="none", marker="o", ms=4, label=label)
+            ax.plot(x, y, ls="none", marker="o", mfc="none", ms=6, label=label, color=color)
         else:
-            ax.plot(x, y, lw=1.5, label=label)
+            ax.plot(x, y, lw=1.5, label=label, color=color)
     hdr_axes(ax, [p for p in (0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999) if p <= max_percentile + 1e-9])
     ax.set_xlim(1.0, 1.0 / (1.0 - max_percentile / 100.0) * 1.05)
     if title:
@@ -154,12 +175,13 @@ def plot_percentiles(
 
 
 def plot_cdf(
-    series: Sequence[tuple[str, Any]], path: str | Path, *, title: str = "", logx: bool = True
+    series: Sequence[tuple], path: str | Path, *, title: str = "", logx: bool = True
 ) -> Path:
-    """Latency CDFs (x = latency ms, log by default; y = fraction of IOs at or below)."""
+    """Latency CDFs (x = latency ms, log by default; y = fraction of IOs at or below). Items as for
+    :func:`plot_percentiles`."""
     fig, ax = new_figure()
     left = np.inf
-    for label, src in series:
+    for label, src, color in _items(series):
         if isinstance(src, LatStats) and src.hist is not None and src.hist.total_count:
             src = src.hist
         if isinstance(src, HdrHist):
@@ -174,11 +196,16 @@ def plot_cdf(
                 where="post",
                 lw=1.5,
                 label=label,
+                color=color,
             )
             left = min(left, src.value_at_percentile(0.1) / 1e6)
         else:
-            p, v, _ = _points(src, 100.0)
-            ax.plot(v / 1e6, p / 100.0, ls="none", marker="o", ms=4, label=label)
+            p, v, table = _points(src, 100.0)
+            keep = p < 100.0 if not table else np.ones(p.shape, bool)
+            if table:
+                ax.plot(v / 1e6, p / 100.0, ls="none", marker="o", mfc="none", ms=6, label=label, color=color)
+            else:
+                ax.plot(v[keep] / 1e6, p[keep] / 100.0, lw=1.5, label=label, color=color)
             if v.size:
                 left = min(left, float(v.min()) / 1e6)
     if logx:
