@@ -155,3 +155,21 @@ def test_bad_cluster_description_exit_2(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert str(p) in r.stderr and "pools" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_bench_runs_named_cases_and_rejects_unknown_ones():
+    r = simrun("bench", "--ios", "300", "--case", "queue-fio-qd16", "--case", "jobstats-add")
+    assert r.returncode == 0, r.stderr
+    assert "queue-fio-qd16" in r.stdout and "jobstats-add" in r.stdout and "hdd-fio-qd32" not in r.stdout
+    assert "unavailable" not in r.stdout
+    r = simrun("bench", "--case", "warp-drive")
+    assert r.returncode == 2 and "unknown bench case" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_fio_output_to_an_unwritable_path_is_one_message(tmp_path):
+    jf = tmp_path / "ok.fio"
+    jf.write_text("[global]\nioengine=libaio\nbs=4k\nrw=randread\nnumber_ios=50\n[j]\nfilename=/dev/sdb\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = simrun("fio", jf, "--device", "hdd/seagate_st91000640ns", "--output", blocker / "sub" / "out.txt")
+    assert r.returncode == 2 and "--output" in r.stderr and "Traceback" not in r.stderr
