@@ -225,15 +225,17 @@ def load_experiment(
     _check_report(spec, source)
     check_references(list(spec.reference), list(_axis_labels(spec)), path)
     points: list[Point] = []
-    systems: dict[str, Any] = {}
     for i, (labels, kvs) in enumerate(_axis_points(spec)):
         praw = apply_sets(raw, kvs, f"{source}: sweep")
         pspec, jobs = prepare_point(praw, source, path.parent)
-        p = Point(i, labels, praw, pspec, jobs, point_digest(praw))
-        system = systems.get(p.system_key)
-        if system is None:
-            system = systems[p.system_key] = _build_system(pspec, source)
-        for j in jobs:  # every job's devices (unknown pools, images, device names)
-            system.resolve_target(j)
-        points.append(p)
+        points.append(Point(i, labels, praw, pspec, jobs, point_digest(praw)))
+    by_system: dict[str, list[Point]] = {}
+    for p in points:
+        by_system.setdefault(p.system_key, []).append(p)
+    for group in by_system.values():  # one system alive at a time
+        system = _build_system(group[0].spec, source)
+        for p in group:
+            for j in p.jobs:  # every job's devices (unknown pools, images, device names)
+                system.resolve_target(j)
+        del system
     return Experiment(path, raw, spec, points)
