@@ -344,8 +344,7 @@ class Cluster(Component):
             base_flat[idx] = offs
             keep = min(cnt, bs.onodes.capacity)
             if keep:
-                for ob in objno_flat[idx[cnt - keep :]].tolist():
-                    bs.onodes.insert(img.key_base + ob)
+                bs.onodes.load(img.key_base + objno_flat[idx[cnt - keep :]])
         img.obj_base[:, :] = base_flat.reshape(img.n_objects, size)
 
     # ================================================================== run time
