@@ -165,6 +165,11 @@ class LruCache:
             allk = np.concatenate([old, keys])
         else:
             allk = keys
+        if not self._cn and (keys.size == 1 or bool(np.all(keys[1:] > keys[:-1]))):
+            # an empty cache and strictly increasing keys (a pre-fill in object order)
+            sk = keys[max(0, keys.size - self.capacity) :]
+            self._set_cold(sk, None)
+            return
         order = np.argsort(allk, kind="stable")
         sk = allk[order]
         if sk.size > 1 and not np.all(sk[1:] != sk[:-1]):
@@ -175,6 +180,15 @@ class LruCache:
             allk = allk[allk.size - self.capacity :]
             order = np.argsort(allk, kind="stable")
             sk = allk[order]
+        if np.all(order[1:] > order[:-1]):
+            self._set_cold(sk, None)  # LRU order is the sorted order
+        else:
+            rank = np.empty(sk.size, dtype=np.int32)
+            rank[order] = np.arange(sk.size, dtype=np.int32)
+            self._set_cold(sk, array("i", rank.tobytes()))
+
+    def _set_cold(self, sk: np.ndarray, corder: array | None) -> None:
+        """The cold segment: sorted distinct keys ``sk``, all live, LRU order ``corder``."""
         n = int(sk.size)
         base = int(sk[0])
         span = int(sk[-1]) - base
@@ -183,12 +197,7 @@ class LruCache:
         small = span <= 0xFFFFFFFF
         self._ck = array("I" if small else "q", (sk - base).astype(np.uint32 if small else np.int64).tobytes())
         self._calive = bytearray(b"\x01") * n
-        if np.all(order[1:] > order[:-1]):
-            self._corder = None  # LRU order is the sorted order
-        else:
-            rank = np.empty(n, dtype=np.int32)
-            rank[order] = np.arange(n, dtype=np.int32)
-            self._corder = array("i", rank.tobytes())
+        self._corder = corder
         self._cpos = 0
         self._cn = n
 
