@@ -524,6 +524,7 @@ class JobThread(Component):
     # ------------------------------------------------------------------ completion
     def _on_done(self, ev: Any) -> None:
         req = ev._value
+        req.event = None  # break the request <-> event cycle: freed by reference counting
         now = self._env.now
         self._inflight -= 1
         op = req.op
