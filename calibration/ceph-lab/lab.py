@@ -148,6 +148,9 @@ class Lab:
         ports = [self.cl["mon_v2_port"], self.cl["mon_v1_port"]]
         for p in ports:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                # SO_REUSEADDR as the mon itself binds: TIME_WAIT leftovers of our own last cluster do not count,
+                # a live listener does
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
                     s.bind(("127.0.0.1", int(p)))
                 except OSError:
@@ -526,7 +529,11 @@ def run_campaign(path: Path, out: Path | None, no_install: bool) -> Path:
             for rep in range(int(seq.get("repeats", 1))):
                 seq_no += 1
                 cl = {**base_cluster, **seq.get("cluster", {})}
-                info = run_sequence(cl, seq, rep, seq_no, fio_cfg, out)
+                try:
+                    info = run_sequence(cl, seq, rep, seq_no, fio_cfg, out)
+                except LabError as e:  # one failed sequence (timeout, busy port) does not end the campaign
+                    log(f"sequence {seq.get('name')} #{rep} failed: {e}")
+                    info = {"sequence": seq.get("name"), "repeat": rep, "seq_no": seq_no, "failed": str(e)}
                 manifest["sequences"].append(info)
                 manifest["loadavg_end"] = _loadavg()
                 (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -632,6 +639,7 @@ def derive(run_dir: Path, data: Path) -> None:
             pb = json.loads((rdir / "perf_before.json").read_text())
             pa = json.loads((rdir / "perf_after.json").read_text())
             run["perf_delta"] = {n: labparse.perf_delta(pb[n], pa[n]) for n in pa if n in pb}
+            run["perf_after_gauges"] = {n: labparse.perf_gauges(pa[n]) for n in pa}
         fio = labparse.fio_load(rdir / "fio.json")
         row = {"id": run["id"], "sequence": run["sequence"], "repeat": run["repeat"], **labparse.fio_summary(fio)}
         tot = labparse.sum_osds(list(run["perf_delta"].values()))
@@ -641,6 +649,10 @@ def derive(run_dir: Path, data: Path) -> None:
                   "throttle_bytes_wait_count", "deferred_write_ops", "kv_commit_count", "txc", "op_r", "op_w",
                   "buffer_hit_bytes", "buffer_miss_bytes", "onode_misses"):
             row[k] = tot.get(k)
+        g = list(run.get("perf_after_gauges", {}).values())
+        if g:
+            row["data_cache_bytes_mean"] = sum(x.get("data_cache_committed_bytes", 0) for x in g) / len(g)
+            row["buffer_bytes_mean"] = sum(x.get("buffer_bytes", 0) for x in g) / len(g)
         secs = row["runtime_s"] or 1.0
         cpu = run["cpu_s"]
         row["cpu_osd_s_per_s"] = sum(v for k, v in cpu.items() if k.startswith("osd.")) / secs
@@ -666,7 +678,7 @@ def derive(run_dir: Path, data: Path) -> None:
         (data / "fio" / f"{run['id']}.json").write_text(json.dumps(compact, separators=(",", ":")))
         (data / "perf").mkdir(parents=True, exist_ok=True)
         (data / "perf" / f"{run['id']}.json").write_text(json.dumps(
-            {"perf_delta": run["perf_delta"], "cpu_s": run["cpu_s"], "fio_cpu_s": run["fio_cpu_s"],
+            {"perf_delta": run["perf_delta"], "perf_after_gauges": run.get("perf_after_gauges", {}), "cpu_s": run["cpu_s"], "fio_cpu_s": run["fio_cpu_s"],
              "loadavg_before": run["loadavg_before"], "loadavg_after": run["loadavg_after"],
              "host_busy_share": run["host_busy_share"], "restart_s": run["restart_s"]}, indent=0))
     data.mkdir(parents=True, exist_ok=True)
@@ -694,6 +706,26 @@ def derive(run_dir: Path, data: Path) -> None:
                 sp = labparse.spread([r.get(m) for r in rs if r.get(m) is not None])
                 line += [_fmt(sp["mean"]), _fmt(sp["sd"]), _fmt(sp["range_rel"])]
             w.writerow(line)
+    # per sequence: a reference table in the simulator's metric names (mean over repeats), for experiments
+    # (reference:) and calibrations (targets: csv)
+    with open(data / "reference.csv", "w", newline="") as f:
+        f.write("# Ceph lab: mean over fresh-cluster repeats per sequence (variant), rw and QD (lab.py derive; "
+                "runs.csv has each run, points.csv the spread)\n")
+        w = csv.writer(f)
+        hdr = ["variant", "rw", "qd", "n"]
+        for d in ("read", "write"):
+            hdr += [f"{d}.iops", f"{d}.p50_ms", f"{d}.p99_ms", f"{d}.lat_mean_ms"]
+        w.writerow(hdr)
+        for seq in sorted({k[0] for k in groups}):
+            for (s2, rw, qd), rs in sorted(groups.items(), key=lambda x: (x[0][2], x[0][1])):
+                if s2 != seq:
+                    continue
+                d = "read" if "read" in rw else "write"
+                line = [seq, rw, qd, len(rs)]
+                for dd in ("read", "write"):
+                    for m in ("iops", "p50_ms", "p99_ms", "lat_mean_ms"):
+                        line.append(_fmt(labparse.spread([r[m] for r in rs])["mean"]) if dd == d else "")
+                w.writerow(line)
     man = {k: manifest[k] for k in ("campaign", "started_utc", "finished_utc", "machine", "loadavg_start",
                                     "loadavg_end", "interrupted") if k in manifest}
     man["sequences"] = [{k: v for k, v in s.items() if k != "runs"} | {"runs": s.get("runs", [])}

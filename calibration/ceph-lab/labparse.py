@@ -108,6 +108,24 @@ def perf_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float
     return out
 
 
+PERF_GAUGE = {
+    ("bluestore", "bluestore_buffer_bytes"): "buffer_bytes",
+    ("bluestore", "bluestore_onodes"): "onodes",
+    ("bluestore-pricache:data", "committed_bytes"): "data_cache_committed_bytes",
+    ("bluestore-pricache", "target_bytes"): "memory_target_bytes",
+}
+
+
+def perf_gauges(dump: dict[str, Any]) -> dict[str, float]:
+    """Point-in-time values of one OSD's perf dump (cached data bytes, onodes, the autotuner's data cache size)."""
+    out = {}
+    for (sec, key), name in PERF_GAUGE.items():
+        v = _num(dump.get(sec, {}).get(key))
+        if v is not None:
+            out[name] = v
+    return out
+
+
 def sum_osds(deltas: list[dict[str, float]]) -> dict[str, float]:
     """Cluster totals over OSDs: counts summed, means weighted by their counts."""
     tot: dict[str, float] = {}
