@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import labparse  # noqa: E402
+import labparse
 
 PACKAGES = ["ceph-mon", "ceph-osd", "ceph-mgr", "ceph-common", "fio"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -190,9 +190,9 @@ class Lab:
         return str(self.conf).encode() in cmd
 
     def start_daemon(self, name: str, *cmd: str) -> None:
-        out = open(self.logd / f"{name}.out", "ab")
-        p = subprocess.Popen([*cmd, "-f", "-c", str(self.conf)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+        with open(self.logd / f"{name}.out", "ab") as out:  # the child keeps its own copy of the descriptor
+            p = subprocess.Popen([*cmd, "-f", "-c", str(self.conf)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
         self.state["pids"][name] = p.pid
         self._save()
 
@@ -376,12 +376,13 @@ admin_socket =
         (self.data / "mgr.x").mkdir(exist_ok=True)
         self.start_daemon("mgr.x", "ceph-mgr", "-i", "x")
         mk = []
-        for i in range(int(c["num_osds"])):
+        for _ in range(int(c["num_osds"])):
             u = str(uuid.uuid4())
             oid = self.ceph("osd", "new", u).strip()
             (self.data / f"osd.{oid}").mkdir(exist_ok=True)
-            mk.append(subprocess.Popen(["ceph-osd", "-c", str(self.conf), "-i", oid, "--mkfs", "--osd-uuid", u],
-                                       stdout=open(self.logd / f"osd.{oid}.mkfs.out", "wb"), stderr=subprocess.STDOUT))
+            with open(self.logd / f"osd.{oid}.mkfs.out", "wb") as mo:
+                mk.append(subprocess.Popen(["ceph-osd", "-c", str(self.conf), "-i", oid, "--mkfs", "--osd-uuid", u],
+                                           stdout=mo, stderr=subprocess.STDOUT))
         for m in mk:
             if m.wait() != 0:
                 raise LabError(f"osd mkfs failed, see {self.logd}/osd.*.mkfs.out")

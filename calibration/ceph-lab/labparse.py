@@ -6,6 +6,7 @@ validation section. Pure functions over dicts; nothing here talks to a cluster.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -213,7 +214,7 @@ def fast_mode_threshold_ns(bins: dict[str, int]) -> float | None:
         return None
     pop = [v for v, c in items if c >= max(1, 0.001 * n)]
     best = (0.0, None)
-    for a, b in zip(pop, pop[1:]):
+    for a, b in itertools.pairwise(pop):
         r = math.log(b / a) if a > 0 else 0.0
         if r > best[0]:
             best = (r, math.sqrt(a * b))

@@ -16,6 +16,7 @@ from simulator.devices.blocklayer import BlockLayerConfig
 from simulator.units import Bytes, BytesPerSecond, Seconds
 
 __all__ = [
+    "RELEASE_DEFAULTS",
     "BalancerConfig",
     "BlockLayerConfig",
     "BlueStoreConfig",
@@ -35,7 +36,6 @@ __all__ = [
     "OsdConfig",
     "PageCacheConfig",
     "PoolConfig",
-    "RELEASE_DEFAULTS",
     "release_defaults",
 ]
 
@@ -534,13 +534,13 @@ _COMMON_SSD = {"bluestore.deferred_batch_ops": 16, "bluestore.throttle_cost_per_
 RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "nautilus": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 32768, "bluestore.min_alloc_size": 65536,
-                "bluestore.cache.size": int(1024 * _MiB * 0.2)},
+                "bluestore.cache.size": 205 * _MiB},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 16384,
                 "bluestore.cache.size": int(3072 * _MiB * 0.2)},
     },
     "octopus": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 32768, "bluestore.min_alloc_size": 65536,
-                "bluestore.cache.size": int(1024 * _MiB * 0.2)},
+                "bluestore.cache.size": 205 * _MiB},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
                 "bluestore.cache.size": int(3072 * _MiB * 0.2)},
     },
