@@ -206,17 +206,19 @@ class Lab:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
                 pids[n] = pid
+        # wait until the processes are really gone (an exiting process has an empty cmdline while it still
+        # holds its pid-file lock and sockets), reaping our own children
         t_end = time.time() + 15
-        while time.time() < t_end and any(self._pid_ok(p) for p in pids.values()):
+        while time.time() < t_end and any(_alive(p) for p in pids.values()):
             time.sleep(0.1)
-            for p in pids.values():  # reap our children
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(p, os.WNOHANG)
         for n, p in pids.items():
-            if self._pid_ok(p):
+            if _alive(p):
                 log(f"{n} (pid {p}) ignored SIGTERM: SIGKILL")
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p, signal.SIGKILL)
+        t_end = time.time() + 5
+        while time.time() < t_end and any(_alive(p) for p in pids.values()):
+            time.sleep(0.1)
         for n in names:
             self.state["pids"].pop(n, None)
         self._save()
@@ -471,6 +473,17 @@ admin_socket =
         return p.returncode, wall, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
 
 
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a zombie child of ours is reaped)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
 def _loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
@@ -506,7 +519,7 @@ def load_campaign(path: Path) -> dict[str, Any]:
     return d
 
 
-def run_campaign(path: Path, out: Path | None, no_install: bool) -> Path:
+def run_campaign(path: Path, out: Path | None, no_install: bool, only: set[str] | None = None) -> Path:
     camp = load_campaign(path)
     if not no_install:
         install()
@@ -518,7 +531,7 @@ def run_campaign(path: Path, out: Path | None, no_install: bool) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {
         "campaign": camp, "campaign_file": str(path), "started_utc": stamp, "machine": machine_info(),
-        "loadavg_start": _loadavg(), "sequences": [],
+        "loadavg_start": _loadavg(), "only": sorted(only) if only else None, "sequences": [],
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -527,6 +540,8 @@ def run_campaign(path: Path, out: Path | None, no_install: bool) -> Path:
     seq_no = 0
     try:
         for seq in camp["sequences"]:
+            if only and seq["name"] not in only:
+                continue
             for rep in range(int(seq.get("repeats", 1))):
                 seq_no += 1
                 cl = {**base_cluster, **seq.get("cluster", {})}
@@ -624,13 +639,14 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
 
 
 # ============================================================================ derive
-def derive(run_dir: Path, data: Path) -> None:
-    """Per-run table (runs.csv), per-point spread (points.csv), compact copies of fio JSON + perf deltas."""
+def derive(run_dirs: list[Path], data: Path) -> None:
+    """Per-run table (runs.csv), per-point spread (points.csv), compact copies of fio JSON + perf deltas,
+    from one or more run directories (e.g. a campaign and a later ``--only`` completion of it)."""
     import csv
 
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifests = [json.loads((d / "manifest.json").read_text()) for d in run_dirs]
     rows = []
-    for rdir in sorted((run_dir / "runs").iterdir()):
+    for rdir in [r for d in run_dirs for r in sorted((d / "runs").iterdir())]:
         if not (rdir / "run.json").exists() or not (rdir / "fio.json").exists():
             continue
         run = json.loads((rdir / "run.json").read_text())
@@ -727,11 +743,14 @@ def derive(run_dir: Path, data: Path) -> None:
                     for m in ("iops", "p50_ms", "p99_ms", "lat_mean_ms"):
                         line.append(_fmt(labparse.spread([r[m] for r in rs])["mean"]) if dd == d else "")
                 w.writerow(line)
-    man = {k: manifest[k] for k in ("campaign", "started_utc", "finished_utc", "machine", "loadavg_start",
-                                    "loadavg_end", "interrupted") if k in manifest}
-    man["sequences"] = [{k: v for k, v in s.items() if k != "runs"} | {"runs": s.get("runs", [])}
-                        for s in manifest["sequences"]]
-    (data / "manifest.json").write_text(json.dumps(man, indent=1))
+    parts = []
+    for d, manifest in zip(run_dirs, manifests, strict=True):
+        man = {k: manifest[k] for k in ("campaign_file", "campaign", "only", "started_utc", "finished_utc", "machine",
+                                        "loadavg_start", "loadavg_end", "interrupted") if k in manifest}
+        man["run_dir"] = d.name
+        man["sequences"] = manifest["sequences"]
+        parts.append(man)
+    (data / "manifest.json").write_text(json.dumps({"invocations": parts}, indent=1))
     log(f"derived {len(rows)} runs, {len(groups)} points -> {data}")
 
 
@@ -748,8 +767,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path)
     r.add_argument("--no-install", action="store_true")
     r.add_argument("--derive-to", type=Path, help="derive tables into this directory when done")
+    r.add_argument("--only", help="comma-separated sequence names to run (default: all)")
     d = sub.add_parser("derive", help="tables from a run directory")
-    d.add_argument("run_dir", type=Path)
+    d.add_argument("run_dir", type=Path, nargs="+")
     d.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data")
     dn = sub.add_parser("down", help="clean up a lab's leftovers from its state file")
     dn.add_argument("--base", type=Path, default=Path(DEFAULT_CLUSTER["base"]))
@@ -761,9 +781,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise LabError(f"{a.campaign}: no such campaign file")
             if os.geteuid() != 0:
                 raise LabError("needs root (loop devices, apt-get)")
-            o = run_campaign(a.campaign, a.out, a.no_install)
+            o = run_campaign(a.campaign, a.out, a.no_install, set(a.only.split(",")) if a.only else None)
             if a.derive_to:
-                derive(o, a.derive_to)
+                derive([o], a.derive_to)
         elif a.cmd == "derive":
             derive(a.run_dir, a.data)
         elif a.cmd == "down":
