@@ -3,7 +3,8 @@
 
     python calibration/ceph-lab/compare.py [--sim-dir DIR] [--runtime S] [--profile clusters/ceph_lab_fitted]
 
-Runs experiment.yaml (croit, norepeat, smallcache sequences) and experiment_cold.yaml (fresh cluster per run)
+Runs experiment.yaml (croit and norepeat sequences), experiment_smallcache.yaml and experiment_cold.yaml (fresh
+cluster per run)
 unless --sim-dir holds their outputs, then writes
   data/prediction.csv  per (variant, rw, qd): measured mean, sd and range over repeats, simulated, error, and
                        whether the point was fitted (croit QD1) or predicted, and whether the measured spread
@@ -67,7 +68,11 @@ def sim_points(sim_dir: Path, variant_default: str | None = None) -> dict[tuple[
         batches = sum(b.get("kv_batches", 0) for b in bs)
         out[(variant, rw, qd)] = {
             "iops": _f(row[f"{d}.iops"]), "p50_ms": _f(row[f"{d}.p50_ms"]), "p99_ms": _f(row[f"{d}.p99_ms"]),
-            "cache_hit_share": sum(b.get("cache_hit_ratio", 0.0) for b in bs) / len(bs) if d == "read" else None,
+            # weighted by each OSD's client reads (the counters sum hit and miss bytes over the OSDs)
+            "cache_hit_share": (sum(b.get("cache_hit_ratio", 0.0) * o["client_ops"].get("read", 0)
+                                    for b, o in zip(bs, cl["osds"], strict=True))
+                                / max(1, sum(o["client_ops"].get("read", 0) for o in cl["osds"])))
+            if d == "read" else None,
             "deferred_share": n_def / (n_def + n_dir) if d == "write" and n_def + n_dir > 0 else None,
             "txc_per_kv_commit": (sum(b.get("kv_txcs_per_batch", 0) * b.get("kv_batches", 0) for b in bs) / batches
                                   if batches else None),
@@ -138,12 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile")
     ap.add_argument("--data", type=Path, default=HERE / "data")
     a = ap.parse_args(argv)
-    main_dir, cold_dir = a.sim_dir / "main", a.sim_dir / "cold"
+    main_dir, cold_dir, small_dir = a.sim_dir / "main", a.sim_dir / "cold", a.sim_dir / "smallcache"
     if not a.reuse:
         run_sim(HERE / "experiment.yaml", main_dir, a.profile, a.runtime)
         run_sim(HERE / "experiment_cold.yaml", cold_dir, a.profile, a.runtime)
+        run_sim(HERE / "experiment_smallcache.yaml", small_dir, a.profile, a.runtime)
     sim = sim_points(main_dir)
     sim.update(sim_points(cold_dir, "cold"))
+    sim.update(sim_points(small_dir, "smallcache"))
     pred, cnt = build(sim, a.data)
     prof = a.profile or "clusters/ceph_lab_fitted"
     write_csv(a.data / "prediction.csv", pred,

@@ -390,7 +390,7 @@ admin_socket =
                 raise LabError(f"osd mkfs failed, see {self.logd}/osd.*.mkfs.out")
         for i in range(int(c["num_osds"])):
             self.start_daemon(f"osd.{i}", "ceph-osd", "-i", str(i))
-        self.wait_for(90, "OSDs up", self.osds_up)
+        self.wait_for(240, "OSDs up", self.osds_up)
         pool = c["pool"]
         self.ceph("osd", "pool", "create", pool, str(c["pg_num"]), str(c["pg_num"]), "replicated")
         self.ceph("osd", "pool", "set", pool, "size", str(c["pool_size"]))
@@ -413,14 +413,45 @@ admin_socket =
         ok = sum(s["num"] for s in d.get("num_pg_by_state", []) if s["name"] == "active+clean")
         return n > 0 and ok == n
 
+    def _osds_up_quiet(self) -> bool:
+        try:
+            return self.osds_up()
+        except (LabError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError):
+            return False
+
+    def _wait_pidfile_free(self, name: str, timeout: float = 30) -> None:
+        """Until nobody holds the daemon's pid-file lock (ceph's pidfile uses fcntl locks)."""
+        pf = self.run / f"ceph-{name}.pid"
+        end = time.time() + timeout
+        while pf.exists() and time.time() < end:
+            try:
+                with open(pf, "a") as fh:
+                    fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.lockf(fh, fcntl.LOCK_UN)
+                return
+            except OSError:
+                time.sleep(0.2)
+
     def restart_osds(self) -> float:
         """Cold caches: stop and start every OSD, wait until all PGs are active+clean."""
         t0 = time.time()
         osds = [n for n in self.state["pids"] if n.startswith("osd.")]
         self.stop_daemons(osds)
         for n in sorted(osds):
+            self._wait_pidfile_free(n)
             self.start_daemon(n, "ceph-osd", "-i", n.split(".")[1])
-        self.wait_for(90, "OSDs up", self.osds_up)
+        end = time.time() + 240
+        while not self._osds_up_quiet():
+            # an OSD that exited at start (e.g. its pid file or block device still locked by the old one while
+            # it finished exiting) is started again
+            for n in sorted(osds):
+                if not _alive(self.state["pids"][n]):
+                    log(f"{n} exited during restart: starting it again")
+                    self._wait_pidfile_free(n)
+                    self.start_daemon(n, "ceph-osd", "-i", n.split(".")[1])
+            if time.time() > end:
+                raise LabError("timeout (240 s) waiting for OSDs up after restart")
+            time.sleep(2)
         self.wait_for(120, "PGs active+clean", self.pgs_clean)
         return time.time() - t0
 
@@ -519,7 +550,8 @@ def load_campaign(path: Path) -> dict[str, Any]:
     return d
 
 
-def run_campaign(path: Path, out: Path | None, no_install: bool, only: set[str] | None = None) -> Path:
+def run_campaign(path: Path, out: Path | None, no_install: bool, only: set[str] | None = None,
+                 repeats: int | None = None, rep0: int = 0) -> Path:
     camp = load_campaign(path)
     if not no_install:
         install()
@@ -542,7 +574,7 @@ def run_campaign(path: Path, out: Path | None, no_install: bool, only: set[str] 
         for seq in camp["sequences"]:
             if only and seq["name"] not in only:
                 continue
-            for rep in range(int(seq.get("repeats", 1))):
+            for rep in range(rep0, rep0 + int(repeats if repeats is not None else seq.get("repeats", 1))):
                 seq_no += 1
                 cl = {**base_cluster, **seq.get("cluster", {})}
                 try:
@@ -768,6 +800,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--no-install", action="store_true")
     r.add_argument("--derive-to", type=Path, help="derive tables into this directory when done")
     r.add_argument("--only", help="comma-separated sequence names to run (default: all)")
+    r.add_argument("--repeats", type=int, help="repeats of every sequence (default: the campaign's)")
+    r.add_argument("--first-repeat", type=int, default=0, help="number of the first repeat (to continue a campaign)")
     d = sub.add_parser("derive", help="tables from a run directory")
     d.add_argument("run_dir", type=Path, nargs="+")
     d.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data")
@@ -781,7 +815,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise LabError(f"{a.campaign}: no such campaign file")
             if os.geteuid() != 0:
                 raise LabError("needs root (loop devices, apt-get)")
-            o = run_campaign(a.campaign, a.out, a.no_install, set(a.only.split(",")) if a.only else None)
+            o = run_campaign(a.campaign, a.out, a.no_install, set(a.only.split(",")) if a.only else None,
+                             a.repeats, a.first_repeat)
             if a.derive_to:
                 derive([o], a.derive_to)
         elif a.cmd == "derive":
