@@ -372,7 +372,7 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
     lab = _root() / "calibration" / "ceph-lab"
     md = ["## Ceph lab (a real Ceph 16.2.15 cluster on the development VM)", "",
           "Three BlueStore OSDs on loop devices of the 2-core VM's virtio disk, fio's rbd engine on the same VM "
-          "(`calibration/ceph-lab`, `lab.py run campaign.yaml`). Every point was measured on 3 fresh clusters; "
+          "(`calibration/ceph-lab`, `lab.py run campaign.yaml`). Every point was measured on 2-5 fresh clusters (3 for most; `n` in prediction.csv); "
           "`range` is (max − min)/mean over them. The acceptance bounds (IOPS ±25 %, p50/p99 ±35 %) apply where the "
           "measured range is below the bound (`testable`). `fit` = the croit sequence's QD1 runs (calibrate.yaml); "
           "all other rows are predictions of `models/clusters/ceph_lab_fitted`.", ""]
