@@ -243,3 +243,39 @@ def test_short_lab_run(tmp_path):
     assert not math.isnan(wall)
     procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert f"{base}/ceph.conf" not in procs
+
+
+# ----------------------------------------------------------------------------------------- guards
+def test_lab_refuses_busy_port_and_locked_base(tmp_path):
+    import socket
+
+    lab = _load("lab")
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    busy = srv.getsockname()[1]
+    try:
+        a = lab.Lab({"base": str(tmp_path / "a"), "mon_v2_port": busy, "mon_v1_port": busy})
+        with pytest.raises(lab.LabError, match=f"port 127.0.0.1:{busy} is in use"):
+            a.acquire()
+        a.release()
+    finally:
+        srv.close()
+    free = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    first = lab.Lab({"base": str(tmp_path / "b"), "mon_v2_port": port, "mon_v1_port": port})
+    first.acquire()
+    try:
+        second = lab.Lab({"base": str(tmp_path / "b"), "mon_v2_port": port, "mon_v1_port": port})
+        with pytest.raises(lab.LabError, match="in use by another lab"):
+            second.acquire()
+    finally:
+        first.release()
+    # a leftover state file without live resources is cleaned, not refused
+    (tmp_path / "b" / "state.json").write_text('{"pids": {"osd.0": 999999999}, "loops": [], "files": []}')
+    third = lab.Lab({"base": str(tmp_path / "b"), "mon_v2_port": port, "mon_v1_port": port})
+    third.acquire()
+    third.release()
+    assert not (tmp_path / "b" / "state.json").exists()

@@ -518,12 +518,14 @@ class CrushConfig(ConfigModel):
 # osd_memory_target leaves over, so a profile of a real cluster should set bluestore.cache.size from the OSD's
 # perf dump (bluestore-pricache:data committed_bytes) -- the Ceph lab does.
 # Sources:
-#   nautilus: Ceph 14.2 options (docs/ceph-model.md, device-facts D); bluestore_min_alloc_size_ssd 16K until
+#   nautilus: Ceph 14.2 options (docs/ceph-model.md, device-facts D; hdd data cache 205 MiB = the field default,
+#             1 GiB x (1 - 0.4 - 0.4) rounded as that default is); bluestore_min_alloc_size_ssd 16K until
 #             14.2.7, 4K from 14.2.8 (doc/releases/nautilus.rst, v14.2.8 notes) -- 16K here (croit ran 14.2.5)
 #   octopus:  assumption: Nautilus 14.2.8+ values (no change of these options known to this project; unverified)
 #   pacific:  measured: `ceph daemon osd.0 config show` of Ceph 16.2.15 (Debian bookworm), recorded in
 #             calibration/ceph-lab/data/manifest.json (min_alloc 4K hdd+ssd, prefer_deferred_hdd 64K,
-#             cache meta/kv/kv_onode ratios 0.45/0.45/0.04, op queue wpq)
+#             cache meta/kv/kv_onode ratios 0.45/0.45/0.04, op queue wpq). Lab finding: with autotuning the
+#             buffers held ~100 MiB per OSD (not the ~300 MiB the autotuner committed), see docs/ceph-model.md
 #   quincy:   assumption: Pacific values for these options (osd_op_queue becomes mclock_scheduler in 17.2, which
 #             the model does not have: it keeps its FIFO shards); unverified
 _MiB = 1 << 20
