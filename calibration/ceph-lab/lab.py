@@ -790,6 +790,39 @@ def _fmt(v: Any) -> str:
     return "" if v is None else f"{v:.6g}"
 
 
+# ============================================================================ probe
+def probe(out: Path, base: Path, runtime: int = 10) -> None:
+    """fio on one bare loop device like the OSDs' (sparse file on the local disk, direct IO): 4 KiB randread
+    QD1 and 4 KiB writes each followed by a flush (fsync of the device = an fsync of the backing file), the two
+    device operations of BlueStore's read and kv commit paths. One JSON per job in ``out``."""
+    lab = Lab({"base": str(base), "num_osds": 1, "osd_size": "1GiB", "mon_v2_port": 13380, "mon_v1_port": 13381})
+    lab.acquire()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        lab.make_loops()
+        dev = lab.state["loops"][0]
+        common = ["--filename=" + dev, "--direct=1", "--bs=4k", "--size=512M", "--time_based", f"--runtime={runtime}",
+                  "--output-format=json+"]
+        subprocess.run(["fio", "--name=fill", "--filename=" + dev, "--direct=1", "--bs=1M", "--size=512M",
+                        "--rw=write", "--ioengine=libaio", "--iodepth=16"], check=True, capture_output=True)
+        for name, args in (("loop-randread-qd1", ["--rw=randread", "--ioengine=psync"]),
+                           ("loop-write-fsync-qd1", ["--rw=randwrite", "--ioengine=psync", "--fsync=1"])):
+            la = _loadavg()
+            subprocess.run(["fio", f"--name={name}", *common, *args, f"--output={out / (name + '.json')}"], check=True,
+                           capture_output=True)
+            d = labparse.fio_load(out / f"{name}.json")
+            j = d["jobs"][0]
+            d["lab_loadavg_before"] = la
+            (out / f"{name}.json").write_text(json.dumps(d))
+            r = labparse.fio_summary(d)
+            sync = j.get("sync", {}).get("lat_ns", {})
+            log(f"{name}: {r['iops']:.0f} IOPS, p50 {r['p50_ms']:.3f} ms; fsync mean "
+                f"{sync.get('mean', 0) / 1e6:.3f} ms; load {la[0]:.1f}")
+    finally:
+        lab.teardown()
+        lab.release()
+
+
 # ============================================================================ CLI
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lab.py", description=__doc__.split("\n\n")[0])
@@ -808,6 +841,10 @@ def main(argv: list[str] | None = None) -> int:
     dn = sub.add_parser("down", help="clean up a lab's leftovers from its state file")
     dn.add_argument("--base", type=Path, default=Path(DEFAULT_CLUSTER["base"]))
     sub.add_parser("check", help="report missing tools")
+    pr = sub.add_parser("probe", help="fio on a bare loop device (read latency, write+flush latency)")
+    pr.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "data" / "loop-probe")
+    pr.add_argument("--base", type=Path, default=Path("/var/tmp/cephlab-probe-13380"))
+    pr.add_argument("--runtime", type=int, default=10)
     a = ap.parse_args(argv)
     try:
         if a.cmd == "run":
@@ -826,6 +863,12 @@ def main(argv: list[str] | None = None) -> int:
             lab.acquire()
             lab.teardown()
             lab.release()
+        elif a.cmd == "probe":
+            if os.geteuid() != 0:
+                raise LabError("needs root (loop devices)")
+            for sg in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sg, _on_signal)
+            probe(a.out, a.base, a.runtime)
         elif a.cmd == "check":
             m = check_tools()
             print("ready" if not m else "missing: " + ", ".join(m))
