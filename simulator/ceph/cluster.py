@@ -114,7 +114,13 @@ class Cluster(Component):
         self.images: dict[tuple[str, str], RbdImage] = {}
         self._db_kinds: dict[int, tuple[Any, Any]] = {}
         self._build_hosts()
-        self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
+        if cfg.client.host is not None:  # the client runs on an OSD host and shares its CPU (a one-host lab)
+            match = [h for h in self.hosts if h.name == cfg.client.host]
+            if not match:
+                raise ConfigError(f"no host named {cfg.client.host!r}", field="params.client.host")
+            self.client = match[0]
+        else:
+            self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
         self._build_crush()
         self._build_pools()
         self._build_images()
