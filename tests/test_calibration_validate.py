@@ -43,7 +43,7 @@ def _table_after(text: str, column: str) -> list[dict[str, str]]:
             for row in lines[i + 2 :]:
                 if not row.startswith("|"):
                     break
-                rows.append(dict(zip(cells, [c.strip() for c in row.strip().strip("|").split("|")])))
+                rows.append(dict(zip(cells, [c.strip() for c in row.strip().strip("|").split("|")], strict=True)))
             return rows
     raise AssertionError(f"no table with a {column!r} column in the report")
 
