@@ -173,8 +173,13 @@ def test_resume_reruns_only_a_damaged_or_missing_run(sweep_run: Path, tmp_path: 
     damaged = out / "runs" / "p001_r01.json"
     damaged.write_bytes(original["p001_r01.json"][: len(original["p001_r01.json"]) // 2])  # cut mid-write
     (out / "runs" / "p002_r02.json").unlink()
-    r = simrun("run", str(EXP / "sweep.yaml"), "--out", str(out), "--workers", "1", "-q")
-    assert "9 runs (7 reused" in " ".join(r.stdout.split())
+    untouched = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (out / "runs").glob("p*_r??.json")}
+    untouched.pop("p001_r01.json")
+    assert len(untouched) == 7
+    simrun("run", str(EXP / "sweep.yaml"), "--out", str(out), "--workers", "1", "-q")
+    # the seven good runs were reused (not rewritten); the damaged and the missing one were run again
+    assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (out / "runs").glob("p*_r??.json")
+            if p.name in untouched} == untouched
     assert run_files(out) == original
     assert (out / "summary.csv").read_bytes() == (sweep_run / "summary.csv").read_bytes()
 
