@@ -28,7 +28,7 @@ EXP = Path(__file__).resolve().parent / "fixtures" / "experiment"
 def simrun(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     r = subprocess.run([sys.executable, "-m", "simulator.cli", *args], capture_output=True, text=True, env=env,
-                       cwd=cwd or ROOT, timeout=600)
+                       cwd=cwd or ROOT, timeout=600, start_new_session=True)  # its own process group
     if check:
         assert r.returncode == 0, f"simrun {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return r

@@ -26,7 +26,7 @@ def test_golden_summary_csv(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     r = subprocess.run(
         [sys.executable, "-m", "simulator.cli", "run", str(GOLDEN / "tiny.yaml"), "--out", str(out), "--workers", "1", "-q"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, start_new_session=True,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     got = (out / "summary.csv").read_bytes()
