@@ -13,7 +13,6 @@ Bad input of any kind ends with one message naming the file and field and exit c
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -37,8 +36,24 @@ _SUBCOMMANDS = {"run", "check", "schema", "fio", "bench", "calibrate", "compare"
 
 
 def _fail(e: SimError) -> None:
-    err_console.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    """Print one error and exit with its code. The message is printed literally: rich markup in it
+    (a fio ``[section]`` name, ``[/]`` in a value) is neither interpreted nor swallowed."""
+    from rich.text import Text
+
+    line = Text("error:", style="bold red")
+    line.append(" ")
+    line.append(str(e))
+    err_console.print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(e.exit_code)
+
+
+def _have_dask() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("dask") is not None and importlib.util.find_spec("dask.distributed") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _progress_ctx(enabled: bool):
@@ -113,6 +128,9 @@ def run_cmd(
     """Run an experiment: simulate every sweep point, print tables, write fio JSON, CSV and plots."""
     if scheduler not in ("processes", "dask"):
         _fail(ConfigError("must be 'processes' or 'dask'", source="command line", field="--scheduler"))
+    if scheduler == "dask" and not _have_dask():
+        _fail(ConfigError("dask is not installed: pip install 'dask[distributed]', or use --scheduler processes",
+                          source="command line", field="--scheduler"))
     _run(file, set_ or [], out, workers, scheduler, quiet, not fresh)
 
 
@@ -136,8 +154,6 @@ def schemas() -> dict[str, dict]:
     from simulator.devices.registry import device_kinds
     from simulator.experiment.model import ExperimentSpec
 
-    with contextlib.suppress(ModuleNotFoundError):
-        import simulator.ceph  # noqa: F401
     out = {"experiment": ExperimentSpec.model_json_schema(by_alias=True)}
     for name, k in sorted(device_kinds().items()):
         out[f"kind-{name}"] = k.config.model_json_schema(by_alias=True)
@@ -282,8 +298,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=args, prog_name="simrun", standalone_mode=True)
     except SimError as e:  # pragma: no cover - commands catch their own
-        err_console.print(f"[bold red]error:[/] {e}")
-        sys.exit(2)
+        try:
+            _fail(e)
+        except typer.Exit:
+            sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":

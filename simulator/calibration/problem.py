@@ -465,8 +465,6 @@ class Problem:
                 for i, d in enumerate(spec.devices):
                     resolve_params(d.model_dump(exclude={"name", "count"}), source=self.src, field=f"system.devices.{i}")
                 if spec.cluster is not None:
-                    import simulator.ceph  # noqa: F401
-
                     c = spec.cluster
                     resolve_params({"profile": c.profile, "kind": c.kind or (None if c.profile else "ceph_cluster"), "params": c.params},
                                    source=self.src, field="system.cluster")

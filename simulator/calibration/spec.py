@@ -413,20 +413,41 @@ class LoadedSpec:
             out += [Path(h) for h in hits if Path(h) not in out]
         return out
 
+    def _inside_dir(self, value: str, field: str) -> Path:
+        """A path written in the spec that the calibration WRITES to: relative, inside the spec's
+        directory (no '..', not absolute). The command line's --out/--profile may go anywhere."""
+        q = self.dir / value
+        try:
+            inside = bool(value) and "\\" not in value and q.resolve().is_relative_to(self.dir.resolve())
+        except (OSError, RuntimeError, ValueError):
+            inside = False
+        if not inside:
+            raise ConfigError(
+                "must be a path inside the spec's directory (no '..' leading out); "
+                "use --out/--profile on the command line to write elsewhere",
+                source=self.source,
+                field=field,
+            )
+        return q
+
     def profile_out(self) -> Path | None:
         p = self.spec.output.profile
         if not p:
             return None
         if p.endswith((".yaml", ".yml")):
-            q = Path(p)
-            return q if q.is_absolute() else self.dir / q
-        from simulator.devices.registry import models_dir
+            return self._inside_dir(p, "output.profile")
+        from simulator.devices.registry import is_profile_name, models_dir
 
+        if not is_profile_name(p) or ".." in Path(p).parts:
+            raise ConfigError(
+                "must be a profile name under models/ (e.g. local/my_disk) or a relative .yaml path",
+                source=self.source,
+                field="output.profile",
+            )
         return models_dir() / f"{p}.yaml"
 
     def report_dir(self) -> Path:
-        q = Path(self.spec.output.report)
-        return q if q.is_absolute() else self.dir / q
+        return self._inside_dir(self.spec.output.report, "output.report")
 
 
 def load_spec(path: str | Path) -> LoadedSpec:
@@ -436,4 +457,7 @@ def load_spec(path: str | Path) -> LoadedSpec:
     if not isinstance(raw, dict):
         raise ConfigError("a calibration spec is a mapping (name, system/experiment, free, targets, ...)", source=str(p))
     spec = validate(CalibrationSpec, raw, str(p))
-    return LoadedSpec(spec, p)
+    loaded = LoadedSpec(spec, p)
+    loaded.profile_out()  # where it writes is checked before anything runs
+    loaded.report_dir()
+    return loaded

@@ -12,7 +12,6 @@ from pydantic import Field
 
 from simulator.config.base import ConfigModel
 from simulator.devices.base import Device, Op, Request
-from simulator.devices.registry import register_kind
 from simulator.distributions import Deterministic, Distribution
 from simulator.engine import Component
 from simulator.units import Bytes, BytesPerSecond
@@ -71,5 +70,3 @@ class QueueDevice(Device):
     def busy_time(self) -> float:
         return self._busy_acc / self.cfg.servers
 
-
-register_kind("queue", QueueDeviceConfig, QueueDevice, "FCFS multi-server queue with a service-time distribution")

@@ -16,6 +16,7 @@ from typing import Any
 from simulator.config.base import load_yaml, parse_scalar, set_dotted, validate
 from simulator.errors import ConfigError
 from simulator.experiment.model import ExperimentSpec
+from simulator.limits import check_run_size, check_sweep_size
 
 __all__ = ["Experiment", "Point", "load_experiment", "parse_sets", "project_root"]
 
@@ -158,6 +159,7 @@ def load_experiment(path: str | Path, sets: list[tuple[str, Any]] | None = None)
     for k, v in sets or []:
         raw = set_dotted(raw, k, v, source="command line (--set)")
     spec = validate(ExperimentSpec, raw, source)
+    check_sweep_size(spec, source)
     _check_persist(spec, source)
     points: list[Point] = []
     checked_systems: set[str] = set()
@@ -167,6 +169,7 @@ def load_experiment(path: str | Path, sets: list[tuple[str, Any]] | None = None)
             praw = set_dotted(praw, k, v, source=f"{source}: sweep")
         pspec = validate(ExperimentSpec, praw, source)
         jobs = _resolve_jobs(praw, pspec, path.parent, source)
+        check_run_size(jobs, pspec.system, source)
         sys_key = json.dumps(praw.get("system"), sort_keys=True, default=str)
         if sys_key not in checked_systems:
             _check_system(pspec, source, jobs)
