@@ -20,8 +20,8 @@ from simulator.units import Bytes, BytesPerSecond
 class QueueDeviceConfig(ConfigModel):
     """A FCFS multi-server queue; service = draw from ``service`` + size / ``bandwidth``."""
 
-    capacity: Bytes = Field("1TiB", gt=0, description="addressable size, bytes (default 1TiB)")
-    servers: int = Field(1, ge=1, description="number of requests served in parallel (default 1)")
+    capacity: Bytes = Field("1TiB", gt=0, le=2**60, description="addressable size, bytes (default 1TiB)")
+    servers: int = Field(1, ge=1, le=65536, description="number of requests served in parallel (default 1)")
     service: Distribution = Field(
         default_factory=lambda: Deterministic(value=1e-4),
         description="per-request service time distribution (default deterministic 100us)",

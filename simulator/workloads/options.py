@@ -523,10 +523,14 @@ class FioJob(ConfigModel):
         "(default 4k)",
     )
     iodepth: FioInt = Field(
-        1, ge=1, description="IOs kept in flight per job thread (synchronous engines run at 1), default 1"
+        1,
+        ge=1,
+        le=65536,
+        description="IOs kept in flight per job thread, 1..65536 (the NVMe queue limit; synchronous engines run "
+        "at 1), default 1",
     )
     numjobs: FioInt = Field(
-        1, ge=1, description="clones of this job, each its own thread and streams (default 1)"
+        1, ge=1, le=4096, description="clones of this job, each its own thread and streams, 1..4096 (fio's REAL_MAX_JOBS); default 1"
     )
     size: SizeOrPct | None = Field(
         None,
@@ -568,6 +572,7 @@ class FioJob(ConfigModel):
     randseed: FioInt | None = Field(
         None,
         ge=0,
+        le=2**64 - 1,
         description=f"random seed (default fio's FIO_RANDSEED {FIO_RANDSEED:#x}); setting it implies repeatable",
     )
     norandommap: FioBool = Field(
@@ -584,13 +589,13 @@ class FioJob(ConfigModel):
         None, ge=0, description="seconds of measured run after ramp_time (units: 900, 15m); default unlimited"
     )
     number_ios: FioInt = Field(
-        0, ge=0, description="stop after this many IOs after the ramp (0 = no limit, default)"
+        0, ge=0, le=2**63 - 1, description="stop after this many IOs after the ramp (0 = no limit, default)"
     )
     ramp_time: FioTime = Field(
         0.0, ge=0, description="seconds of lead-in whose IOs are not recorded; extends the run (default 0)"
     )
     startdelay: FioTime = Field(0.0, ge=0, description="seconds to wait before the job starts (default 0)")
-    loops: FioInt = Field(1, ge=1, description="repeat the job's IO amount this many times (default 1)")
+    loops: FioInt = Field(1, ge=1, le=1_000_000, description="repeat the job's IO amount this many times, 1..1e6 (default 1)")
     rate_iops: RateTriplet = Field(
         None,
         description="open loop: arrivals per second, per direction in fio's read,write,trim comma form "
@@ -603,10 +608,10 @@ class FioJob(ConfigModel):
         False, description="1/sync/dsync: writes are O_DSYNC, sent as FUA writes (default 0)"
     )
     fsync: FioInt = Field(
-        0, ge=0, description="issue a flush after every N writes (fio fsync=N; default 0 = never)"
+        0, ge=0, le=2**32, description="issue a flush after every N writes (fio fsync=N; default 0 = never)"
     )
     fdatasync: FioInt = Field(
-        0, ge=0, description="as fsync, fdatasync flavour; a device flush too (default 0)"
+        0, ge=0, le=2**32, description="as fsync, fdatasync flavour; a device flush too (default 0)"
     )
     end_fsync: FioBool = Field(False, description="flush every file once when a writing job ends (default 0)")
     fsync_on_close: FioBool = Field(False, description="as end_fsync, for a block device (default 0)")
@@ -631,6 +636,8 @@ class FioJob(ConfigModel):
     new_group: FioBool = Field(False, description="start a new reporting group (default 0)")
     sim_slat: FioTime | None = Field(
         None,
+        ge=0,
+        le=1.0,
         description="SIMULATOR EXTENSION: submission latency per IO, seconds, serial per job thread "
         "(default per engine: libaio 2us, io_uring 1us, posixaio 5us, others 0)",
     )

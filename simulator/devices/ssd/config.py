@@ -48,17 +48,17 @@ class HostInterfaceConfig(ConfigModel):
         "sata", description="host protocol: nvme | sata | sas (default sata)"
     )
     queues: int = Field(
-        1, ge=1, description="submission queues (NVMe; SATA and SAS have exactly 1), count (default 1)"
+        1, ge=1, le=65535, description="submission queues (NVMe; SATA and SAS have exactly 1), count (default 1)"
     )
     queue_depth: int = Field(
         32,
         ge=1,
-        description="commands outstanding per queue (SATA NCQ <= 32, SAS <= 256, NVMe <= 65536), count (default 32)",
+        le=65536, description="commands outstanding per queue (SATA NCQ <= 32, SAS <= 256, NVMe <= 65536), count (default 32)",
     )
     link_rate: BytesPerSecond = Field(
         "600MB/s",
         gt=0,
-        description="effective payload rate of the link after line coding, bytes/s "
+        le=1e11, description="effective payload rate of the link after line coding, bytes/s "
         "(SATA 6Gb/s ≈ 600MB/s, SAS 12Gb/s ≈ 1.2GB/s, PCIe 3.0 x4 ≈ 3.9GB/s; default 600MB/s)",
     )
     full_duplex: bool | None = Field(
@@ -68,7 +68,7 @@ class HostInterfaceConfig(ConfigModel):
     command_overhead: Seconds = Field(
         "2us",
         ge=0,
-        description="device-side protocol/command processing per command (FIS/SQE fetch, doorbell, "
+        le=1.0, description="device-side protocol/command processing per command (FIS/SQE fetch, doorbell, "
         "completion posting), seconds, pipelined across commands (default 2us)",
     )
     flush_queued: bool | None = Field(
@@ -122,24 +122,24 @@ class ControllerConfig(ConfigModel):
         "false models firmware that acknowledges them from volatile DRAM (default true)",
     )
     buffer_size: Bytes = Field(
-        "64MiB", gt=0, description="DRAM (or SRAM) write buffer for host data, bytes (default 64MiB)"
+        "64MiB", gt=0, le=2**40, description="DRAM (or SRAM) write buffer for host data, bytes (default 64MiB)"
     )
     write_latency: Seconds = Field(
         "10us",
         ge=0,
-        description="firmware write path per write command that overlaps between commands (DMA into "
+        le=1.0, description="firmware write path per write command that overlaps between commands (DMA into "
         "the buffer, slot allocation), seconds (default 10us)",
     )
     write_serial: Seconds = Field(
         "5us",
         ge=0,
-        description="serialised part of the write path (one FTL core / lock: mapping update, buffer "
+        le=1.0, description="serialised part of the write path (one FTL core / lock: mapping update, buffer "
         "journal), seconds per write command; 1/write_serial caps the write command rate (default 5us)",
     )
     write_bandwidth: BytesPerSecond | None = Field(
         None,
         gt=0,
-        description="controller back-end write throughput (ECC/scrambler/DMA towards the channels): every "
+        le=1e11, description="controller back-end write throughput (ECC/scrambler/DMA towards the channels): every "
         "page program's data passes it serially before its channel transfer; caps sustained writes below "
         "the NAND array's rate where a datasheet says so, bytes/s (default none = no cap)",
     )
@@ -149,7 +149,7 @@ class ControllerConfig(ConfigModel):
     flush_latency: Seconds = Field(
         "2us",
         ge=0,
-        description="firmware cost of a FLUSH with nothing volatile to persist, seconds (default 2us)",
+        le=1.0, description="firmware cost of a FLUSH with nothing volatile to persist, seconds (default 2us)",
     )
 
 
@@ -157,12 +157,12 @@ class FlashConfig(ConfigModel):
     """Flash back end (TSU/PHY): geometry, NAND timings, channel bus."""
 
     cell: Literal["slc", "mlc", "tlc", "qlc"] = Field("mlc", description="cell type, bits per cell 1..4 (default mlc)")
-    channels: int = Field(8, ge=1, description="flash channels (buses), count (default 8)")
-    chips_per_channel: int = Field(4, ge=1, description="chips (ways / chip enables) per channel, count (default 4)")
-    dies_per_chip: int = Field(1, ge=1, description="dies (LUNs) per chip, count (default 1)")
-    planes_per_die: int = Field(2, ge=1, description="planes per die, count (default 2)")
-    page_size: Bytes = Field("16KiB", gt=0, description="NAND page (data area), bytes (default 16KiB)")
-    block_size: Bytes = Field("4MiB", gt=0, description="erase block, bytes (a whole number of pages; default 4MiB)")
+    channels: int = Field(8, ge=1, le=64, description="flash channels (buses), count (default 8)")
+    chips_per_channel: int = Field(4, ge=1, le=64, description="chips (ways / chip enables) per channel, count (default 4)")
+    dies_per_chip: int = Field(1, ge=1, le=64, description="dies (LUNs) per chip, count (default 1)")
+    planes_per_die: int = Field(2, ge=1, le=16, description="planes per die, count (default 2)")
+    page_size: Bytes = Field("16KiB", gt=0, le=2**20, description="NAND page (data area), bytes (default 16KiB)")
+    block_size: Bytes = Field("4MiB", gt=0, le=2**30, description="erase block, bytes (a whole number of pages; default 4MiB)")
     read_latency: list[Seconds] = Field(
         default_factory=lambda: [60e-6],
         description="tR per page type (LSB, CSB, MSB; one value = all types), seconds (default [60us])",
@@ -171,9 +171,9 @@ class FlashConfig(ConfigModel):
         default_factory=lambda: [500e-6, 2000e-6],
         description="tPROG per page type (LSB..MSB; one value = all types), seconds (default MLC [500us, 2ms])",
     )
-    erase_latency: Seconds = Field("3.5ms", gt=0, description="tBERS, seconds (default 3.5ms)")
+    erase_latency: Seconds = Field("3.5ms", gt=0, le=1.0, description="tBERS, seconds (default 3.5ms)")
     channel_rate: BytesPerSecond = Field(
-        "400MB/s", gt=0, description="flash bus transfer rate per channel, bytes/s (default 400MB/s)"
+        "400MB/s", gt=0, le=1e11, description="flash bus transfer rate per channel, bytes/s (default 400MB/s)"
     )
     multiplane: bool = Field(
         True, description="a die programs / reads one page on each plane at once (multi-plane ops; default true)"
@@ -246,7 +246,7 @@ class FTLConfig(ConfigModel):
     """Flash translation layer: page-level mapping, over-provisioning, greedy GC, durable commit."""
 
     mapping_unit: Bytes = Field(
-        "4KiB", gt=0, description="FTL mapping granularity (logical page), bytes; divides the page (default 4KiB)"
+        "4KiB", gt=0, le=2**30, description="FTL mapping granularity (logical page), bytes; divides the page (default 4KiB)"
     )
     over_provisioning: float = Field(
         0.07,
@@ -293,7 +293,7 @@ class PreconditionConfig(ConfigModel):
 class SSDConfig(ConfigModel):
     """A NAND SSD: HIL → controller/DCM → FTL → TSU/PHY. See simulator.devices.ssd for semantics."""
 
-    capacity: Bytes = Field("128GiB", gt=0, description="user (logical) capacity, bytes (default 128GiB)")
+    capacity: Bytes = Field("128GiB", gt=0, le=2**50, description="user (logical) capacity, bytes (default 128GiB)")
     sector_size: Bytes = Field(512, description="logical block size reported to the host, bytes (512 or 4096; default 512)")
     interface: HostInterfaceConfig = Field(default_factory=HostInterfaceConfig, description="host interface (HIL)")
     controller: ControllerConfig = Field(default_factory=ControllerConfig, description="controller and DRAM buffer")
