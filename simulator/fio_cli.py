@@ -37,7 +37,7 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     from simulator.devices.registry import build_device
     from simulator.engine import Simulation
     from simulator.limits import check_run_size
-    from simulator.metrics.fiojson import to_fio_json
+    from simulator.fio.writer import to_fio_json
     from simulator.workloads.jobfile import parse_jobfile
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
