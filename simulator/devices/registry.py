@@ -280,7 +280,9 @@ def resolve_params(
             base_dir = _base_dir_of(source)
             prof = load_profile(str(spec["profile"]), base_dir=base_dir, confined=not trusted and base_dir is not None)
         except ConfigError as e:
-            raise ConfigError(e.message, source=e.source or source, field=f"{field}.profile" if field else "profile") from None
+            if e.source:  # the problem is inside a profile file: its own field
+                raise
+            raise ConfigError(e.message, source=source, field=f"{field}.profile" if field else "profile") from None
         params = prof["params"]
         origin = prof["file"]
         if kind_name and kind_name != prof["kind"]:
