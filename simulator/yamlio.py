@@ -140,8 +140,8 @@ def load_yaml_text(text: str, source: str | None = None, *, remember: bool = Tru
     """Parse YAML ``text`` (safe, bounded); problems are a ConfigError naming ``source``, line, column."""
     if len(text) > MAX_BYTES:
         raise ConfigError(f"larger than {MAX_BYTES // (1024 * 1024)} MiB; not a configuration file", source=source)
-    loader = _Loader(text)
     try:
+        loader = _Loader(text)
         try:
             node = loader.get_single_node()
             if node is None:
@@ -160,6 +160,13 @@ def load_yaml_text(text: str, source: str | None = None, *, remember: bool = Tru
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "malformed YAML"
         raise ConfigError(f"not valid YAML: {problem}", source=source, field=_where(mark)) from None
+    except yaml.reader.ReaderError as e:
+        raise ConfigError(
+            f"not valid YAML: a control character (#x{e.character:04x}) YAML does not allow" if isinstance(e.character, int)
+            else "not valid YAML: bytes that are not text",
+            source=source,
+            field=f"character {e.position + 1}",
+        ) from None
     except yaml.YAMLError:
         raise ConfigError("not valid YAML", source=source) from None
     except (ValueError, OverflowError, TypeError):  # e.g. a timestamp such as 2020-13-45

@@ -256,6 +256,8 @@ def _split_ddir(v: Any, parse, what: str, default: Any) -> tuple:
         trailing = parts[-1].strip() == "" and len(parts) > 1
         if trailing:
             parts = parts[:-1]
+    if not parts:
+        raise ValueError(f"empty {what}")
     if len(parts) > 3:
         raise ValueError(f"at most three comma-separated values (read,write,trim), got {len(parts)}")
     out: list[Any] = []
@@ -807,7 +809,7 @@ def _to_str(v: Any) -> str:
         return "1" if v else "0"
     if isinstance(v, (tuple, list)):
         return ",".join(_to_str(x) for x in v)
-    if isinstance(v, float) and v == int(v):
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
         return str(int(v))
     return str(v)
 
