@@ -38,6 +38,15 @@ class ConfigError(SimError):
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
+def _short_path(loc: str) -> str:
+    """A dotted field path with over-long components (keys written in a file) shortened, so that a
+    file's text never reaches a message through a key name."""
+    parts = loc.split(".")
+    if all(len(p) <= 60 for p in parts) and len(loc) <= 300:
+        return loc
+    return ".".join(p if len(p) <= 60 else p[:57] + "..." for p in parts)[:300]
+
+
 def field_position(source: str | None, field: str | None) -> tuple[int, int] | None:
     """(line, column) of ``field`` when the YAML file ``source`` was read by :mod:`simulator.yamlio`
     and the field (or its nearest written parent) is in it."""
@@ -63,6 +72,7 @@ def pydantic_error_to_config_error(exc: Any, source: str | None, prefix: str = "
             loc = f"{loc}.{sub}" if loc and sub else (loc or sub)
         if prefix:
             loc = f"{prefix}.{loc}" if loc else prefix
+        loc = _short_path(loc)
         msg = e.get("msg", "invalid")
         if e.get("type") == "extra_forbidden":
             msg = "unknown key (not a field of this section; check the spelling or `simrun schema`)"

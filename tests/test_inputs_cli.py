@@ -137,6 +137,10 @@ add("profile-outside-yaml", {"e.yaml": y(exp(system={"devices": [{"name": "sda",
                              "../outside.yaml": y({"kind": "queue", "params": {}})}, ["system.devices.0.profile", "inside"])
 add("extends-escape", {"e.yaml": y(exp(system={"devices": [{"name": "sda", "profile": "mine.yaml"}]})),
                        "mine.yaml": y({"kind": "queue", "extends": "../../../etc/passwd", "params": {}})}, ["extends"], source="mine.yaml")
+add("cluster-drive-profile-escape", y(exp(system={"cluster": {"profile": "clusters/croit_mach2", "params": {"hosts": [
+    {"name": "h", "drives": [{"count": 1, "device": {"profile": "/etc/simrun-evil.yaml"}}]}]}}})),
+    ["system.cluster.params.hosts.0.drives.0.device.profile", "inside"])
+add("long-key-shortened", y({**exp(), "k" * 5000: 1}), ["unknown key", "k" * 57 + "..."])
 add("jobfile-dotdot", y(exp(workload={"jobs": [{"name": "j"}], "jobfile": "../x.fio"})), ["workload.jobfile", "relative"])
 add("jobfile-absolute", y(exp(workload={"jobs": [{"name": "j"}], "jobfile": "/etc/passwd"})), ["workload.jobfile", "relative"])
 add("reference-absolute", y(exp(reference=[{"table": "/etc/passwd"}])), ["reference.0.table", "relative"])
@@ -244,6 +248,7 @@ def test_bad_input_through_the_cli(case: Case, tmp_path: Path):
     for want in case.expect:
         assert want in msg, (want, msg)
     assert CANARY not in out, out
+    assert len(r.stderr) < 2000, r.stderr  # one message, not a dump
     after = _snapshot(top) - before
     assert not after, f"written: {sorted(after)}"
     assert not Path("/tmp/simrun-evil-report").exists()

@@ -255,6 +255,26 @@ def load_profile(
     }
 
 
+def _confine_nested_profiles(params: Any, base_dir: Path | None, source: str | None, where: str) -> None:
+    """Every ``profile:`` nested in a kind's parameters (a cluster's drives, DB devices) obeys the
+    rule of the file that wrote it: a name in the library, or a file inside that file's directory."""
+    stack: list[tuple[Any, str]] = [(params, where)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                sub = f"{path}.{k}"
+                if k == "profile" and isinstance(v, str):
+                    try:
+                        profile_path(v, base_dir, confined=True)
+                    except ConfigError as e:
+                        raise ConfigError(e.message, source=source, field=sub) from None
+                else:
+                    stack.append((v, sub))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}.{i}") for i, v in enumerate(node))
+
+
 def _base_dir_of(source: str | None) -> Path | None:
     if not source:
         return None
@@ -297,6 +317,8 @@ def resolve_params(
             raise ConfigError("params must be a mapping of parameters", source=source, field=f"{field}.params" if field else "params")
         params = deep_merge(params, spec["params"])
     dk = device_kind(kind_name)
+    if not trusted and _base_dir_of(source) is not None:
+        _confine_nested_profiles(params, _base_dir_of(source), source, f"{field}.params" if field else "params")
     cfg = validate(dk.config, params, source=source if spec.get("params") else origin, prefix=f"{field}.params" if field else "params")
     return dk, cfg, origin
 
