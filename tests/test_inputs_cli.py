@@ -113,6 +113,9 @@ add("loops-ios", y(exp(g={"time_based": 0, "runtime": None, "size": "1TiB", "bs"
 add("sweep-points", y(exp(sweep={"axes": {"a": {"key": "workload.global.iodepth", "values": list(range(1, 1001))},
                                           "b": {"key": "workload.global.bs", "values": [512 * k for k in range(1, 1001)]}}})),
     ["sweep.axes.b", "points"])
+add("sweep-empty-axis", y(exp(sweep={"axes": {"a": {"values": {}}}})), ["sweep.axes.a", "at least one value"])
+add("sweep-all-excluded", y(exp(sweep={"axes": {"a": {"key": "workload.global.iodepth", "values": [1, 2]}}, "exclude": [{"a": [1, 2]}]})),
+    ["sweep.exclude", "no point"])
 add("alias-bomb", "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
     "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
     "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n", ["line", "aliases are expanded"])

@@ -175,4 +175,6 @@ def load_experiment(path: str | Path, sets: list[tuple[str, Any]] | None = None)
             _check_system(pspec, source, jobs)
             checked_systems.add(sys_key)
         points.append(Point(i, labels, praw, pspec, jobs))
+    if not points:
+        raise ConfigError("the sweep's exclude leaves no point to run", source=source, field="sweep.exclude")
     return Experiment(path, raw, spec, points)

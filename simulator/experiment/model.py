@@ -138,6 +138,8 @@ class AxisSpec(ConfigModel):
                 raise ValueError("an axis needs at least one value")
         elif self.key:
             raise ValueError("'key' is only for a list of values; a mapping gives its own dotted keys per label")
+        elif not self.values:
+            raise ValueError("an axis needs at least one value")
         return self
 
 
