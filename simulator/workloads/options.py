@@ -184,6 +184,8 @@ def _fio_int(v: Any) -> Any:
         try:
             n = parse_size(m.group(2))
         except ValueError as e:
+            if "finite" in str(e) or "beyond" in str(e) or "plausible" in str(e):
+                raise ValueError("must be a finite number within the range fio takes (at most 2**60)") from None
             raise ValueError(f"cannot read the value as an integer ({e})") from None
         return -n if m.group(1) == "-" else n
     raise ValueError(f"expected an integer, got {type(v).__name__}")
