@@ -36,8 +36,8 @@ def _parse_devices(devices: list[str]) -> list[tuple[str, str]]:
 def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_format: str = "normal") -> str:
     from simulator.devices.registry import build_device
     from simulator.engine import Simulation
-    from simulator.limits import check_run_size
     from simulator.fio.writer import to_fio_json
+    from simulator.limits import check_run_size
     from simulator.workloads.jobfile import parse_jobfile
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
