@@ -56,6 +56,8 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
         try:
             built[name] = build_device({"profile": prof}, name, sim.root, source="command line", field="--device", trusted=True)
         except ConfigError as e:
+            if e.source and e.source != "command line":  # a problem inside the profile file: name it
+                raise
             raise ConfigError(e.message, source="command line", field="--device") from None
 
     def resolve(job: Any) -> list[Any]:

@@ -144,6 +144,9 @@ add("cluster-drive-profile-escape", y(exp(system={"cluster": {"profile": "cluste
     {"name": "h", "drives": [{"count": 1, "device": {"profile": "/etc/simrun-evil.yaml"}}]}]}}})),
     ["system.cluster.params.hosts.0.drives.0.device.profile", "inside"])
 add("long-key-shortened", y({**exp(), "k" * 5000: 1}), ["unknown key", "k" * 57 + "..."])
+add("profile-extends-cycle", {"j.fio": "[j]\nrw=randread\nruntime=1\ntime_based\n",
+                              "u/x/a.yaml": "kind: queue\nextends: x/b\nparams: {}\n", "u/x/b.yaml": "extends: x/a\nparams: {}\n"},
+    ["extends", "cycle"], ["fio", "{d}/j.fio", "--device", "x/a"], source="a.yaml", env={"SIMRUN_USER_MODELS": "{d}/u"})
 add("jobfile-dotdot", y(exp(workload={"jobs": [{"name": "j"}], "jobfile": "../x.fio"})), ["workload.jobfile", "relative"])
 add("jobfile-absolute", y(exp(workload={"jobs": [{"name": "j"}], "jobfile": "/etc/passwd"})), ["workload.jobfile", "relative"])
 add("reference-absolute", y(exp(reference=[{"table": "/etc/passwd"}])), ["reference.0.table", "relative"])
@@ -235,6 +238,7 @@ def test_bad_input_through_the_cli(case: Case, tmp_path: Path):
         (shadow / "dask").mkdir(parents=True)
         (shadow / "dask" / "__init__.py").write_text("raise ImportError('dask is shadowed by the test')\n")
         env["PYTHONPATH"] = os.pathsep.join([str(shadow), str(ROOT)])
+    env.update({k: v.replace("{d}", str(work)) for k, v in case.env.items() if k != "SHADOW_DASK"})
     before = _snapshot(top)
     argv = [a.replace("{d}", str(work)) for a in case.argv]
     try:
