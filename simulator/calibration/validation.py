@@ -195,8 +195,9 @@ LOCAL_NOTES = (
 
 
 def _croit(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str, Any]]]:
-    from simulator.calibration.calibrate import final_results, item_points, open_executor
+    from simulator.calibration.calibrate import final_results, open_executor
     from simulator.calibration.problem import Problem, make_runner
+    from simulator.calibration.report import item_points
     from simulator.calibration.spec import load_spec
 
     root = _root()

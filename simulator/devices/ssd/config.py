@@ -68,8 +68,16 @@ class HostInterfaceConfig(ConfigModel):
     command_overhead: Seconds = Field(
         "2us",
         ge=0,
-        description="device-side protocol/command processing per command (FIS/SQE fetch, doorbell, "
-        "completion posting), seconds, pipelined across commands (default 2us)",
+        le=1e-3,
+        description="HIL command processing per command (FIS/SQE fetch and decode, doorbell, completion "
+        "posting) on one HIL core, seconds, 0..1ms (default 2us)",
+    )
+    hil_cores: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="firmware cores (or hardware command engines) processing host commands in parallel, "
+        "count 1..64; hil_cores / command_overhead caps the command rate (default 1)",
     )
     flush_queued: bool | None = Field(
         None,
@@ -127,14 +135,25 @@ class ControllerConfig(ConfigModel):
     write_latency: Seconds = Field(
         "10us",
         ge=0,
-        description="firmware write path per write command that overlaps between commands (DMA into "
-        "the buffer, slot allocation), seconds (default 10us)",
+        le=0.1,
+        description="buffer stage of the write path: DMA of the data into the DRAM buffer and buffer slot "
+        "allocation, overlapping freely between commands (hardware DMA engines), seconds per write "
+        "command, 0..100ms (default 10us)",
     )
-    write_serial: Seconds = Field(
+    ftl_update: Seconds = Field(
         "5us",
         ge=0,
-        description="serialised part of the write path (one FTL core / lock: mapping update, buffer "
-        "journal), seconds per write command; 1/write_serial caps the write command rate (default 5us)",
+        le=0.1,
+        description="FTL stage of the write path: mapping-table update and write-log (journal) entry of one "
+        "write command on one FTL core, seconds, 0..100ms; a PLP drive acknowledges a write when this "
+        "stage ends (data and mapping are in protected DRAM) (default 5us)",
+    )
+    ftl_cores: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="FTL cores (or mapping-table partitions updated in parallel), count 1..64; "
+        "ftl_cores / ftl_update caps the write command rate (default 1: one core, one lock)",
     )
     write_bandwidth: BytesPerSecond | None = Field(
         None,
@@ -355,3 +374,36 @@ class SSDConfig(ConfigModel):
     def effective_op(self) -> float:
         """Over-provisioning after rounding to whole blocks."""
         return self.physical_bytes / self.capacity - 1.0
+
+    # ---------------------------------------------------------------- write pipeline capacity
+    def write_stage_rates(self, bs: int = 4096) -> dict[str, float]:
+        """Capacity of each stage of the write path, write commands of ``bs`` bytes per second.
+
+        The stages a write passes (see ``simulator.devices.ssd.device``): ``hil`` (hil_cores /
+        command_overhead), ``link`` (link_rate / bs), ``ftl`` (ftl_cores / ftl_update) and ``nand``
+        (the sustained buffer-to-NAND program rate: every die programming one multi-plane unit of full
+        pages at a time, limited by its channel and by ``controller.write_bandwidth``). The buffer
+        stage (``write_latency``) overlaps freely and has no capacity limit. A PLP drive's sustained
+        sync-write rate is the minimum over the stages; a write-through (non-PLP) drive adds the forced
+        flush (program and metadata commit of each group) on top, see ``device``.
+        """
+        inf = math.inf
+        ifc, ctl, f = self.interface, self.controller, self.flash
+        unit = (f.planes_per_die if f.multiplane else 1) * f.page_size
+        tprog = f.slc_program_latency if f.slc_cache else f.mean_program_latency
+        per_die = unit / (unit / f.channel_rate + tprog)
+        nand = min(f.dies * per_die, f.channels * f.channel_rate)
+        if ctl.write_bandwidth:
+            nand = min(nand, ctl.write_bandwidth)
+        return {
+            "hil": ifc.hil_cores / ifc.command_overhead if ifc.command_overhead > 0 else inf,
+            "link": ifc.link_rate / bs,
+            "ftl": ctl.ftl_cores / ctl.ftl_update if ctl.ftl_update > 0 else inf,
+            "nand": nand / bs,
+        }
+
+    def write_bound(self, bs: int = 4096) -> tuple[float, str]:
+        """(sustained write commands/s, slowest stage) of a PLP drive's write pipeline for ``bs``."""
+        rates = self.write_stage_rates(bs)
+        name = min(rates, key=rates.__getitem__)
+        return rates[name], name
