@@ -446,7 +446,10 @@ class Problem:
                 if x is not None and x > 0:
                     measured[m] = x
             if not measured:
-                continue  # nothing published in this row (kept aside): not a target
+                if not predict:
+                    continue  # nothing published in this row (kept aside): not a target
+                # a prediction of a cell nobody published: simulated and reported, compared with nothing
+                measured = {m: math.nan for m in metrics.values()}
             if sweep:
                 labels = {axis: r[col] for col, axis in t.match.items()}
                 desc = ",".join(f"{k}={v}" for k, v in labels.items())
@@ -460,7 +463,8 @@ class Problem:
             else:
                 opts = {k: _template(v, r, self.src, f"{fld}.options.{k}") for k, v in t.options.items()}
                 used = [c for c in cols if any(isinstance(v, str) and "{" + c + "}" in v for v in t.options.values())]
-                desc = ",".join(f"{c}={r[c]}" for c in used if c in varying) or f"row{n + 1}"
+                desc = (",".join(f"{c}={r[c]}" for c in used if c in varying)
+                        or ",".join(str(v) for v in t.filter.values()) or f"row{n + 1}")
                 rt = self.spec.runtime_s
                 if "runtime" in opts:
                     rt0 = quantity(opts["runtime"] if not str(opts["runtime"]).strip().isdigit() else float(opts["runtime"]))[0]
