@@ -292,9 +292,16 @@ class Problem:
         """Unit kind of a tied parameter (for the profile): the kind of its value in the base system."""
         cur = get_dotted(self.base_system, t.key) if not t.key.startswith("workload.") else self.fixed_options.get(t.key[9:])
         try:
-            return quantity(cur)[1] if cur is not None else "number"
+            if isinstance(cur, str):
+                return quantity(cur)[1]
         except (ValueError, TypeError):
-            return "number"
+            pass
+        # no value with a unit in the base system: the kind of the free parameters it is computed from, if they agree
+        from simulator.calibration.expr import expr_names
+
+        names = expr_names(t.expr)
+        kinds = {f.unit_kind for f in self.params if f.var in names and not f.discrete}
+        return kinds.pop() if len(kinds) == 1 else "number"
 
     def workload_options(self, values: dict[str, Any]) -> dict[str, Any]:
         """fio options set on every simulated job (fixed workload.* keys, then free and tied ones)."""
