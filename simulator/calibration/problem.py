@@ -470,7 +470,7 @@ class Problem:
             else:
                 opts = {k: _template(v, r, self.src, f"{fld}.options.{k}") for k, v in t.options.items()}
                 used = [c for c in cols if any(isinstance(v, str) and "{" + c + "}" in v for v in t.options.values())]
-                desc = (",".join(f"{c}={r[c]}" for c in used if c in varying)
+                desc = (",".join(f"{c}={r[c]}" for c in used if c in varying or len(kept) == 1)
                         or ",".join(str(v) for v in t.filter.values()) or f"row{n + 1}")
                 rt = self.spec.runtime_s
                 if "runtime" in opts:

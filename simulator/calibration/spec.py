@@ -574,9 +574,10 @@ def load_cases(path: str | Path) -> list[LoadedSpec]:
         if case.name in seen:
             raise ConfigError(f"case {case.name!r} given twice", source=str(p), field=f"cases.{i}.name")
         seen.add(case.name)
-        doc = _substitute(raw, case.vars, "", str(p))
-        for k, v in case.set.items():
-            doc = set_dotted(doc, k, _substitute(v, case.vars, f"cases.{i}.set.{k}", str(p)), source=f"{p}: cases.{i}.set")
+        doc = raw
+        for k, v in case.set.items():  # the case's replacements first, then its variables everywhere
+            doc = set_dotted(doc, k, v, source=f"{p}: cases.{i}.set")
+        doc = _substitute(doc, case.vars, "", f"{p} (case {case.name})")
         spec = validate(CalibrationSpec, doc, f"{p} (case {case.name})")
         out.append(LoadedSpec(spec, p, case=case.name))
     return out
