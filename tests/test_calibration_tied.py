@@ -155,3 +155,29 @@ def test_cases_fit_separately_and_sum_up(tmp_path):
     with pytest.raises(ConfigError, match=r"\$\{tabel\}"):
         load_cases(spec)
     assert math.isfinite(got["fast"])
+
+
+def test_local_stage_per_discrete_choice_finds_the_core_count(tmp_path):
+    """Figures from a drive with 2 FTL cores: the local stage refines both core counts and keeps the true one."""
+    from simulator.calibration.calibrate import calibrate
+
+    true_ftl = 60e-6
+    with (tmp_path / "measured.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["numjobs", "MiBps"])
+        for n in (1, 8):
+            w.writerow([n, f"{_truth(true_ftl, 0.5 * true_ftl, n)['write.bw_MiBps']:.6g}"])
+    spec = _spec(tmp_path, free=[
+        {"key": "devices.0.params.controller.ftl_update", "bounds": ["5us", "400us"], "scale": "log"},
+        {"key": "devices.0.params.controller.ftl_cores", "choices": [1, 2]},
+    ], optimizer={"global": {"method": "sobol", "n": 2}, "local": {"method": "nelder-mead", "step": 0.2, "xatol": 0.0002,
+                                                                   "fatol": 1e-7, "per_choice": True}},
+        budget={"max_evals": 60})
+    doc = yaml.safe_load(spec.read_text())
+    doc["targets"][0]["metrics"] = {"MiBps": "write.bw_MiBps"}
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
+    o = calibrate(spec, progress=False, date="2026-01-01")
+    assert o.fit.values["devices.0.params.controller.ftl_cores"] == 2
+    assert o.fit.values["devices.0.params.controller.ftl_update"] == pytest.approx(true_ftl, rel=0.01)
+    local = [h for h in o.fit.history if h["stage"] == "local"]
+    assert {h["controller.ftl_cores"] for h in local} == {1, 2}  # both core counts were refined

@@ -358,6 +358,11 @@ class LocalStage(ConfigModel):
     fatol: float = Field(
         0.002, gt=0, description="... and the losses of the simplex differ by less than this fraction of the loss at the start of the stage (default 0.002)"
     )
+    per_choice: bool = Field(
+        False,
+        description="run the local stage once per combination of the discrete parameters (at most 16), each from its best "
+        "screened point, sharing the budget; the best is kept (default false: only at the best point's combination)",
+    )
 
 
 class OptimizerSpec(ConfigModel):
@@ -467,6 +472,10 @@ class CalibrationSpec(ConfigModel):
             known.add(t.var)
         if self.runtime is not None and quantity(self.runtime)[0] <= 0:
             raise ValueError("runtime must be > 0")
+        if self.optimizer.local.per_choice:
+            n = math.prod(len(f.choices or []) for f in self.free if f.discrete)
+            if n > 16:
+                raise ValueError(f"optimizer.local.per_choice: {n} combinations of the discrete parameters (at most 16)")
         return self
 
     @property
