@@ -181,3 +181,23 @@ def test_local_stage_per_discrete_choice_finds_the_core_count(tmp_path):
     assert o.fit.values["devices.0.params.controller.ftl_update"] == pytest.approx(true_ftl, rel=0.01)
     local = [h for h in o.fit.history if h["stage"] == "local"]
     assert {h["controller.ftl_cores"] for h in local} == {1, 2}  # both core counts were refined
+
+
+def test_free_variables_only_feed_tied_expressions(tmp_path):
+    from simulator.calibration.problem import Problem
+    from simulator.calibration.spec import load_spec
+    from simulator.config.base import get_dotted
+
+    _measured(tmp_path, 40e-6)
+    spec = _spec(tmp_path, free=[{"key": "var.W", "bounds": ["10us", "1ms"], "scale": "log"},
+                                 {"key": "var.s", "bounds": [0.1, 1.0]}],
+                 tied=[{"key": "devices.0.params.controller.ftl_update", "expr": "s * W"},
+                       {"key": "devices.0.params.controller.write_latency", "expr": "(1 - s) * W"}])
+    prob = Problem(load_spec(spec))
+    sysd = prob.system_for({"var.W": 100e-6, "var.s": 0.25})
+    assert get_dotted(sysd, "devices.0.params.controller.ftl_update") == pytest.approx(25e-6)
+    assert get_dotted(sysd, "devices.0.params.controller.write_latency") == pytest.approx(75e-6)
+    assert "var" not in sysd and prob.component_of_profile() == "devices.0"
+    bad = _spec(tmp_path, tied=[{"key": "var.x", "expr": "2 * ftl_update"}])
+    with pytest.raises(ConfigError, match="var"):
+        load_cases(bad)

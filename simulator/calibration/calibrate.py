@@ -100,7 +100,9 @@ def _fit_from_profile(problem: Problem, path: Path, runner: Any, report_dir: Pat
     prefix = f"{comp}.params."
     vals: dict[str, Any] = {}
     for f in problem.params:
-        if f.key.startswith("workload."):
+        if f.key.startswith("var."):
+            v = (prov.get("fitted_variables") or {}).get(f.key[4:])
+        elif f.key.startswith("workload."):
             v = (prov.get("workload_options") or {}).get(f.key.split(".", 1)[1])
         else:
             v = get_dotted(prof["params"], f.key[len(prefix):])

@@ -190,7 +190,7 @@ class Problem:
             base = normalise_system(self.spec.system, self.src)
         self.tied = list(self.spec.tied)
         sys_keys = [k for k in [f.key for f in self.params] + [t.key for t in self.tied] + list(self.spec.fixed)
-                    if not k.startswith("workload.")]
+                    if not k.startswith(("workload.", "var."))]
         touched = sys_keys + (list(self.spec.scale.keys) if self.spec.scale else [])
         self.orig_system = copy.deepcopy(base)
         self.base_system = self._explicit(base, touched)
@@ -252,6 +252,8 @@ class Problem:
         return out
 
     def _current(self, f: Any) -> Any:
+        if f.key.startswith("var."):
+            return None  # a free variable: starts from its start value, prior mean or mid-range
         if f.key.startswith("workload."):
             v = self.fixed_options.get(f.key.split(".", 1)[1])
         else:
@@ -315,7 +317,8 @@ class Problem:
         return opts
 
     def component_of_profile(self) -> str:
-        comps = {self._component(f.key)[0] for f in self.params if not f.key.startswith("workload.")}
+        comps = {self._component(k)[0] for k in [f.key for f in self.params] + [t.key for t in self.tied]
+                 if not k.startswith(("workload.", "var."))}
         if self.spec.output.component:
             return self.spec.output.component
         if len(comps) != 1:
@@ -329,7 +332,7 @@ class Problem:
         """The system spec with the free parameters set (and the scale applied)."""
         sysd = copy.deepcopy(self.base_system)
         for f in self.params:
-            if f.key.startswith("workload."):
+            if f.key.startswith(("workload.", "var.")):
                 continue
             v = values[f.key]
             if not f.discrete and (f.unit_kind == "size" or f.integer):

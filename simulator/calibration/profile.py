@@ -128,7 +128,12 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
             continue
         sub = t.key[len(prefix):]
         params = set_dotted(params, sub, format_value(tv[t.key], problem.tied_kind(t), t.integer), source=spec_rel)
-        fitted_sources[sub] = f"tied: {sub} = {t.expr} (names: the fitted parameters) by {spec_rel}, {date}"
+        from simulator.calibration.expr import expr_names
+
+        used = expr_names(t.expr)
+        vals = ", ".join(f"{f.var} = {format_value(fit.values[f.key], f.unit_kind, f.integer)}" for f in problem.params if f.var in used)
+        fitted_sources[sub] = (f"tied: {sub} = {t.expr}" + (f" with {vals}" if vals else "") + f", fitted by {spec_rel} on {tdesc} "
+                               f"(loss {fit.result.loss:.4g}, {fit.evals} evaluations, {date}, simulator {__version__})")
     sources: dict[str, str] = {}
     for leaf in _leaves(params):
         hit = next((k for k in fitted_sources if leaf == k or leaf.startswith(k + ".") or k.startswith(leaf + ".")), None)
@@ -164,6 +169,9 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
         "runtime_per_trace": problem.spec.runtime,
         "scale": problem.spec.scale.model_dump() if problem.spec.scale else None,
     }
+    fvars = {f.key[4:]: format_value(fit.values[f.key], f.unit_kind, f.integer) for f in problem.params if f.key.startswith("var.")}
+    if fvars:
+        doc["provenance"]["fitted_variables"] = fvars
     wopts = problem.workload_options(fit.values)
     if wopts:
         kinds = {f.key.split(".", 1)[1]: f.unit_kind for f in problem.params if f.key.startswith("workload.")}

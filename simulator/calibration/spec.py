@@ -137,13 +137,16 @@ class FreeParam(ConfigModel):
     def _key(cls, v: str) -> str:
         if not v or any(p == "" for p in v.split(".")):
             raise ValueError(f"invalid dotted key {v!r}")
-        if not v.startswith(("devices.", "cluster.", "workload.")):
+        if not v.startswith(("devices.", "cluster.", "workload.", "var.")):
             raise ValueError(
-                f"key {v!r} must start with devices.<i>. or cluster. (a path into the system spec) or workload. "
-                "(a fio option set on every simulated job of a trace calibration, e.g. workload.sim_slat)"
+                f"key {v!r} must start with devices.<i>. or cluster. (a path into the system spec), workload. "
+                "(a fio option set on every simulated job of a trace calibration, e.g. workload.sim_slat) or var. "
+                "(a free variable that only tied expressions use)"
             )
-        if v.startswith("workload.") and v.count(".") != 1:
-            raise ValueError(f"key {v!r}: workload keys name one fio option (workload.<option>)")
+        if v.startswith(("workload.", "var.")) and v.count(".") != 1:
+            raise ValueError(f"key {v!r}: workload./var. keys name one option or variable (workload.<option>, var.<name>)")
+        if v.startswith("var.") and not _IDENT_RE.match(v[4:]):
+            raise ValueError(f"key {v!r}: a variable name is an identifier")
         return v
 
     @field_validator("bounds")
@@ -239,6 +242,8 @@ class TiedParam(ConfigModel):
     @field_validator("key")
     @classmethod
     def _key(cls, v: str) -> str:
+        if v.startswith("var."):
+            raise ValueError(f"key {v!r}: a tied parameter sets a system key or a workload option (var. is for free variables)")
         return FreeParam._key(v)
 
     @field_validator("expr")
