@@ -28,11 +28,20 @@
     seed: 1                                # the SAME seed for every evaluation (common random numbers)
     workers: 2
     output: {profile: local/dev_vm_virtio, component: devices.0, report: report}
+    tied:                                  # derived parameters (expression of free ones; simulator.calibration.expr)
+      - {key: devices.0.params.controller.write_latency, expr: "(1 - s) * W"}    # free var.W, var.s
+    cases:                                 # optional: one fit per case, ${var} replaced, set: keys replaced
+      - {name: drive_a, vars: {model: "Drive A"}, set: {predict: []}}
+
+Metrics: every metric of a summary row (``<dir>.iops``, ``<dir>.bw_MBps``, ``<dir>.bw_MiBps``,
+``<dir>.lat_mean_ms``, ``<dir>.p<P>_ms``; dir = read, write, trim, sync). A ``predict:`` table row
+whose cell is empty is still simulated (a prediction of an unpublished figure).
 
 Paths: inputs (``experiment``, ``files``, ``csv``) are looked up relative to the spec file, then to
 the project root. ``output.profile`` is a profile reference under ``models/`` (``local/x``) or a
 path ending in ``.yaml`` (relative to the spec file); ``output.report`` is relative to the spec
-file. Every problem is a :class:`ConfigError` naming the spec file and the field.
+file (a case's report goes to ``<report>/<case>/``). Paths written into a profile or a report are
+relative to that file's directory. Every problem is a :class:`ConfigError` naming the spec file and the field.
 """
 
 from __future__ import annotations
