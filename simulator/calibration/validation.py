@@ -295,7 +295,7 @@ def _ssd(quick: bool) -> tuple[list[str], list[dict[str, Any]]]:
     preds = [r for r in rows if _f(r.get("measured")) is None]
     md += ["Committed outputs of `simrun calibrate calibration/ssd-dsync/calibrate.yaml` (`calibration/ssd-dsync/report/`, one "
            f"case per drive). The 1-job column is fitted ({len(fitted)} drives); the 5/10-job cells of PLP drives with such "
-           "figures are fitted too (the FTL stage time, its parallelism and the buffer stage: 3 figures, 3 parameters); the "
+           "figures are fitted too (the write path W, the FTL stage's share of it and its cores: 3 figures, 3 parameters); the "
            f"5/10-job cells of the write-through (non-PLP) drives are predictions. {len(preds)} unpublished cells are predicted. "
            "Only MB/s are published: no distributions, so no demerit.", "",
            "| drive | item | set | published MiB/s | simulated MiB/s | error |", "|---|---|---|---|---|---|"]
@@ -355,10 +355,20 @@ def _ssd_scaling(quick: bool) -> tuple[list[str], list[dict[str, Any]]]:
     for r in pred:
         unit = "IOPS" if r["metric"].endswith(".iops") else "MiB/s"
         md.append(f"| {r['case']} | {r['item'].split(':')[0]} | {_num(_f(r['measured']))} {unit} | {_num(_f(r['simulated']))} | {_pct(r['err_pct'])} |")
-    errs = [_f(r["err_pct"]) for r in pred]
-    md += ["", f"Fitted (1-job figures, {len(fit)} drives): " + ", ".join(f"{r['case']} {_pct(r['err_pct'])}" for r in fit) + ".",
-           "", f"{sum(1 for e in errs if e is not None and abs(e) <= 30)} of {len(errs)} predicted figures within ±30 %.", ""]
-    summary = [{"campaign": "SSD sync-write scaling, new drives (predicted)", "kind": "prediction", **_stats(errs)}]
+    new = [_f(r["err_pct"]) for r in pred if not r["case"].startswith("asnew_")]
+    loo = [_f(r["err_pct"]) for r in pred if r["case"].startswith("asnew_")]
+    md += ["", f"Fitted (1-job figures, {len(fit)} drives): " + ", ".join(f"{r['case']} {_pct(r['err_pct'])}" for r in fit) + ".", "",
+           f"New drives: {sum(1 for e in new if e is not None and abs(e) <= 30)} of {len(new)} predicted figures within ±30 %. "
+           f"`asnew_*` rows are the shipped PLP drives calibrated on their 1-job figure only, as a new user would (leave-one-out: "
+           f"the class's FTL cores do not change when one of them is left out): "
+           f"{sum(1 for e in loo if e is not None and abs(e) <= 30)} of {len(loo)} within ±30 %.", "",
+           "Where it misses: with the class's two FTL cores, a fast drive whose link, host-interface and host time are a large "
+           "part of its 1-job cycle is predicted to scale further than it does (P3700, PM863 as new drives), and the two curves "
+           "that keep rising after a first knee (HGST SSD1600MM at 10 jobs, the PM9A3 with 4 jobs x QD128 above its one-job "
+           "ceiling) cannot be followed by one slowest stage. The Samsung 950 PRO acknowledges sync writes in 16 us (not "
+           "durable: its profile says so) and saturates early for a reason the model does not have.", ""]
+    summary = [{"campaign": "SSD sync-write scaling, new drives (predicted)", "kind": "prediction", **_stats(new)},
+               {"campaign": "SSD sync-write scaling, shipped PLP drives as new (predicted)", "kind": "prediction", **_stats(loo)}]
     return md, summary
 
 
