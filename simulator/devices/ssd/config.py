@@ -53,12 +53,12 @@ class HostInterfaceConfig(ConfigModel):
     queue_depth: int = Field(
         32,
         ge=1,
-        description="commands outstanding per queue (SATA NCQ <= 32, SAS <= 256, NVMe <= 65536), count (default 32)",
+        le=65536, description="commands outstanding per queue (SATA NCQ <= 32, SAS <= 256, NVMe <= 65536), count (default 32)",
     )
     link_rate: BytesPerSecond = Field(
         "600MB/s",
         gt=0,
-        description="effective payload rate of the link after line coding, bytes/s "
+        le=1e11, description="effective payload rate of the link after line coding, bytes/s "
         "(SATA 6Gb/s ≈ 600MB/s, SAS 12Gb/s ≈ 1.2GB/s, PCIe 3.0 x4 ≈ 3.9GB/s; default 600MB/s)",
     )
     full_duplex: bool | None = Field(
@@ -130,7 +130,7 @@ class ControllerConfig(ConfigModel):
         "false models firmware that acknowledges them from volatile DRAM (default true)",
     )
     buffer_size: Bytes = Field(
-        "64MiB", gt=0, description="DRAM (or SRAM) write buffer for host data, bytes (default 64MiB)"
+        "64MiB", gt=0, le=2**36, description="DRAM (or SRAM) write buffer for host data, bytes (default 64MiB)"
     )
     write_latency: Seconds = Field(
         "10us",
@@ -158,17 +158,17 @@ class ControllerConfig(ConfigModel):
     write_bandwidth: BytesPerSecond | None = Field(
         None,
         gt=0,
-        description="controller back-end write throughput (ECC/scrambler/DMA towards the channels): every "
+        le=1e11, description="controller back-end write throughput (ECC/scrambler/DMA towards the channels): every "
         "page program's data passes it serially before its channel transfer; caps sustained writes below "
         "the NAND array's rate where a datasheet says so, bytes/s (default none = no cap)",
     )
     read_latency: Seconds = Field(
-        "5us", ge=0, description="firmware read path before the NAND read (mapping lookup), seconds (default 5us)"
+        "5us", ge=0, le=0.1, description="firmware read path before the NAND read (mapping lookup), seconds (default 5us)"
     )
     flush_latency: Seconds = Field(
         "2us",
         ge=0,
-        description="firmware cost of a FLUSH with nothing volatile to persist, seconds (default 2us)",
+        le=0.1, description="firmware cost of a FLUSH with nothing volatile to persist, seconds (default 2us)",
     )
 
 
@@ -176,12 +176,12 @@ class FlashConfig(ConfigModel):
     """Flash back end (TSU/PHY): geometry, NAND timings, channel bus."""
 
     cell: Literal["slc", "mlc", "tlc", "qlc"] = Field("mlc", description="cell type, bits per cell 1..4 (default mlc)")
-    channels: int = Field(8, ge=1, description="flash channels (buses), count (default 8)")
-    chips_per_channel: int = Field(4, ge=1, description="chips (ways / chip enables) per channel, count (default 4)")
-    dies_per_chip: int = Field(1, ge=1, description="dies (LUNs) per chip, count (default 1)")
-    planes_per_die: int = Field(2, ge=1, description="planes per die, count (default 2)")
-    page_size: Bytes = Field("16KiB", gt=0, description="NAND page (data area), bytes (default 16KiB)")
-    block_size: Bytes = Field("4MiB", gt=0, description="erase block, bytes (a whole number of pages; default 4MiB)")
+    channels: int = Field(8, ge=1, le=64, description="flash channels (buses), count (default 8)")
+    chips_per_channel: int = Field(4, ge=1, le=64, description="chips (ways / chip enables) per channel, count (default 4)")
+    dies_per_chip: int = Field(1, ge=1, le=16, description="dies (LUNs) per chip, count (default 1)")
+    planes_per_die: int = Field(2, ge=1, le=16, description="planes per die, count (default 2)")
+    page_size: Bytes = Field("16KiB", gt=0, le=2**20, description="NAND page (data area), bytes (default 16KiB)")
+    block_size: Bytes = Field("4MiB", gt=0, le=2**30, description="erase block, bytes (a whole number of pages; default 4MiB)")
     read_latency: list[Seconds] = Field(
         default_factory=lambda: [60e-6],
         description="tR per page type (LSB, CSB, MSB; one value = all types), seconds (default [60us])",
@@ -190,9 +190,9 @@ class FlashConfig(ConfigModel):
         default_factory=lambda: [500e-6, 2000e-6],
         description="tPROG per page type (LSB..MSB; one value = all types), seconds (default MLC [500us, 2ms])",
     )
-    erase_latency: Seconds = Field("3.5ms", gt=0, description="tBERS, seconds (default 3.5ms)")
+    erase_latency: Seconds = Field("3.5ms", gt=0, le=1.0, description="tBERS, seconds (default 3.5ms)")
     channel_rate: BytesPerSecond = Field(
-        "400MB/s", gt=0, description="flash bus transfer rate per channel, bytes/s (default 400MB/s)"
+        "400MB/s", gt=0, le=1e10, description="flash bus transfer rate per channel, bytes/s (default 400MB/s)"
     )
     multiplane: bool = Field(
         True, description="a die programs / reads one page on each plane at once (multi-plane ops; default true)"
@@ -210,7 +210,7 @@ class FlashConfig(ConfigModel):
         "Write Acceleration) with slc_program_latency; GC copies use the native latency (default false)",
     )
     slc_program_latency: Seconds = Field(
-        "250us", gt=0, description="tPROG in SLC mode, seconds (used when slc_cache; default 250us)"
+        "250us", gt=0, le=0.1, description="tPROG in SLC mode, seconds (used when slc_cache; default 250us)"
     )
 
     @model_validator(mode="after")
@@ -231,8 +231,8 @@ class FlashConfig(ConfigModel):
                 raise ValueError(
                     f"flash.{name} needs 1 value or one per page type ({bits} for {self.cell}), got {len(v)}"
                 )
-            if any(x <= 0 for x in v):
-                raise ValueError(f"flash.{name} values must be > 0")
+            if any(not 0 < x <= 0.1 for x in v):
+                raise ValueError(f"flash.{name} values must be > 0 and <= 100ms")
         if self.pages_per_block % bits and not (len(self.program_latency) == 1 and len(self.read_latency) == 1):
             raise ValueError(f"flash.block_size must hold a multiple of {bits} pages (one per page type)")
         return self
@@ -265,7 +265,7 @@ class FTLConfig(ConfigModel):
     """Flash translation layer: page-level mapping, over-provisioning, greedy GC, durable commit."""
 
     mapping_unit: Bytes = Field(
-        "4KiB", gt=0, description="FTL mapping granularity (logical page), bytes; divides the page (default 4KiB)"
+        "4KiB", gt=0, le=2**20, description="FTL mapping granularity (logical page), bytes; divides the page (default 4KiB)"
     )
     over_provisioning: float = Field(
         0.07,
@@ -274,13 +274,13 @@ class FTLConfig(ConfigModel):
     gc_threshold: int = Field(
         3,
         ge=1,
-        description="garbage collection runs in a plane while it has fewer free blocks than this, blocks (default 3)",
+        le=1000, description="garbage collection runs in a plane while it has fewer free blocks than this, blocks (default 3)",
     )
     gc_policy: Literal["greedy"] = Field("greedy", description="victim selection: greedy = fewest valid pages (default)")
     metadata_commit: Seconds = Field(
         "0s",
         ge=0,
-        description="durable commit of FTL metadata (mapping journal) after the data pages of a forced flush "
+        le=1.0, description="durable commit of FTL metadata (mapping journal) after the data pages of a forced flush "
         "are programmed, non-PLP drives only, seconds; one commit at a time (default 0)",
     )
 
@@ -305,14 +305,14 @@ class PreconditionConfig(ConfigModel):
         "range; steady = full then uniform random 4k overwrite until GC is in steady state (default fresh)",
     )
     overwrite: float = Field(
-        2.0, ge=0, description="random overwrite volume for 'steady', multiples of the capacity (default 2.0)"
+        2.0, ge=0, le=100, description="random overwrite volume for 'steady', multiples of the capacity (default 2.0)"
     )
 
 
 class SSDConfig(ConfigModel):
     """A NAND SSD: HIL → controller/DCM → FTL → TSU/PHY. See simulator.devices.ssd for semantics."""
 
-    capacity: Bytes = Field("128GiB", gt=0, description="user (logical) capacity, bytes (default 128GiB)")
+    capacity: Bytes = Field("128GiB", gt=0, le=10**15, description="user (logical) capacity, bytes (default 128GiB)")
     sector_size: Bytes = Field(512, description="logical block size reported to the host, bytes (512 or 4096; default 512)")
     interface: HostInterfaceConfig = Field(default_factory=HostInterfaceConfig, description="host interface (HIL)")
     controller: ControllerConfig = Field(default_factory=ControllerConfig, description="controller and DRAM buffer")
