@@ -92,6 +92,9 @@ def test_tied_parameter_and_bandwidth_targets_recover_the_truth(tmp_path):
     true_ftl = 40e-6
     _measured(tmp_path, true_ftl)
     spec = _spec(tmp_path)
+    doc = yaml.safe_load(spec.read_text())
+    doc["output"]["exclude"] = ["ftl.over_provisioning"]  # a condition of the measurement, not the device
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
     prob = Problem(load_spec(spec))
     sysd = prob.system_for({"devices.0.params.controller.ftl_update": 30e-6})
     assert get_dotted(sysd, "devices.0.params.controller.write_latency") == pytest.approx(15e-6)
@@ -108,6 +111,8 @@ def test_tied_parameter_and_bandwidth_targets_recover_the_truth(tmp_path):
     assert wl.endswith("us") and fu.endswith("us")
     assert float(wl[:-2]) == pytest.approx(0.5 * float(fu[:-2]), rel=1e-3)
     assert "tied" in prof["sources"]["controller.write_latency"]
+    assert "over_provisioning" not in prof["params"].get("ftl", {}) and "ftl.over_provisioning" not in prof["sources"]
+    assert prof["params"]["flash"]["channels"] == 4  # the rest of the system's parameters are kept
     # paths written into the profile and the report are relative to where those files live
     text = (tmp_path / "out" / "fitted.yaml").read_text() + (tmp_path / "report" / "report.md").read_text()
     assert str(tmp_path) not in text

@@ -106,6 +106,13 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
         kind = orig.get("kind") or ("ceph_cluster" if comp == "cluster" else None)
         base = None
         params = full
+    for k in problem.spec.output.exclude:  # measurement conditions: not part of the device's profile
+        parts = k.split(".")
+        cur = params
+        for q in parts[:-1]:
+            cur = cur.get(q) if isinstance(cur, dict) else None
+        if isinstance(cur, dict):
+            cur.pop(parts[-1], None)
     prefix = f"{comp}.params."
     spec_rel = rel_to(problem.loaded.path, path.parent)
     if problem.loaded.case:
@@ -143,7 +150,8 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
         sources[leaf] = reason or f"set in {spec_rel} (fixed, not fitted)"
     sources.update(fitted_sources)
     for k, r in problem.spec.output.sources.items():
-        sources.setdefault(k, r)
+        if k not in problem.spec.output.exclude:
+            sources.setdefault(k, r)
     name = problem.spec.output.name or ((base["name"] if base else problem.spec.name) + f" (fitted: {problem.spec.name})")
     doc: dict[str, Any] = {"kind": kind, "name": name}
     desc = problem.spec.output.description or problem.spec.description

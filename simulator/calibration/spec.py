@@ -417,6 +417,11 @@ class OutputSpec(ConfigModel):
     description: str = Field("", description="profile description")
     report: str = Field("report", description="report directory, relative to the spec file (default report)")
     sources: dict[str, str] = Field(default_factory=dict, description="param key -> reason, for fixed overrides written into the profile")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="parameter keys of the component (e.g. controller.write_cache) that describe the measurement's "
+        "conditions, not the device: set for the fit, left out of the written profile",
+    )
 
 
 class CalibrationSpec(ConfigModel):
