@@ -18,7 +18,15 @@ from typing import Any
 
 from simulator.devices.base import Device, Op, Request
 from simulator.devices.raid.config import RaidConfig
-from simulator.devices.raid.layout import Layout, MemberOp, merge_ops, plan_read, plan_stripe_write, plan_write, split_chunks
+from simulator.devices.raid.layout import (
+    Layout,
+    MemberOp,
+    merge_ops,
+    plan_read,
+    plan_stripe_write,
+    plan_write,
+    split_chunks,
+)
 from simulator.devices.raid.path import HbaPath, PathPort
 from simulator.engine import Component
 
@@ -28,7 +36,7 @@ _READ, _WRITE, _TRIM, _FLUSH = int(Op.READ), int(Op.WRITE), int(Op.TRIM), int(Op
 
 
 class _Job:
-    __slots__ = ("done", "left", "later", "phase_max", "req", "service", "value")
+    __slots__ = ("done", "later", "left", "phase_max", "req", "service", "value")
 
     def __init__(self, req: Request | None, later: list[MemberOp], done: Any, value: Any = None):
         self.req = req
@@ -292,7 +300,7 @@ class RaidVolume(Device):
         else:
             ops = []
             for lo, h in iv:
-                o2, methods = plan_write(lay, lo, h - lo, self.failed, self._policy)
+                o2, _methods = plan_write(lay, lo, h - lo, self.failed, self._policy)
                 ops += o2
             ops = merge_ops(ops)
         self._inflight += 1
