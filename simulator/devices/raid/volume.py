@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from simulator.devices.base import Device, Op, Request
@@ -51,22 +52,38 @@ class _Job:
 class RaidVolume(Device):
     """A RAID volume over ``cfg.members.count`` members built from one device spec."""
 
-    def __init__(self, cfg: RaidConfig, name: str, parent: Component | None, *, path: HbaPath | None = None):
+    def __init__(
+        self,
+        cfg: RaidConfig,
+        name: str,
+        parent: Component | None,
+        *,
+        path: HbaPath | None = None,
+        make_member: Callable[[int, str, Component], Device] | None = None,
+    ):
+        """``path``: an HBA path shared with other volumes (default: one of its own when ``cfg.path``
+        is set). ``make_member(i, name, parent)`` builds member ``i`` instead of the registry (Python
+        API: members of different kinds, instrumented members in tests)."""
         from simulator.devices.registry import build_device
 
         super().__init__(name, parent)
         self.cfg = cfg
         n = cfg.members.count
         spec = cfg.members.device
+        if make_member is None:
+
+            def make_member(i: int, nm: str, par: Component) -> Device:
+                return build_device(spec, nm, par, field="members.device")
+
         if path is None and cfg.path is not None:
             path = HbaPath(cfg.path, "hba", self)
         self.hba = path
         self.members: list[Device] = []
         for i in range(n):
             if path is not None:
-                dev = PathPort(f"d{i}", self, path, lambda port: build_device(spec, "disk", port, field="members.device"))
+                dev = PathPort(f"d{i}", self, path, lambda port, i=i: make_member(i, "disk", port))
             else:
-                dev = build_device(spec, f"d{i}", self, field="members.device")
+                dev = make_member(i, f"d{i}", self)
             self.members.append(dev)
         cap = min(m.capacity for m in self.members)
         chunk = int(cfg.chunk)
