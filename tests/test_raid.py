@@ -480,3 +480,20 @@ def test_library_profile_builds():
     one = vol.members[0]
     one = getattr(one, "member", one)
     assert vol.capacity == 12 * (one.capacity // cfg.chunk * cfg.chunk)
+
+
+def test_members_count_toward_the_run_size_limit(tmp_path):
+    """A RAID of RAIDs asking for 40,201 devices is refused before anything is built (exit 2)."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "big.yaml"
+    f.write_text(
+        "name: big\nsystem:\n  devices:\n  - name: vol\n    kind: raid\n    params:\n      level: 0\n"
+        "      members:\n        count: 200\n        device:\n          kind: raid\n"
+        "          params: {level: 0, members: {count: 200, device: {kind: queue}}}\n"
+        "workload:\n  global: {rw: randread, bs: 4k, runtime: 1s, time_based: 1, filename: vol}\n  jobs: [{name: j}]\n"
+    )
+    r = subprocess.run([sys.executable, "-m", "simulator.cli", "check", str(f)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "members.count" in r.stderr and "40,201 devices" in r.stderr and "Traceback" not in r.stderr
