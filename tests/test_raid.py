@@ -497,3 +497,26 @@ def test_members_count_toward_the_run_size_limit(tmp_path):
     r = subprocess.run([sys.executable, "-m", "simulator.cli", "check", str(f)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert "members.count" in r.stderr and "40,201 devices" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_volumes_carved_from_one_raid_share_its_members_and_cache():
+    sim = new_sim(2)
+    vol = recording_raid(
+        sim, "5", 5, volumes=[{"name": "data", "size": "100MiB"}, {"name": "log", "size": "50MiB"}],
+        write_cache={"mode": "write_back", "size": "1MiB", "destage_depth": 2},
+    )
+    data, log = vol.volumes["data"], vol.volumes["log"]
+    assert (data.start, data.capacity, log.start, log.capacity) == (0, 100 * 2**20, 100 * 2**20, 50 * 2**20)
+    seen = []
+    orig = vol._insert
+    vol._insert = lambda off, size: (orig(off, size), seen.append(vol.dirty_bytes + vol.destaging_bytes))
+    evs = [d.submit(Request(Op.WRITE, i * 2 * CH, 4096)) for i in range(200) for d in (data, log)]
+    sim.run()
+    assert all(e.processed for e in evs) and vol.dirty_bytes == 0
+    assert max(seen) <= 2**20  # one budget for both volumes
+    assert max(seen) > 2**20 - 2 * 4096  # ... which they filled together (400 x 4 KiB > 1 MiB)
+    # the log volume's writes landed after the data volume on the members
+    offs = sorted({r.offset // vol.layout.chunk for _, _, r in member_log(vol) if r.op == Op.WRITE})
+    assert offs[-1] * CH >= 100 * 2**20 // vol.layout.data_chunks
+    with pytest.raises(ConfigError, match="does not fit"):
+        recording_raid(new_sim(1), "5", 5, name="v2", volumes=[{"name": "big", "size": "10TiB"}])

@@ -14,13 +14,14 @@ Degraded mode (``failed``): reads of a failed member are rebuilt from every surv
 the stripe and P; writes skip it.
 
 Controller options: a battery-backed write-back cache (bounded, watermark destage, complete stripes
-first then circular address order; one cache per volume -- a cache shared by several volumes of
-one controller is not modelled), sequential read-ahead (one stream per volume), a fixed firmware
-overhead per IO. Not modelled: stripe locks between concurrent writes of one stripe, rebuild
+first then circular address order), sequential read-ahead (one stream per RAID), a fixed firmware
+overhead per IO. ``volumes`` carves virtual drives out of the RAID (partitions ``<name>.<volume>``)
+that share its members, cache and read-ahead; one cache shared by several RAID devices (drive
+groups) of one controller is not modelled. Not modelled: stripe locks between concurrent writes of one stripe, rebuild
 traffic, the XOR/Galois computation time (taken as covered by ``controller_overhead``).
 """
 
-from .config import HbaPathConfig, MembersConfig, RaidConfig, ReadAheadConfig, WriteCacheConfig
+from .config import HbaPathConfig, MembersConfig, RaidConfig, ReadAheadConfig, VolumeConfig, WriteCacheConfig
 from .layout import Layout, parity_members, plan_read, plan_stripe_write, plan_write, stripe_data_member
 from .path import HbaPath, PathPort
 from .volume import RaidVolume, build_raid
@@ -34,6 +35,7 @@ __all__ = [
     "RaidConfig",
     "RaidVolume",
     "ReadAheadConfig",
+    "VolumeConfig",
     "WriteCacheConfig",
     "build_raid",
     "parity_members",

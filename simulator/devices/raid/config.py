@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from simulator.config.base import ConfigModel
 from simulator.units import Bytes, BytesPerSecond, Seconds
 
-__all__ = ["HbaPathConfig", "MembersConfig", "RaidConfig", "ReadAheadConfig", "WriteCacheConfig"]
+__all__ = ["HbaPathConfig", "MembersConfig", "RaidConfig", "ReadAheadConfig", "VolumeConfig", "WriteCacheConfig"]
 
 
 class MembersConfig(ConfigModel):
@@ -80,6 +80,16 @@ class HbaPathConfig(ConfigModel):
     )
 
 
+class VolumeConfig(ConfigModel):
+    """One virtual drive carved out of the RAID (a partition of it, in address order)."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$",
+        description="volume name: the device is <raid name>.<name> (fio filename=vol.<name>)",
+    )
+    size: Bytes = Field(gt=0, le=2**60, description="volume size, bytes (rounded down to the RAID's sector size)")
+
+
 class RaidConfig(ConfigModel):
     """A RAID volume over ``members`` (see ``simulator.devices.raid``)."""
 
@@ -107,6 +117,12 @@ class RaidConfig(ConfigModel):
     path: HbaPathConfig | None = Field(
         None, description="HBA/expander link in front of the members (default none: members attached directly)"
     )
+    volumes: list[VolumeConfig] = Field(
+        default_factory=list,
+        max_length=64,
+        description="virtual drives carved from the RAID in address order, sharing its members and controller cache "
+        "(default none: the whole RAID is one volume)",
+    )
 
     @field_validator("level", mode="before")
     @classmethod
@@ -126,6 +142,11 @@ class RaidConfig(ConfigModel):
             raise ValueError(f"RAID {lv} needs at least {need} members")
         if self.chunk % 4096:
             raise ValueError("chunk must be a multiple of 4KiB")
+        names = [v.name for v in self.volumes]
+        if len(set(names)) != len(names):
+            raise ValueError("volume names must be distinct")
+        if any(nm == "hba" or (nm[0] == "d" and nm[1:].isdigit()) for nm in names):
+            raise ValueError("volume names 'hba' and d<number> are taken by the RAID's own components")
         f = sorted(set(self.failed))
         if len(f) != len(self.failed) or any(i < 0 or i >= n for i in f):
             raise ValueError(f"failed must list distinct member indices 0..{n - 1}")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simulator.devices.base import Device, Op, Request
+from simulator.devices.partition import Partition
 from simulator.devices.raid.config import RaidConfig
 from simulator.devices.raid.layout import (
     Layout,
@@ -30,6 +31,7 @@ from simulator.devices.raid.layout import (
 )
 from simulator.devices.raid.path import HbaPath, PathPort
 from simulator.engine import Component
+from simulator.errors import ConfigError
 
 __all__ = ["RaidVolume", "build_raid"]
 
@@ -126,6 +128,19 @@ class RaidVolume(Device):
         self._pf: tuple[int, int] | None = None
         self._pf_wait: list[Request] = []
         self.readahead_hits = 0
+        # virtual drives: partitions of the volume, sharing its members and cache
+        self.volumes: dict[str, Partition] = {}
+        start = 0
+        ss = self.sector_size
+        for vc in cfg.volumes:
+            size = int(vc.size) // ss * ss
+            if size <= 0 or start + size > self.capacity:
+                raise ConfigError(
+                    f"volume {vc.name!r} ({size:,} bytes from {start:,}) does not fit in the RAID ({self.capacity:,} bytes)",
+                    field="volumes",
+                )
+            self.volumes[vc.name] = Partition(vc.name, self, self, start, size)
+            start += size
 
     # ------------------------------------------------------------------ host requests
     def _start(self, req: Request) -> None:
