@@ -520,3 +520,14 @@ def test_volumes_carved_from_one_raid_share_its_members_and_cache():
     assert offs[-1] * CH >= 100 * 2**20 // vol.layout.data_chunks
     with pytest.raises(ConfigError, match="does not fit"):
         recording_raid(new_sim(1), "5", 5, name="v2", volumes=[{"name": "big", "size": "10TiB"}])
+
+
+def test_same_seed_same_result_through_a_raid():
+    def once():
+        sim = new_sim(21)
+        vol = recording_raid(sim, "6", 6, service=5e-4, dist="exponential", write_cache={"mode": "write_back", "size": "256KiB"})
+        _, (r,) = run_jobs(AIO, [{"rw": "randrw", "bs": "8k", "iodepth": 8, "number_ios": 1500, "filename": "v"}], {"v": vol}, sim)
+        return r.lat, vol.member_ios
+
+    (a, ma), (b, mb) = once(), once()
+    assert np.array_equal(a, b) and ma == mb
