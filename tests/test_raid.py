@@ -531,3 +531,18 @@ def test_same_seed_same_result_through_a_raid():
 
     (a, ma), (b, mb) = once(), once()
     assert np.array_equal(a, b) and ma == mb
+
+
+def test_idle_hba_path_adds_no_latency():
+    """Frames cut through: an idle path overlaps the drive's own transfer; only waiting for a lane costs."""
+    sim = new_sim(1)
+    vol = RaidVolume(raid_cfg("0", 2, qspec(1e-3), path={"channels": 1, "lanes": 1}), "v", sim.root)
+    for op in (Op.READ, Op.WRITE):
+        t0 = sim.now
+        req = submit_one(sim, vol, op, 0, CH)
+        assert sim.now - t0 == pytest.approx(1e-3) and req.service == pytest.approx(1e-3)
+    # two chunks at once on one lane: the second transfer waits for the first
+    t0 = sim.now
+    submit_one(sim, vol, Op.READ, 0, 2 * CH)
+    lane = CH / (12e9 / 8 * 0.8)
+    assert sim.now - t0 == pytest.approx(1e-3 + lane)

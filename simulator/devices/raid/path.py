@@ -8,10 +8,14 @@ Multipath policy: ``least_busy`` takes the channel whose earliest-free lane free
 lower channel), ``round_robin`` alternates. Commands and status frames are not charged (they are
 small against 4 KiB and larger data frames).
 
-``PathPort`` is the member as the controller sees it: a device whose submit sends write data over
-the path before the member starts and read data over the path after the member completes, so the
-link is shared by all members of the volume (and by several volumes when given the same path). A
-port costs one extra event per member IO (the transfer's end).
+``PathPort`` is the member as the controller sees it. SAS frames cut through the expander, so a
+transfer on the path overlaps the drive's own link transfer (which the member models): the path
+only adds *waiting* for a lane. A write's data needs a lane from submission: the member starts when
+one is free (at once when the path is idle). A read's data crosses the path while the drive sends
+it, i.e. during the last ``size / lane rate`` before the member completes; when no lane was free
+for that interval, the completion waits for one. So an idle path adds no latency and a busy path
+bounds the volume at ``channels x lanes x lane rate``. A port costs one extra event per member IO
+only when it has to wait.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ class HbaPath(Component):
         self.busy = [0.0] * cfg.channels
         self.transfers = [0] * cfg.channels
 
-    def reserve(self, now: float, size: int) -> float:
-        """Book ``size`` bytes as early as possible from ``now``; return the transfer's end time."""
+    def reserve(self, t: float, size: int) -> tuple[float, float]:
+        """Book ``size`` bytes on a lane as early as possible from ``t``; return (start, end)."""
         dur = size / self.lane_bps
         if self.cfg.policy == "round_robin":
             ch = self._rr
@@ -48,11 +52,12 @@ class HbaPath(Component):
             ch = min(range(len(self._free)), key=lambda c: min(self._free[c]))
         lanes = self._free[ch]
         i = lanes.index(min(lanes))
-        end = max(now, lanes[i]) + dur
+        start = max(t, lanes[i])
+        end = start + dur
         lanes[i] = end
         self.busy[ch] += dur
         self.transfers[ch] += 1
-        return end
+        return start, end
 
 
 class PathPort(Device):
@@ -73,12 +78,13 @@ class PathPort(Device):
             self._busy_since = now
         child = Request(req.op, req.offset, req.size, req.fua, parent=req)
         if req.op == Op.WRITE and req.size:
-            end = self.path_.reserve(now, req.size)
-            t = simpy.Event(self.env)
-            t.callbacks.append(lambda _e: self._go(child))
-            succeed_at(self.env, t, end - now)
-        else:
-            self._go(child)
+            start, _ = self.path_.reserve(now, req.size)
+            if start > now:  # wait for a free lane
+                t = simpy.Event(self.env)
+                t.callbacks.append(lambda _e: self._go(child))
+                succeed_at(self.env, t, start - now)
+                return
+        self._go(child)
 
     def _go(self, child: Request) -> None:
         self.member.submit(child).callbacks.append(self._member_done)
@@ -86,11 +92,12 @@ class PathPort(Device):
     def _member_done(self, ev: Any) -> None:
         child: Request = ev._value
         req: Request = child.parent  # type: ignore[assignment]
-        req.service = child.service + (req.size / self.path_.lane_bps if req.op in (Op.READ, Op.WRITE) else 0.0)
+        req.service = child.service
         now = self.env._now
         delay = 0.0
         if req.op == Op.READ and req.size:
-            delay = self.path_.reserve(now, req.size) - now
+            _, end = self.path_.reserve(now - req.size / self.path_.lane_bps, req.size)
+            delay = max(0.0, end - now)
         self._complete_after(req, delay)
 
     def _finish(self, req: Request) -> None:
