@@ -98,7 +98,25 @@ def _device_memory(kind: str, cfg: Any) -> float:
     mem = float(BYTES_PER_DEVICE)
     if kind == "ssd":
         mem += _ssd_blocks(cfg) * BYTES_PER_SSD_BLOCK
+    elif kind == "raid":  # a RAID volume builds its members (any kind, RAID included)
+        mk, mcfg = _raid_member(cfg)
+        mem += cfg.members.count * _device_memory(mk, mcfg)
     return mem
+
+
+def _raid_member(cfg: Any) -> tuple[str, Any]:
+    from simulator.devices.registry import resolve_params
+
+    dk, mcfg, _ = resolve_params(cfg.members.device, field="members.device")
+    return dk.kind, mcfg
+
+
+def _device_count(kind: str, cfg: Any) -> int:
+    """Devices one device of ``kind`` builds: 1, or a RAID volume and all its members."""
+    if kind != "raid":
+        return 1
+    mk, mcfg = _raid_member(cfg)
+    return 1 + cfg.members.count * _device_count(mk, mcfg)
 
 
 def _cluster_devices(cfg: Any) -> list[tuple[int, str, Any, str]]:
@@ -156,6 +174,14 @@ def estimate_devices(system: Any, source: str | None = None) -> tuple[int, float
                 field=fld,
             )
         dk, cfg, _ = resolve_params(d.model_dump(exclude={"name", "count"}), source=source, field=f"system.devices.{i}")
+        if dk.kind == "raid":
+            total += n * (_device_count(dk.kind, cfg) - 1)
+            if total > MAX_DEVICES:
+                raise ConfigError(
+                    f"{total:,} devices in one run (with the RAID volumes' members); the simulator builds at most {MAX_DEVICES:,}",
+                    source=source,
+                    field=f"system.devices.{i}.params.members.count",
+                )
         mem += n * _device_memory(dk.kind, cfg)
         if mem > MAX_MEMORY:
             raise ConfigError(

@@ -77,6 +77,13 @@ KIND_TABLE: dict[str, tuple[str, str, str, str]] = {
         "NAND SSD: host interface, DRAM write buffer with/without power-loss protection, page-mapped FTL "
         "with greedy GC, multi-channel/die/plane flash back end",
     ),
+    "raid": (
+        "simulator.devices.raid",
+        "RaidConfig",
+        "build_raid",
+        "RAID volume (jbod, 0, 1, 10, 5, 6) over member devices of any kind: chunk mapping, left-symmetric parity, "
+        "RMW/reconstruct/full-stripe writes, degraded mode, controller write-back cache and read-ahead, SAS path",
+    ),
     "ceph_cluster": (
         "simulator.ceph.cluster",
         "ClusterConfig",
