@@ -14,7 +14,6 @@ during a run stops the workers and exits with 130 (finished runs are kept for a 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -39,8 +38,24 @@ _SUBCOMMANDS = {"run", "check", "schema", "fio", "bench", "calibrate", "compare"
 
 
 def _fail(e: SimError) -> None:
-    err_console.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    """Print one error and exit with its code. The message is printed literally: rich markup in it
+    (a fio ``[section]`` name, ``[/]`` in a value) is neither interpreted nor swallowed."""
+    from rich.text import Text
+
+    line = Text("error:", style="bold red")
+    line.append(" ")
+    line.append(str(e))
+    err_console.print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(e.exit_code)
+
+
+def _have_dask() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("dask") is not None and importlib.util.find_spec("dask.distributed") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _progress_ctx(enabled: bool):
@@ -110,6 +125,11 @@ def run_cmd(
     fresh: Annotated[bool, typer.Option("--fresh", help="ignore finished runs in the output directory (no resume)")] = False,
 ) -> None:
     """Run an experiment: simulate every sweep point, print tables, write fio JSON, CSV and plots."""
+    if scheduler not in ("processes", "dask"):
+        _fail(ConfigError("must be 'processes' or 'dask'", source="command line", field="--scheduler"))
+    if scheduler == "dask" and not _have_dask():
+        _fail(ConfigError("dask is not installed: pip install 'dask[distributed]', or use --scheduler processes",
+                          source="command line", field="--scheduler"))
     _run(file, set_ or [], out, workers, scheduler, quiet, not fresh)
 
 
@@ -133,8 +153,6 @@ def schemas() -> dict[str, dict]:
     from simulator.devices.registry import device_kinds
     from simulator.experiment.model import ExperimentSpec
 
-    with contextlib.suppress(ModuleNotFoundError):
-        import simulator.ceph  # noqa: F401
     out = {"experiment": ExperimentSpec.model_json_schema(by_alias=True)}
     for name, k in sorted(device_kinds().items()):
         out[f"kind-{name}"] = k.config.model_json_schema(by_alias=True)
@@ -214,12 +232,13 @@ def calibrate_cmd(
     max_wall: Annotated[Optional[str], typer.Option(help="override budget.max_wall (e.g. 90m)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display")] = False,
     report_only: Annotated[bool, typer.Option("--report-only", help="no fit: regenerate the report from the fitted profile")] = False,
+    case: Annotated[Optional[list[str]], typer.Option("--case", help="a spec with cases: run only this case (repeatable)")] = None,
 ) -> None:
     """Fit free profile parameters to measured/published figures; write the fitted profile and a report."""
     from simulator.calibration.cli import calibrate_main
 
     try:
-        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only)
+        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case)
     except SimError as e:
         _fail(e)
 
@@ -286,8 +305,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=args, prog_name="simrun", standalone_mode=True)
     except SimError as e:  # pragma: no cover - commands catch their own
-        err_console.print(f"[bold red]error:[/] {e}")
-        sys.exit(2)
+        try:
+            _fail(e)
+        except typer.Exit:
+            sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simulator.config.base import ConfigModel
 from simulator.engine import BufferedRandom
@@ -43,7 +43,7 @@ class Deterministic(_Dist):
     """Constant value (the D of M/D/1)."""
 
     dist: Literal["deterministic"] = "deterministic"
-    value: Seconds = Field(description="the constant, seconds (units accepted: 2ms)")
+    value: Seconds = Field(ge=0, le=3600, description="the constant, seconds, 0..1h (units accepted: 2ms)")
 
     @property
     def mean(self) -> float:
@@ -61,7 +61,7 @@ class Exponential(_Dist):
     """Exponential with the given mean (the M of M/M/1)."""
 
     dist: Literal["exponential"] = "exponential"
-    mean_: Seconds = Field(alias="mean", gt=0, description="mean, seconds")
+    mean_: Seconds = Field(alias="mean", gt=0, le=3600, description="mean, seconds (at most 1h)")
 
     @property
     def mean(self) -> float:
@@ -79,8 +79,14 @@ class Uniform(_Dist):
     """Uniform on [low, high]."""
 
     dist: Literal["uniform"] = "uniform"
-    low: Seconds = Field(ge=0, description="lower bound, seconds")
-    high: Seconds = Field(ge=0, description="upper bound, seconds (>= low)")
+    low: Seconds = Field(ge=0, le=3600, description="lower bound, seconds")
+    high: Seconds = Field(ge=0, le=3600, description="upper bound, seconds (>= low, at most 1h)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Uniform:
+        if self.high < self.low:
+            raise ValueError("high must be >= low")
+        return self
 
     @property
     def mean(self) -> float:
@@ -98,8 +104,8 @@ class Lognormal(_Dist):
     """Log-normal given by its mean and coefficient of variation (heavy-ish right tail)."""
 
     dist: Literal["lognormal"] = "lognormal"
-    mean_: Seconds = Field(alias="mean", gt=0, description="mean, seconds")
-    cv: float = Field(gt=0, description="coefficient of variation (stddev/mean), dimensionless")
+    mean_: Seconds = Field(alias="mean", gt=0, le=3600, description="mean, seconds (at most 1h)")
+    cv: float = Field(gt=0, le=100, description="coefficient of variation (stddev/mean), dimensionless, at most 100")
 
     @property
     def mean(self) -> float:
@@ -123,8 +129,8 @@ class Erlang(_Dist):
     """Erlang-k (sum of k exponentials) with the given mean; SCV = 1/k."""
 
     dist: Literal["erlang"] = "erlang"
-    mean_: Seconds = Field(alias="mean", gt=0, description="mean, seconds")
-    k: int = Field(ge=1, description="number of phases")
+    mean_: Seconds = Field(alias="mean", gt=0, le=3600, description="mean, seconds (at most 1h)")
+    k: int = Field(ge=1, le=1000, description="number of phases, 1..1000 (each sample draws k uniforms)")
 
     @property
     def mean(self) -> float:

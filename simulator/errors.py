@@ -18,10 +18,13 @@ class ConfigError(SimError):
     ``source`` names the file (or "command line"), ``field`` the dotted key / option / line.
     """
 
-    def __init__(self, message: str, source: str | None = None, field: str | None = None):
+    def __init__(
+        self, message: str, source: str | None = None, field: str | None = None, position: tuple[int, int] | None = None
+    ):
         self.message = message
         self.source = source
         self.field = field
+        self.position = position  # (line, column) of the field in a YAML source, when known
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -29,9 +32,29 @@ class ConfigError(SimError):
         if self.source:
             where.append(str(self.source))
         if self.field:
-            where.append(str(self.field))
+            pos = f" (line {self.position[0]}, column {self.position[1]})" if self.position else ""
+            where.append(f"{self.field}{pos}")
         prefix = ": ".join(where)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+def _short_path(loc: str) -> str:
+    """A dotted field path with over-long components (keys written in a file) shortened, so that a
+    file's text never reaches a message through a key name."""
+    parts = loc.split(".")
+    if all(len(p) <= 60 for p in parts) and len(loc) <= 300:
+        return loc
+    return ".".join(p if len(p) <= 60 else p[:57] + "..." for p in parts)[:300]
+
+
+def field_position(source: str | None, field: str | None) -> tuple[int, int] | None:
+    """(line, column) of ``field`` when the YAML file ``source`` was read by :mod:`simulator.yamlio`
+    and the field (or its nearest written parent) is in it."""
+    if not field:
+        return None
+    from simulator.yamlio import position
+
+    return position(source, field)
 
 
 def pydantic_error_to_config_error(exc: Any, source: str | None, prefix: str = "") -> ConfigError:
@@ -44,8 +67,12 @@ def pydantic_error_to_config_error(exc: Any, source: str | None, prefix: str = "
     first_field = None
     for e in errors:
         loc = ".".join(str(p) for p in e.get("loc", ()) if not str(p).startswith("function-"))
+        if e.get("type") == "sim_number":  # raised at a model's root: ctx names the nested key
+            sub = str((e.get("ctx") or {}).get("path", ""))
+            loc = f"{loc}.{sub}" if loc and sub else (loc or sub)
         if prefix:
             loc = f"{prefix}.{loc}" if loc else prefix
+        loc = _short_path(loc)
         msg = e.get("msg", "invalid")
         if e.get("type") == "extra_forbidden":
             msg = "unknown key (not a field of this section; check the spelling or `simrun schema`)"
@@ -55,4 +82,4 @@ def pydantic_error_to_config_error(exc: Any, source: str | None, prefix: str = "
             lines.append(msg)
         else:
             lines.append(f"also {loc}: {msg}")
-    return ConfigError("\n  ".join(lines), source=source, field=first_field)
+    return ConfigError("\n  ".join(lines), source=source, field=first_field, position=field_position(source, first_field))

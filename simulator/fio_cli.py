@@ -63,7 +63,8 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     from simulator.devices.registry import build_device
     from simulator.engine import Simulation
     from simulator.experiment.execute import SIM_TIME_STR
-    from simulator.metrics.fiojson import to_fio_json
+    from simulator.fio.writer import to_fio_json
+    from simulator.limits import check_run_size
     from simulator.workloads.jobfile import parse_jobfile
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
@@ -75,15 +76,19 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     gopts, sections = parse_jobfile(jobfile)
     dev_specs, gopts = _apply_sets(_parse_devices(devices), gopts, list(sets or []))
     jobs = resolve_jobs(gopts, sections, str(jobfile))
+    parsed = _parse_devices(devices)
+    check_run_size(jobs, devices=len(parsed))
     sim = Simulation(seed)
     built: dict[str, Any] = {}
     for i, d in enumerate(dev_specs):
         name = d["name"]
         spec = {k: v for k, v in d.items() if k != "name"}
+        field = f"system.devices.{i}" if d.get("params") else "--device"
         try:
-            built[name] = build_device(spec, name, sim.root, source="command line",
-                                       field="--device" if not d.get("params") else f"system.devices.{i}")
+            built[name] = build_device(spec, name, sim.root, source="command line", field=field, trusted=True)
         except ConfigError as e:
+            if e.source and e.source != "command line":  # a problem inside the profile file: name it
+                raise
             raise ConfigError(e.message, source="command line", field=e.field if d.get("params") else "--device") from None
 
     def resolve(job: Any) -> list[Any]:
@@ -105,6 +110,7 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     sim.run(until=done)
     results = wl.results()
     meta = {"seed": seed, "devices": [d.stats() for d in built.values()], "jobfile": str(jobfile)}
+    # no wall clock in the document: the same job file, devices and seed give byte-identical output
     doc = to_fio_json(results, {k: str(v) for k, v in gopts.items()}, time_str=SIM_TIME_STR, sim_meta=meta, timestamp=0)
     if output_format == "json":
         return json.dumps(doc, indent=2, default=float) + "\n"

@@ -35,6 +35,33 @@ __all__ = [
 
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
+#: Absolute limits of the unit parsers: no device, cluster or run the simulator models comes near
+#: them, and beyond them arithmetic overflows or a run never ends. Fields carry tighter, physical
+#: bounds of their own.
+MAX_BYTES = 2**60  # 1 EiB
+MAX_SECONDS = 1e9  # ~32 years
+MAX_RPM = 1e6
+MAX_BYTES_PER_SECOND = 1e15  # 1 PB/s
+_MAX_DIGITS = 40  # longer numerals are refused before float()/int() see them
+
+
+def _number(text: str, what: str) -> float:
+    """A numeral matched by _NUM -> finite float, refusing absurdly long numerals."""
+    if len(text) > _MAX_DIGITS:
+        raise ValueError(f"{what}: a numeral of {len(text)} characters is not a plausible value")
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"{what} must be finite")
+    return v
+
+
+def _bounded(v: float, limit: float, what: str, unit: str) -> float:
+    if not math.isfinite(v):
+        raise ValueError(f"{what} must be finite (not NaN or infinity)")
+    if abs(v) > limit:
+        raise ValueError(f"{what} of {v:.3g} {unit} is beyond anything the simulator models (limit {limit:.3g} {unit})")
+    return v
+
 _BIN = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 _DEC = {"K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4, "P": 1000**5}
 
@@ -56,7 +83,7 @@ def _size_factor(suffix: str) -> int:
     m = re.fullmatch(r"([kKmMgGtTpP])[bB]?", suffix)
     if m:
         return _BIN[m.group(1).lower()]
-    raise ValueError(f"unknown size unit {suffix!r} (use e.g. 4KiB, 4k, 1TB, 512)")
+    raise ValueError("unknown size unit (use e.g. 4KiB, 4k, 1TB, 512)")
 
 
 def parse_size(value: Any) -> int:
@@ -64,16 +91,14 @@ def parse_size(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("a size must be a number or a string such as '4KiB'")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ValueError("size must be finite")
-        return int(round(value))
+        return int(round(_bounded(value, MAX_BYTES, "a size", "bytes")))
     if not isinstance(value, str):
         raise ValueError(f"a size must be a number or a string such as '4KiB', not {type(value).__name__}")
-    m = _SIZE_RE.match(value)
+    m = _SIZE_RE.match(value) if len(value) <= 80 else None
     if not m:
-        raise ValueError(f"cannot read {value!r} as a size (use e.g. 4KiB, 4k, 1TB)")
-    num, suffix = float(m.group(1)), m.group(2)
-    return int(round(num * _size_factor(suffix)))
+        raise ValueError("cannot read the value as a size (use e.g. 4KiB, 4k, 1TB)")
+    num, suffix = _number(m.group(1), "a size"), m.group(2)
+    return int(round(_bounded(num * _size_factor(suffix), MAX_BYTES, "a size", "bytes")))
 
 
 _TIME = {
@@ -100,15 +125,13 @@ def parse_time(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("a duration must be a number of seconds or a string such as '100us'")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ValueError("duration must be finite")
-        return float(value)
+        return _bounded(float(value), MAX_SECONDS, "a duration", "s")
     if not isinstance(value, str):
         raise ValueError(f"a duration must be a number or a string such as '4ms', not {type(value).__name__}")
-    m = _TIME_RE.match(value)
+    m = _TIME_RE.match(value) if len(value) <= 80 else None
     if not m or m.group(2) not in _TIME:
-        raise ValueError(f"cannot read {value!r} as a duration (use e.g. 100us, 4.2ms, 900s)")
-    return float(m.group(1)) * _TIME[m.group(2)]
+        raise ValueError("cannot read the value as a duration (use e.g. 100us, 4.2ms, 900s)")
+    return _bounded(_number(m.group(1), "a duration") * _TIME[m.group(2)], MAX_SECONDS, "a duration", "s")
 
 
 _RPM_RE = re.compile(rf"^\s*{_NUM}\s*(rpm|RPM|rps|RPS)?\s*$")
@@ -119,14 +142,15 @@ def parse_rpm(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("a spindle speed must be a number or a string such as '7200rpm'")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _bounded(float(value), MAX_RPM, "a spindle speed", "rpm")
     if not isinstance(value, str):
         raise ValueError("a spindle speed must be a number or a string such as '7200rpm'")
-    m = _RPM_RE.match(value)
+    m = _RPM_RE.match(value) if len(value) <= 80 else None
     if not m:
-        raise ValueError(f"cannot read {value!r} as a spindle speed (use e.g. 7200rpm)")
-    v = float(m.group(1))
-    return v * 60.0 if (m.group(2) or "").lower() == "rps" else v
+        raise ValueError("cannot read the value as a spindle speed (use e.g. 7200rpm)")
+    v = _number(m.group(1), "a spindle speed")
+    v = v * 60.0 if (m.group(2) or "").lower() == "rps" else v
+    return _bounded(v, MAX_RPM, "a spindle speed", "rpm")
 
 
 _BW_RE = re.compile(rf"^\s*{_NUM}\s*([a-zA-Z]*)\s*(/s|ps)?\s*$")
@@ -141,18 +165,18 @@ def parse_bandwidth(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("a bandwidth must be a number (B/s) or a string such as '200MB/s'")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _bounded(float(value), MAX_BYTES_PER_SECOND, "a bandwidth", "B/s")
     if not isinstance(value, str):
         raise ValueError("a bandwidth must be a number (B/s) or a string such as '200MB/s'")
-    m = _BW_RE.match(value)
+    m = _BW_RE.match(value) if len(value) <= 80 else None
     if not m:
-        raise ValueError(f"cannot read {value!r} as a bandwidth (use e.g. 200MB/s, 10Gbit/s)")
-    num, unit = float(m.group(1)), m.group(2)
+        raise ValueError("cannot read the value as a bandwidth (use e.g. 200MB/s, 10Gbit/s)")
+    num, unit = _number(m.group(1), "a bandwidth"), m.group(2)
     bits = re.fullmatch(r"([kKmMgGtT]?)(bit|b)", unit)
     if bits:
         prefix = bits.group(1).upper()
-        return num * (_DEC.get(prefix, 1)) / 8.0
-    return float(num * _size_factor(unit))
+        return _bounded(num * (_DEC.get(prefix, 1)) / 8.0, MAX_BYTES_PER_SECOND, "a bandwidth", "B/s")
+    return _bounded(float(num * _size_factor(unit)), MAX_BYTES_PER_SECOND, "a bandwidth", "B/s")
 
 
 def _schema(example: str, desc: str) -> WithJsonSchema:

@@ -5,9 +5,9 @@ that translate the tests' historical parameters into fio options:
 * :func:`closed_loop` - ``iodepth`` requests in flight, ``number_ios`` measured IOs after a
   warm-up of ``warmup`` IOs (a separate fio run on the same device: its state carries over),
   then the simulation runs until the device is idle (write-back caches destaged);
-* :class:`ClosedLoop` - the same against an RBD image, ending after ``n_ios`` or ``runtime``;
-* :func:`run_jobs` - ``numjobs`` threads at depth 1, each in its own region (``offset_increment``),
-  a host overhead per IO (``sim_slat``), a ramp (``ramp_time``), ``sync``/``fsync``.
+* :class:`ClosedLoop` - the same against an RBD image, ending after ``n_ios`` or ``runtime``.
+
+(The SSD tests build their fio jobs themselves: tests/test_ssd.py ``run_jobs``.)
 
 Per-IO figures (latency, service time, offsets) come from a :class:`RequestLog` on the device.
 Offsets are uniform with replacement (``norandommap=1``) from fio's seeded streams
@@ -23,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from simulator.devices.base import Op
 from simulator.workloads.runner import RequestLog, run_fio
 
-__all__ = ["ClosedLoop", "JobsResult", "LoopResult", "closed_loop", "run_jobs"]
+__all__ = ["ClosedLoop", "LoopResult", "closed_loop"]
 
 #: the base options: libaio (asynchronous, no per-IO submission latency unless asked), offsets
 #: uniform with replacement, streams from randseed
@@ -159,43 +158,3 @@ class ClosedLoop:
         run_fio(self.sim, [log], {**self.opts, "name": "loop"})
         t_end = t0 + self.runtime if self.n_ios is None else None
         return _result(log, t0, skip=self.ramp, t_end=t_end, wall=time.perf_counter() - w0)
-
-
-@dataclass
-class JobsResult:
-    numjobs: int
-    ios: int
-    seconds: float
-    iops: float
-    mib_s: float
-    mean_lat: float
-    max_ratio_service: float  # max over IOs of service / latency (must be <= 1)
-    completions_ok: bool  # every submitted IO completed exactly once (after draining)
-
-
-def run_jobs(dev, numjobs: int, runtime: float, *, rw: str = "write", bs: int = 4096, sync: bool = True, fsync: int = 0,
-             host_overhead: float = 0.0, warmup: float = 0.0, seed: int = 1, span: int | None = None) -> JobsResult:
-    """fio ``--numjobs=N --iodepth=1``: each job its own region (capacity / N), ``host_overhead``
-    seconds of host time per IO before it reaches the device (counted in the latency, as fio's
-    lat), measured over ``runtime`` after ``warmup``."""
-    sim = dev.sim
-    span = int(span or dev.capacity)
-    region = (span // numjobs) // bs * bs
-    if region < bs:
-        raise ValueError("span too small for the number of jobs")
-    log = RequestLog(dev)
-    t0 = sim.now
-    opts = {**_BASE, "rw": rw, "bs": bs, "iodepth": 1, "numjobs": numjobs, "size": region, "offset_increment": region,
-            "sync": int(sync), "fsync": fsync, "sim_slat": host_overhead, "ramp_time": warmup, "runtime": runtime,
-            "time_based": 1, "randseed": seed}
-    run_fio(sim, [log], {**opts, "name": "jobs"})
-    sim.run()  # drain
-    a = log.arrays()
-    t_meas, t_end = t0 + warmup, t0 + warmup + runtime
-    m = (a["t_submit"] >= t_meas) & (a["t_done"] <= t_end) & (a["op"] != int(Op.FLUSH))
-    ios = int(m.sum())
-    lat = a["latency"]
-    ratio = float(np.max(a["service"][lat > 0] / lat[lat > 0])) if np.any(lat > 0) else 0.0
-    return JobsResult(numjobs, ios, runtime, ios / runtime, ios * bs / runtime / 2**20,
-                      float(np.mean(lat[m] + host_overhead)) if ios else float("nan"), ratio,
-                      log.submitted == log.completed)

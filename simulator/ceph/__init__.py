@@ -2,10 +2,9 @@
 straw2), OSDs with sharded op queues and primary-copy replication, BlueStore (deferred WAL writes,
 group commit, buffer cache), hosts' CPU pools and NICs. See docs/ceph-model.md.
 
-Importing this package registers the device kind ``ceph_cluster``.
+The device kind ``ceph_cluster`` is listed in ``simulator.devices.registry.KIND_TABLE``.
 """
 
-from simulator.ceph import cluster as _cluster  # noqa: F401  (registers 'ceph_cluster')
 from simulator.ceph.cluster import Cluster, build_cluster
 from simulator.ceph.config import ClusterConfig
 from simulator.ceph.rbd import RbdImage

@@ -47,7 +47,6 @@ def build_cluster_from_profile(sim: Simulation, ref: str = "clusters/croit_mach2
     """Build a cluster profile (``models/<ref>.yaml``) in ``sim``: ``params`` deep-merged over the
     profile's, then ``overrides`` (dotted keys, e.g. ``hosts.0.drives.1.split: 1``); ``stand_in``
     replaces the drives by queue devices."""
-    import simulator.ceph  # noqa: F401
     from simulator.ceph.cluster import Cluster
     from simulator.ceph.config import ClusterConfig
     from simulator.config.base import apply_overrides, validate

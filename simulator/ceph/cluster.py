@@ -30,7 +30,7 @@ from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
 from simulator.devices.blocklayer import BlockLayer
 from simulator.devices.partition import Partition
-from simulator.devices.registry import register_kind, resolve_params
+from simulator.devices.registry import resolve_params
 from simulator.engine import Component
 from simulator.errors import ConfigError
 
@@ -537,10 +537,3 @@ def _mean(xs: list[float]) -> float:
 def build_cluster(cfg: ClusterConfig, name: str, parent: Component) -> Cluster:
     return Cluster(cfg, name, parent)
 
-
-register_kind(
-    "ceph_cluster",
-    ClusterConfig,
-    build_cluster,
-    "Ceph cluster: hosts, OSDs (BlueStore) on devices, replicated pools, RBD images as devices",
-)

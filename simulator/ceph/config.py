@@ -49,7 +49,7 @@ class CpuConfig(ConfigModel):
     not single-thread speed. Every CPU cost in the model is divided by ``speed``.
     """
 
-    cores: int = Field(12, ge=1, description="physical cores of the host (all sockets), count (default 12)")
+    cores: int = Field(12, ge=1, le=4096, description="physical cores of the host (all sockets), count (default 12)")
     threads_per_core: int = Field(1, ge=1, le=8, description="hardware threads per core (SMT), count (default 1)")
     smt_gain: float = Field(
         0.25, ge=0.0, le=1.0,
@@ -67,7 +67,7 @@ class CpuConfig(ConfigModel):
 class NicConfig(ConfigModel):
     """A host's network interface: each direction is a FIFO link serialising bytes at ``bandwidth``."""
 
-    bandwidth: BytesPerSecond = Field("10Gbit/s", gt=0, description="line rate per direction, bytes/s (default 10Gbit/s)")
+    bandwidth: BytesPerSecond = Field("10Gbit/s", gt=0, le=1e12, description="line rate per direction, bytes/s (default 10Gbit/s)")
 
 
 class NetworkConfig(ConfigModel):
@@ -87,7 +87,7 @@ class NetworkConfig(ConfigModel):
 class DriveGroupConfig(ConfigModel):
     """``count`` identical drives of one device spec, each giving one or more OSDs."""
 
-    count: int = Field(1, ge=1, description="number of identical drives (default 1)")
+    count: int = Field(1, ge=1, le=10000, description="number of identical drives (default 1)")
     device: dict[str, Any] = Field(
         description="device spec as everywhere else: {profile: hdd/<name>, params: {...}} or {kind: queue, params: {...}}"
     )
@@ -124,9 +124,9 @@ class DbDeviceConfig(ConfigModel):
     volume of ``db_size`` bytes on its device.
     """
 
-    count: int = Field(1, ge=1, description="number of DB/WAL devices in the host (default 1)")
+    count: int = Field(1, ge=1, le=10000, description="number of DB/WAL devices in the host (default 1)")
     device: dict[str, Any] = Field(description="device spec of one DB/WAL device ({profile: ssd/..., params: {...}})")
-    db_size: Bytes = Field("30GiB", gt=0, description="DB/WAL volume per OSD, bytes (default 30GiB)")
+    db_size: Bytes = Field("30GiB", gt=0, le=2**50, description="DB/WAL volume per OSD, bytes (default 30GiB)")
     block_layer: BlockLayerConfig | None = Field(
         None, description="block layer in front of these devices; default: the cluster's block_layer"
     )
@@ -136,7 +136,7 @@ class HostConfig(ConfigModel):
     """One host (or ``count`` identical hosts named <name>0, <name>1, ...)."""
 
     name: str = Field(pattern=_NAME, description="host name (no dots)")
-    count: int = Field(1, ge=1, description="number of identical hosts (default 1)")
+    count: int = Field(1, ge=1, le=10000, description="number of identical hosts (default 1)")
     cpu: CpuConfig = Field(default_factory=CpuConfig, description="processors shared by the host's OSDs")
     nic: NicConfig = Field(default_factory=NicConfig, description="network interface (public = cluster network)")
     drives: list[DriveGroupConfig] = Field(default_factory=list, description="drive groups giving the host's OSDs")
@@ -201,7 +201,7 @@ class ImageConfig(ConfigModel):
 
     pool: str = Field(description="pool holding the image")
     name: str = Field(description="image name (fio's rbdname)")
-    size: Bytes = Field(gt=0, description="image size, bytes")
+    size: Bytes = Field(gt=0, le=2**56, description="image size, bytes")
     order: int = Field(22, ge=12, le=26, description="object size = 2^order bytes (rbd_default_order, default 22 = 4MiB)")
     id: str | None = Field(
         None, pattern=r"^[0-9a-f]{6,32}$",
@@ -215,7 +215,7 @@ class ImageConfig(ConfigModel):
 class OsdConfig(ConfigModel):
     """ceph-osd: messenger, sharded op queue, PG processing (CPU costs are per op on the host CPU pool)."""
 
-    op_num_shards: int = Field(5, ge=1, description="op queue shards per OSD (osd_op_num_shards_hdd, default 5)")
+    op_num_shards: int = Field(5, ge=1, le=1024, description="op queue shards per OSD (osd_op_num_shards_hdd, default 5)")
     op_num_threads_per_shard: int = Field(
         1, ge=1, description="worker threads per shard (osd_op_num_threads_per_shard_hdd, default 1)"
     )
@@ -253,7 +253,7 @@ class CacheConfig(ConfigModel):
     policy: Literal["2q", "lru"] = Field("2q", description="replacement policy (bluestore_cache_type, default 2q)")
     size: Bytes = Field(
         "205MiB", ge=0,
-        description=(
+        le=2**56, description=(
             "bytes of data buffers per OSD (default 205MiB = bluestore_cache_size_hdd 1GiB x (1 - meta 0.4 - kv 0.4))"
         ),
     )
@@ -346,7 +346,7 @@ class BlueStoreConfig(ConfigModel):
         ),
     )
     onode_cache_size: int = Field(
-        100000, ge=0, description="onodes (object metadata) kept in memory per OSD, count (default 100000)"
+        100000, ge=0, le=1000000000, description="onodes (object metadata) kept in memory per OSD, count (default 100000)"
     )
     onode_miss_read: Bytes = Field(
         4096, ge=0, description="bytes read from the DB region when an onode is not cached; 0 = no IO (default 4096)"
@@ -364,7 +364,7 @@ class PageCacheConfig(CacheConfig):
 
     size: Bytes = Field(
         "2GiB", ge=0,
-        description="bytes of page cache per OSD: the host's RAM left after the OSD daemons, divided by its OSDs (default 2GiB, an assumption)",
+        le=2**56, description="bytes of page cache per OSD: the host's RAM left after the OSD daemons, divided by its OSDs (default 2GiB, an assumption)",
     )
     buffered_write: bool = Field(True, description="written pages stay cached (buffered writes; default true)")
 
@@ -479,7 +479,7 @@ class FileStoreConfig(ConfigModel):
         ),
     )
     inode_cache_size: int = Field(
-        1000000, ge=0, description="files whose inode and dentry the kernel keeps cached per OSD, count (default 1000000)"
+        1000000, ge=0, le=10000000000, description="files whose inode and dentry the kernel keeps cached per OSD, count (default 1000000)"
     )
     inode_miss_read: Bytes = Field(
         4096, ge=0, description="bytes read next to the file to load a missed inode; 0 = no IO (default 4096)"

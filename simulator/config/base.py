@@ -1,5 +1,7 @@
 """Base of every configuration model, YAML loading and dotted-key editing.
 
+YAML is read by the one bounded loader in :mod:`simulator.yamlio`.
+
 Config is data: frozen pydantic models with ``extra="forbid"``; every field carries a description
 with its unit and default. Human units are parsed by the types in ``simulator.units``.
 """
@@ -7,58 +9,85 @@ with its unit and default. Human units are parsed by the types in ``simulator.un
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from simulator.errors import ConfigError, pydantic_error_to_config_error
+from simulator.yamlio import load_yaml_file, load_yaml_text
+
+#: largest magnitude any number in a configuration may have: 2**64 (a 64-bit seed; 16 EiB). Fields
+#: carry tighter, physical bounds of their own; this one stops 1e300 and 310-digit integers at the root.
+MAX_NUMBER = float(2**64)
+
+
+def _number_problem(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "must be a finite number (not NaN or infinity)"
+        if abs(v) > MAX_NUMBER:
+            return f"{v:.3g} is beyond any physical quantity the simulator models (|x| <= {MAX_NUMBER:.3g})"
+    elif isinstance(v, int) and abs(v) > MAX_NUMBER:
+        digits = len(str(abs(v))) if abs(v) < 10**5000 else 5000
+        return f"a {digits}-digit integer is beyond any physical quantity the simulator models (|x| <= 2**64)"
+    return None
+
+
+def check_numbers(data: Any, path: str = "") -> None:
+    """Raise ``PydanticCustomError('sim_number')`` for the first non-finite or absurdly large number
+    anywhere in ``data`` (mappings and lists walked iteratively); ``ctx['path']`` names it."""
+    stack: list[tuple[Any, str]] = [(data, path)]
+    seen = 0
+    while stack:
+        v, p = stack.pop()
+        seen += 1
+        if seen > 1_000_000:
+            return
+        if isinstance(v, dict):
+            stack.extend((x, f"{p}.{k}" if p else str(k)) for k, x in v.items())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, f"{p}.{i}" if p else str(i)) for i, x in enumerate(v))
+        else:
+            msg = _number_problem(v)
+            if msg:
+                raise PydanticCustomError("sim_number", "{msg}", {"msg": msg, "path": p})
 
 
 class ConfigModel(BaseModel):
-    """Frozen, strict base model: unknown keys are errors; instances are immutable and hashable."""
+    """Frozen, strict base model: unknown keys are errors; instances are immutable and hashable.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, populate_by_name=True)
+    Every number, in the input and after unit parsing, must be finite and within ``MAX_NUMBER``
+    (NaN, infinity, 1e300 and 310-digit integers are refused here, for every model); each field
+    adds its own physical bounds.
+    """
 
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, populate_by_name=True, allow_inf_nan=False
+    )
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys (a silent override is a classic YAML trap)."""
+    @model_validator(mode="before")
+    @classmethod
+    def _finite_input_numbers(cls, data: Any) -> Any:
+        check_numbers(data)
+        return data
 
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    mapping: dict = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=deep)
-    return mapping
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    @model_validator(mode="after")
+    def _finite_field_numbers(self) -> Any:
+        for name in type(self).model_fields:
+            v = getattr(self, name, None)
+            if isinstance(v, (int, float, tuple, list)) and not isinstance(v, bool):
+                check_numbers(v, name)
+        return self
 
 
 def load_yaml(path: str | Path) -> Any:
-    """Read a YAML file; any problem becomes a ConfigError naming the file (and line)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", source=str(path)) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, expected a YAML file", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read file: {e}", source=str(path)) from None
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"not valid YAML: {problem}", source=str(path), field=where) from None
+    """Read a YAML file with the package's one safe, bounded loader (:mod:`simulator.yamlio`)."""
+    return load_yaml_file(path)
 
 
 def validate(model: type[BaseModel], data: Any, source: str | None, prefix: str = "") -> Any:
@@ -72,8 +101,8 @@ def validate(model: type[BaseModel], data: Any, source: str | None, prefix: str 
 def parse_scalar(text: str) -> Any:
     """Interpret a ``--set key=value`` value with YAML rules (numbers, bools, lists, strings)."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return load_yaml_text(text, "command line (--set)", remember=False)
+    except ConfigError:
         return text
 
 

@@ -1,6 +1,7 @@
 """Device kinds and hardware profiles.
 
-A *kind* (``hdd``, ``ssd``, ``queue``, ``raid``...) pairs a frozen config model with a factory.
+A *kind* (``hdd``, ``ssd``, ``queue``, ``ceph_cluster``) pairs a frozen config model with a factory;
+every kind is listed in one explicit table, :data:`KIND_TABLE` (nothing registers on import).
 A *profile* is a YAML file under ``models/`` describing one real product::
 
     kind: hdd
@@ -9,14 +10,19 @@ A *profile* is a YAML file under ``models/`` describing one real product::
     params: { ...validated by the kind's config model... }
     sources: { dotted.param: "where the figure comes from (datasheet page, or fitted by which run)" }
 
-Experiments refer to a profile by its path under ``models/`` without the extension
-(``hdd/seagate_st91000640ns``) and may override parameters with ``params``.
+Experiments refer to a profile by its name -- its path under ``models/`` without the extension
+(``hdd/seagate_st91000640ns``) -- and may override parameters with ``params``. Names are looked up in
+the user's profile directories first ($SIMRUN_USER_MODELS, else ~/.config/simrun/models), then in
+the library; a user's own profile file can also be named by a relative path (``my_drive.yaml``),
+resolved inside the directory of the file that names it. A name never leads outside its directory.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +33,17 @@ from simulator.engine import Component
 from simulator.errors import ConfigError
 
 __all__ = [
+    "KIND_TABLE",
     "DeviceKind",
     "build_device",
     "deep_merge",
+    "device_kind",
     "device_kinds",
     "load_profile",
     "models_dir",
-    "register_kind",
+    "profile_roots",
     "resolve_params",
+    "user_models_dirs",
 ]
 
 
@@ -46,18 +55,60 @@ class DeviceKind:
     doc: str = ""
 
 
-_KINDS: dict[str, DeviceKind] = {}
+#: THE table of device kinds: kind -> (module, config class, factory, one-line description).
+#: Modules are imported when a kind is first asked for; nothing registers itself on import.
+KIND_TABLE: dict[str, tuple[str, str, str, str]] = {
+    "queue": (
+        "simulator.devices.simple",
+        "QueueDeviceConfig",
+        "QueueDevice",
+        "FCFS multi-server queue with a service-time distribution",
+    ),
+    "hdd": (
+        "simulator.devices.hdd",
+        "HDDConfig",
+        "build_hdd",
+        "hard disk drive: zones, seek curve, rotation, SPTF queue, write cache, look-ahead, dual actuator",
+    ),
+    "ssd": (
+        "simulator.devices.ssd",
+        "SSDConfig",
+        "build",
+        "NAND SSD: host interface, DRAM write buffer with/without power-loss protection, page-mapped FTL "
+        "with greedy GC, multi-channel/die/plane flash back end",
+    ),
+    "raid": (
+        "simulator.devices.raid",
+        "RaidConfig",
+        "build_raid",
+        "RAID volume (jbod, 0, 1, 10, 5, 6) over member devices of any kind: chunk mapping, left-symmetric parity, "
+        "RMW/reconstruct/full-stripe writes, degraded mode, controller write-back cache and read-ahead, SAS path",
+    ),
+    "ceph_cluster": (
+        "simulator.ceph.cluster",
+        "ClusterConfig",
+        "build_cluster",
+        "Ceph cluster: hosts, OSDs (BlueStore) on devices, replicated pools, RBD images as devices",
+    ),
+}
+
+_LOADED: dict[str, DeviceKind] = {}
 
 
-def register_kind(kind: str, config: type[ConfigModel], build: Callable[[Any, str, Component], Any], doc: str = "") -> None:
-    """Register a device kind (called once by each device module at import)."""
-    _KINDS[kind] = DeviceKind(kind, config, build, doc)
+def device_kind(kind: str) -> DeviceKind:
+    """The kind ``kind`` from :data:`KIND_TABLE` (its module imported on first use)."""
+    dk = _LOADED.get(kind)
+    if dk is None:
+        module, cfg, build, doc = KIND_TABLE[kind]
+        mod = importlib.import_module(module)
+        dk = DeviceKind(kind, getattr(mod, cfg), getattr(mod, build), doc)
+        _LOADED[kind] = dk
+    return dk
 
 
 def device_kinds() -> dict[str, DeviceKind]:
-    import simulator.devices  # noqa: F401  (imports every device module, which register)
-
-    return dict(_KINDS)
+    """Every device kind of :data:`KIND_TABLE`."""
+    return {k: device_kind(k) for k in KIND_TABLE}
 
 
 def models_dir() -> Path:
@@ -66,6 +117,23 @@ def models_dir() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[2] / "models"
+
+
+def user_models_dirs() -> list[Path]:
+    """The user's own profile directories, searched before the library (which stays searched):
+    $SIMRUN_USER_MODELS (one or more directories separated by ``os.pathsep``), else
+    ``$XDG_CONFIG_HOME/simrun/models`` (``~/.config/simrun/models``) when it exists."""
+    env = os.environ.get("SIMRUN_USER_MODELS")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    d = Path(base) / "simrun" / "models"
+    return [d] if d.is_dir() else []
+
+
+def profile_roots() -> list[Path]:
+    """Where profile names are looked up, in order: the user's directories, then the library."""
+    return [*user_models_dirs(), models_dir()]
 
 
 def deep_merge(base: Any, over: Any) -> Any:
@@ -77,34 +145,107 @@ def deep_merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def profile_path(ref: str, base_dir: Path | None = None) -> Path:
+#: a profile name: path components of letters, digits, ``_ - . +``, none starting with a dot
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+\-]*(/[A-Za-z0-9_][A-Za-z0-9_.+\-]*)*$")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def is_profile_name(ref: str) -> bool:
+    return isinstance(ref, str) and len(ref) <= 200 and bool(_NAME_RE.match(ref))
+
+
+def profile_path(ref: str, base_dir: Path | None = None, *, confined: bool = True) -> Path:
+    """The file of profile ``ref``.
+
+    * A *name* (``hdd/seagate_st91000640ns``) is looked up in :func:`profile_roots` -- the user's
+      profile directories first, then the library -- and must stay inside the directory it is found
+      in (no ``..``, no absolute names, no symlinks leading out).
+    * A *file* (``my_drive.yaml``) is the user's own profile. ``confined`` (a reference written in a
+      file): a relative path inside ``base_dir``, the directory of the file that refers to it.
+      Not confined (given on the command line or through the Python API): any path.
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        raise ConfigError("a profile reference must be a non-empty name", field="profile")
     p = Path(ref)
-    if p.suffix in (".yaml", ".yml") and (p.is_absolute() or (base_dir and (base_dir / p).exists())):
-        return p if p.is_absolute() else base_dir / p  # type: ignore[operator]
-    root = models_dir()
-    for cand in (root / f"{ref}.yaml", root / f"{ref}.yml", root / ref):
-        if cand.is_file():
-            return cand
-    raise ConfigError(f"no profile {ref!r} in {root} (looked for {ref}.yaml)", field="profile")
+    if ref.endswith((".yaml", ".yml")):
+        if not confined:
+            if p.is_file():
+                return p
+        else:
+            cand = base_dir / p if base_dir is not None else None
+            if cand is None or "\\" in ref or not _inside(cand, base_dir):  # type: ignore[arg-type]
+                raise ConfigError(
+                    "a profile file named in a file must be a relative path inside that file's directory "
+                    "(no '..' leading out, not absolute); put the profile in your profile directory "
+                    "($SIMRUN_USER_MODELS) and refer to it by name",
+                    field="profile",
+                )
+            if cand.is_file():
+                return cand
+    if not is_profile_name(ref) or ".." in p.parts:
+        raise ConfigError(
+            "not a profile name (letters, digits, _ - . + and '/' between components, e.g. hdd/seagate_st91000640ns)",
+            field="profile",
+        )
+    roots = profile_roots()
+    for root in roots:
+        for cand in (root / f"{ref}.yaml", root / f"{ref}.yml", root / ref):
+            if cand.is_file() and _inside(cand, root):
+                return cand
+    where = " or ".join(str(r) for r in roots)
+    raise ConfigError(f"no profile {ref!r} in {where} (looked for {ref}.yaml)", field="profile")
 
 
-def load_profile(ref: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Load a profile, following ``extends``; returns {kind, name, params, sources, file}."""
-    if ref in _seen:
-        raise ConfigError(f"profile inheritance cycle: {' -> '.join((*_seen, ref))}", field="extends")
-    path = profile_path(ref)
+_PROFILE_KEYS = {"kind", "name", "description", "extends", "params", "sources", "notes", "provenance"}
+
+
+def load_profile(
+    ref: str, _seen: tuple[str, ...] = (), *, base_dir: Path | None = None, confined: bool = False
+) -> dict[str, Any]:
+    """Load a profile, following ``extends``; returns {kind, name, params, sources, file}.
+
+    ``confined``: ``ref`` was written in a file in ``base_dir`` (see :func:`profile_path`). An
+    ``extends`` is always confined: a name, or a relative file inside the profile's directory."""
+    path = profile_path(ref, base_dir, confined=confined)
+    key = str(path.resolve())
+    if key in _seen:
+        raise ConfigError("profile inheritance cycle (a profile extends itself)", source=str(path), field="extends")
+    if len(_seen) >= 32:
+        raise ConfigError("profile inheritance deeper than 32 levels", source=str(path), field="extends")
     data = load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError("a profile must be a mapping with kind/params/sources", source=str(path))
-    allowed = {"kind", "name", "description", "extends", "params", "sources", "notes", "provenance"}
-    extra = set(data) - allowed
+    extra = sorted(str(k) for k in set(data) - _PROFILE_KEYS)
     if extra:
-        raise ConfigError(f"unknown key {sorted(extra)[0]!r} in profile (allowed: {sorted(allowed)})", source=str(path), field=sorted(extra)[0])
+        raise ConfigError(
+            f"unknown key in profile (allowed: {sorted(_PROFILE_KEYS)})", source=str(path), field=extra[0][:60]
+        )
     params = data.get("params") or {}
-    sources = dict(data.get("sources") or {})
+    if not isinstance(params, dict):
+        raise ConfigError("params must be a mapping of parameters", source=str(path), field="params")
+    sources = data.get("sources") or {}
+    if not isinstance(sources, dict):
+        raise ConfigError("sources must be a mapping of parameter -> where the figure comes from", source=str(path), field="sources")
+    sources = dict(sources)
     kind = data.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise ConfigError("kind must be a device kind name", source=str(path), field="kind")
     if "extends" in data:
-        base = load_profile(str(data["extends"]), (*_seen, ref))
+        ext = data["extends"]
+        if not isinstance(ext, str):
+            raise ConfigError("extends must be a profile name", source=str(path), field="extends")
+        try:
+            base = load_profile(ext, (*_seen, key), base_dir=path.parent, confined=True)
+        except ConfigError as e:
+            if e.source:
+                raise
+            raise ConfigError(e.message, source=str(path), field="extends") from None
         params = deep_merge(base["params"], params)
         sources = {**base["sources"], **sources}
         kind = kind or base["kind"]
@@ -121,17 +262,54 @@ def load_profile(ref: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     }
 
 
-def resolve_params(spec: dict[str, Any], source: str | None = None, field: str = "") -> tuple[DeviceKind, Any, str]:
-    """From an experiment's device spec ({profile|kind, params}) to (kind, validated config, origin)."""
-    kinds = device_kinds()
+def _confine_nested_profiles(params: Any, base_dir: Path | None, source: str | None, where: str) -> None:
+    """Every ``profile:`` nested in a kind's parameters (a cluster's drives, DB devices) obeys the
+    rule of the file that wrote it: a name in the library, or a file inside that file's directory."""
+    stack: list[tuple[Any, str]] = [(params, where)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                sub = f"{path}.{k}"
+                if k == "profile" and isinstance(v, str):
+                    try:
+                        profile_path(v, base_dir, confined=True)
+                    except ConfigError as e:
+                        raise ConfigError(e.message, source=source, field=sub) from None
+                else:
+                    stack.append((v, sub))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}.{i}") for i, v in enumerate(node))
+
+
+def _base_dir_of(source: str | None) -> Path | None:
+    if not source:
+        return None
+    p = Path(source)
+    return p.parent if p.suffix in (".yaml", ".yml") and p.is_file() else None
+
+
+def resolve_params(
+    spec: dict[str, Any], source: str | None = None, field: str = "", *, trusted: bool = False
+) -> tuple[DeviceKind, Any, str]:
+    """From a device spec ({profile|kind, params}) to (kind, validated config, origin).
+
+    When the spec was written in a file ``source``, a profile file it names must lie in that file's
+    directory. ``trusted`` (the command line) or no source file (the Python API): any profile file path."""
+    if not isinstance(spec, dict):
+        raise ConfigError("a device spec is a mapping ({profile: ..., params: {...}})", source=source, field=field or None)
+    kinds = KIND_TABLE
     params: dict[str, Any] = {}
     origin = source or "<inline>"
     kind_name = spec.get("kind")
     if spec.get("profile"):
         try:
-            prof = load_profile(str(spec["profile"]))
+            base_dir = _base_dir_of(source)
+            prof = load_profile(str(spec["profile"]), base_dir=base_dir, confined=not trusted and base_dir is not None)
         except ConfigError as e:
-            raise ConfigError(e.message, source=e.source or source, field=f"{field}.profile" if field else "profile") from None
+            if e.source:  # the problem is inside a profile file: its own field
+                raise
+            raise ConfigError(e.message, source=source, field=f"{field}.profile" if field else "profile") from None
         params = prof["params"]
         origin = prof["file"]
         if kind_name and kind_name != prof["kind"]:
@@ -139,15 +317,21 @@ def resolve_params(spec: dict[str, Any], source: str | None = None, field: str =
         kind_name = prof["kind"]
     if not kind_name:
         raise ConfigError("a device needs a 'profile' or a 'kind'", source=source, field=field or None)
-    if kind_name not in kinds:
-        raise ConfigError(f"unknown device kind {kind_name!r} (known: {', '.join(sorted(kinds))})", source=source, field=f"{field}.kind" if field else "kind")
+    if not isinstance(kind_name, str) or kind_name not in kinds:
+        raise ConfigError(f"unknown device kind (known: {', '.join(sorted(kinds))})", source=source, field=f"{field}.kind" if field else "kind")
     if spec.get("params"):
+        if not isinstance(spec["params"], dict):
+            raise ConfigError("params must be a mapping of parameters", source=source, field=f"{field}.params" if field else "params")
         params = deep_merge(params, spec["params"])
-    dk = kinds[kind_name]
+    dk = device_kind(kind_name)
+    if not trusted and _base_dir_of(source) is not None:
+        _confine_nested_profiles(params, _base_dir_of(source), source, f"{field}.params" if field else "params")
     cfg = validate(dk.config, params, source=source if spec.get("params") else origin, prefix=f"{field}.params" if field else "params")
     return dk, cfg, origin
 
 
-def build_device(spec: dict[str, Any], name: str, parent: Component, source: str | None = None, field: str = "") -> Any:
-    dk, cfg, _ = resolve_params(spec, source, field)
+def build_device(
+    spec: dict[str, Any], name: str, parent: Component, source: str | None = None, field: str = "", *, trusted: bool = False
+) -> Any:
+    dk, cfg, _ = resolve_params(spec, source, field, trusted=trusted)
     return dk.build(cfg, name, parent)

@@ -12,7 +12,6 @@ from pydantic import Field
 
 from simulator.config.base import ConfigModel
 from simulator.devices.base import Device, Op, Request
-from simulator.devices.registry import register_kind
 from simulator.distributions import Deterministic, Distribution
 from simulator.engine import Component
 from simulator.units import Bytes, BytesPerSecond
@@ -21,8 +20,8 @@ from simulator.units import Bytes, BytesPerSecond
 class QueueDeviceConfig(ConfigModel):
     """A FCFS multi-server queue; service = draw from ``service`` + size / ``bandwidth``."""
 
-    capacity: Bytes = Field("1TiB", gt=0, description="addressable size, bytes (default 1TiB)")
-    servers: int = Field(1, ge=1, description="number of requests served in parallel (default 1)")
+    capacity: Bytes = Field("1TiB", gt=0, le=2**60, description="addressable size, bytes (default 1TiB)")
+    servers: int = Field(1, ge=1, le=65536, description="number of requests served in parallel (default 1)")
     service: Distribution = Field(
         default_factory=lambda: Deterministic(value=1e-4),
         description="per-request service time distribution (default deterministic 100us)",
@@ -71,5 +70,3 @@ class QueueDevice(Device):
     def busy_time(self) -> float:
         return self._busy_acc / self.cfg.servers
 
-
-register_kind("queue", QueueDeviceConfig, QueueDevice, "FCFS multi-server queue with a service-time distribution")

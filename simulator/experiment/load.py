@@ -23,6 +23,7 @@ from simulator.errors import ConfigError
 from simulator.experiment.execute import point_digest, prepare_point
 from simulator.experiment.model import ExperimentSpec
 from simulator.experiment.references import check_references, project_root
+from simulator.limits import check_run_size, check_sweep_size
 
 __all__ = ["Experiment", "Point", "apply_sets", "load_experiment", "parse_sets", "project_root"]
 
@@ -222,13 +223,17 @@ def load_experiment(
         raise ConfigError("an experiment file must be a mapping (name, system, workload, ...)", source=source)
     raw = apply_sets(raw, list(sets or []), "command line (--set)")
     spec = validate(ExperimentSpec, raw, source)
+    check_sweep_size(spec, source)
     _check_report(spec, source)
     check_references(list(spec.reference), list(_axis_labels(spec)), path)
     points: list[Point] = []
     for i, (labels, kvs) in enumerate(_axis_points(spec)):
         praw = apply_sets(raw, kvs, f"{source}: sweep")
         pspec, jobs = prepare_point(praw, source, path.parent)
+        check_run_size(jobs, pspec.system, source)
         points.append(Point(i, labels, praw, pspec, jobs, point_digest(praw)))
+    if not points:
+        raise ConfigError("the sweep's exclude leaves no point to run", source=source, field="sweep.exclude")
     by_system: dict[str, list[Point]] = {}
     for p in points:
         by_system.setdefault(p.system_key, []).append(p)

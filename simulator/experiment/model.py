@@ -30,11 +30,35 @@ device parameters by each device kind's model. Everything else is validated here
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import ConfigModel
+
+_SIMPLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,99}$")
+
+
+def _simple_name(v: str) -> str:
+    """An experiment name becomes the directory out/<name>: one path component, nothing more."""
+    if not isinstance(v, str) or not _SIMPLE_NAME.match(v):
+        raise ValueError(
+            "must be a simple name (letters, digits, _ - . +; at most 100 characters; not starting "
+            "with a dot): it names the output directory out/<name>"
+        )
+    return v
+
+
+def _relative_inside(v: str | None) -> str | None:
+    """A file named in an experiment: a relative path that stays inside its base directory."""
+    if v is None:
+        return v
+    p = PurePosixPath(v.replace("\\", "/"))
+    if not v or p.is_absolute() or PureWindowsPath(v).is_absolute() or ".." in p.parts or "\x00" in v:
+        raise ValueError("must be a relative path inside the experiment's directory or the project (no '..', not absolute)")
+    return v
 
 
 class DeviceSpec(ConfigModel):
@@ -44,7 +68,9 @@ class DeviceSpec(ConfigModel):
     profile: str | None = Field(None, description="profile path under models/ without .yaml (e.g. hdd/seagate_st91000640ns)")
     kind: str | None = Field(None, description="device kind for an inline device (queue, hdd, ssd...) when no profile is given")
     params: dict[str, Any] = Field(default_factory=dict, description="parameter overrides (nested mapping), merged over the profile")
-    count: int = Field(1, ge=1, description="number of identical devices; >1 names them name0, name1, ... (default 1)")
+    count: int = Field(
+        1, ge=1, le=10_000, description="number of identical devices, 1..10000; >1 names them name0, name1, ... (default 1)"
+    )
 
     @field_validator("name")
     @classmethod
@@ -93,6 +119,8 @@ class WorkloadSpec(ConfigModel):
     jobs: list[dict[str, Any]] = Field(min_length=1, description="fio job sections; 'name' names the job")
     jobfile: str | None = Field(None, description="optional: read jobs from a real fio job file instead (path relative to the experiment)")
 
+    _jobfile_inside = field_validator("jobfile")(_relative_inside)
+
 
 class AxisSpec(ConfigModel):
     """One sweep axis. Either ``key`` + a list of ``values`` (each value is set at the dotted key), or a
@@ -110,6 +138,8 @@ class AxisSpec(ConfigModel):
                 raise ValueError("an axis needs at least one value")
         elif self.key:
             raise ValueError("'key' is only for a list of values; a mapping gives its own dotted keys per label")
+        elif not self.values:
+            raise ValueError("an axis needs at least one value")
         return self
 
 
@@ -161,7 +191,7 @@ class UnpivotSpec(ConfigModel):
 class ReferenceSpec(ConfigModel):
     """A table of measured/published figures to print beside the simulated ones."""
 
-    table: str = Field(description="CSV path, relative to the project root or the experiment file")
+    table: str = Field(description="CSV path, relative to the project root or the experiment file (no '..', not absolute)")
     label: str = Field("reference", description="name shown in tables and plots")
     source: str = Field("", description="where the figures come from (shown in the report)")
     match: dict[str, str] = Field(default_factory=dict, description="table column -> sweep axis name (values compared as numbers when both parse)")
@@ -170,10 +200,12 @@ class ReferenceSpec(ConfigModel):
         default_factory=dict, description="table column -> simulated metric (e.g. read.lat_mean_ms, write.iops, read.p99_ms)"
     )
     unpivot: UnpivotSpec | None = Field(None, description="read a wide table as one row per axis label")
-    goal: float | None = Field(None, gt=0, description="relative error goal shown in the table (0.10 = 10%)")
+    goal: float | None = Field(None, gt=0, le=10, description="relative error goal shown in the table (0.10 = 10%; at most 10)")
     predict: bool = Field(
         True, description="list this reference's metrics as predictions for points (or cells) it does not give (default true)"
     )
+
+    _table_inside = field_validator("table")(_relative_inside)
 
 
 class RatioSpec(ConfigModel):
@@ -209,12 +241,13 @@ class ReportSpec(ConfigModel):
 class ExperimentSpec(ConfigModel):
     """A runnable experiment: system + fio workload + run control + optional sweep and references."""
 
-    name: str = Field(description="experiment name (output directory name)")
+    name: str = Field(description="experiment name: the output directory out/<name>, so one simple name (letters, digits, _ - . +)")
     description: str = Field("", description="what the experiment shows")
-    seed: int = Field(1, ge=0, description="experiment seed; each component's stream is derived from it and its path")
+    seed: int = Field(1, ge=0, le=2**64 - 1, description="experiment seed; each component's stream is derived from it and its path")
     replications: int = Field(
         1,
         ge=1,
+        le=10_000,
         description="independent replications per point (CIs over replications when >= 2). Replication 0 "
         "replays fio's offset sequence; replication r > 0 uses its own seed and its own fio randseed",
     )
@@ -223,3 +256,5 @@ class ExperimentSpec(ConfigModel):
     sweep: SweepSpec | None = Field(None, description="optional parameter sweep")
     reference: list[ReferenceSpec] = Field(default_factory=list, description="measured/published tables to compare with")
     report: ReportSpec = Field(default_factory=ReportSpec, description="what to print and plot")
+
+    _name_simple = field_validator("name")(_simple_name)

@@ -56,8 +56,6 @@ class System(Component):
                 )
         self.cluster = None
         if spec.cluster is not None:
-            import simulator.ceph  # noqa: F401  (registers the ceph_cluster kind)
-
             c = spec.cluster
             self.cluster = build_device(
                 {"profile": c.profile, "kind": c.kind or (None if c.profile else "ceph_cluster"), "params": c.params},

@@ -34,6 +34,10 @@ from simulator.errors import ConfigError
 
 __all__ = ["JobSection", "load_jobfile", "parse_jobfile", "parse_jobfile_text"]
 
+#: largest job file read, bytes
+MAX_JOBFILE_BYTES = 2 * 2**20
+#: most job sections in one file (fio runs at most 4096 job threads)
+MAX_SECTIONS = 4096
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.]*$")
 _TRAILING_COMMENT = re.compile(r"\s+[;#].*$")
 
@@ -59,7 +63,9 @@ class JobSection(dict):
 
 
 def parse_jobfile_text(text: str, source: str | None = None) -> tuple[JobSection, list[JobSection]]:
-    """Parse job-file text; see :func:`parse_jobfile`."""
+    """Parse job-file text; see :func:`parse_jobfile`. Error messages name the line, never repeat it."""
+    if len(text) > MAX_JOBFILE_BYTES:
+        raise ConfigError(f"larger than {MAX_JOBFILE_BYTES // 2**20} MiB; not a fio job file", source=source)
     glob = JobSection("global", source)
     later_global: JobSection | None = None  # a [global] after the first job
     jobs: list[JobSection] = []
@@ -73,14 +79,14 @@ def parse_jobfile_text(text: str, source: str | None = None) -> tuple[JobSection
         if line.startswith("["):
             if not line.endswith("]"):
                 raise ConfigError(
-                    f"malformed section header {raw.strip()!r} (expected [name])",
+                    "malformed section header (expected [name])",
                     source=source,
                     field=f"line {lineno}",
                 )
             name = line[1:-1].strip()
             if not name or "[" in name or "]" in name:
                 raise ConfigError(
-                    f"malformed section header {raw.strip()!r}", source=source, field=f"line {lineno}"
+                    "malformed section header (expected [name])", source=source, field=f"line {lineno}"
                 )
             if name == "global":
                 if seen_job:
@@ -91,6 +97,8 @@ def parse_jobfile_text(text: str, source: str | None = None) -> tuple[JobSection
                     cur = glob
             else:
                 seen_job = True
+                if len(jobs) >= MAX_SECTIONS:
+                    raise ConfigError(f"more than {MAX_SECTIONS} job sections", source=source, field=f"line {lineno}")
                 cur = JobSection(name, source)
                 if later_global is not None:
                     for k, v in later_global.items():
@@ -101,7 +109,7 @@ def parse_jobfile_text(text: str, source: str | None = None) -> tuple[JobSection
             continue
         if cur is None:
             raise ConfigError(
-                f"option {line!r} outside of a [section] (fio job files start with [global] or [jobname])",
+                "option outside of a [section] (fio job files start with [global] or [jobname])",
                 source=source,
                 field=f"line {lineno}",
             )
@@ -113,13 +121,13 @@ def parse_jobfile_text(text: str, source: str | None = None) -> tuple[JobSection
         key = key.strip()
         if not _NAME_RE.match(key):
             raise ConfigError(
-                f"malformed line {raw.strip()!r} (expected option=value or a bare flag)",
+                "malformed line (expected option=value or a bare flag)",
                 source=source,
                 field=f"line {lineno}",
             )
         if "$" in value and re.search(r"\$\{?[A-Za-z_]", value):
             raise ConfigError(
-                f"environment variable expansion in {value.strip()!r} is not supported",
+                "environment variable expansion ($VAR) is not supported",
                 source=source,
                 field=f"line {lineno}",
             )
@@ -144,13 +152,21 @@ def parse_jobfile(path: str | Path) -> tuple[dict, list[dict]]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if p.is_file() and p.stat().st_size > MAX_JOBFILE_BYTES:
+            raise ConfigError(f"larger than {MAX_JOBFILE_BYTES // 2**20} MiB; not a fio job file", source=str(path))
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError("file not found", source=str(path)) from None
     except IsADirectoryError:
         raise ConfigError("is a directory, expected a fio job file", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read file: {e}", source=str(path)) from None
+    except PermissionError:
+        raise ConfigError("cannot read file: permission denied", source=str(path)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read file ({e.strerror or type(e).__name__})", source=str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not UTF-8 text (byte {e.start}); not a fio job file", source=str(path)) from None
     return parse_jobfile_text(text, source=str(path))
 
 

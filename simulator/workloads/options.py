@@ -147,6 +147,15 @@ _KNOWN_NAMES_HINT = "see docs/design.md and simulator/workloads/options.py for t
 
 
 # --------------------------------------------------------------------------- value parsers
+#: largest integer any fio option takes (fio's options are 64-bit)
+_MAX_INT = 2**64
+#: largest block size, bytes: 1 GiB, beyond every device's maximum transfer size (a single IO of
+#: more is split by the block layer; the simulator does not model that split)
+_MAX_BS = 2**30
+#: most arrivals per second one job may ask for (rate_iops): 100 million, above any device's IOPS
+_MAX_RATE_IOPS = 10**8
+#: largest zipf theta: published skews are 0.5..3; at 10 the hottest block takes >99.9 % of IOs
+_MAX_ZIPF_THETA = 10.0
 _INT_RE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*[a-zA-Z]*)\s*$")
 
 
@@ -157,19 +166,27 @@ def _fio_int(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError("expected a number, not a boolean")
     if isinstance(v, int):
+        if abs(v) > _MAX_INT:
+            raise ValueError(f"a {len(str(abs(v))) if abs(v) < 10**4000 else 'many'}-digit number is beyond any value fio takes")
         return v
     if isinstance(v, float):
-        if not math.isfinite(v) or v != int(v):
-            raise ValueError(f"expected an integer, got {v!r}")
+        if not math.isfinite(v):
+            raise ValueError("expected an integer, not NaN or infinity")
+        if v != int(v):
+            raise ValueError(f"expected an integer, got {v:g}")
+        if abs(v) > _MAX_INT:
+            raise ValueError(f"{v:.3g} is beyond any value fio takes")
         return int(v)
     if isinstance(v, str):
-        m = _INT_RE.match(v)
+        m = _INT_RE.match(v) if len(v) <= 80 else None
         if not m:
-            raise ValueError(f"cannot read {v!r} as an integer")
+            raise ValueError("cannot read the value as an integer (e.g. 32, 4k, 1g)")
         try:
             n = parse_size(m.group(2))
         except ValueError as e:
-            raise ValueError(f"cannot read {v!r} as an integer ({e})") from None
+            if "finite" in str(e) or "beyond" in str(e) or "plausible" in str(e):
+                raise ValueError("must be a finite number within the range fio takes (at most 2**60)") from None
+            raise ValueError(f"cannot read the value as an integer ({e})") from None
         return -n if m.group(1) == "-" else n
     raise ValueError(f"expected an integer, got {type(v).__name__}")
 
@@ -196,7 +213,7 @@ def _fio_bool(v: Any) -> bool:
         return True
     if isinstance(v, str) and v.strip().lower() in _FALSE:
         return False
-    raise ValueError(f"expected 0 or 1, got {v!r}")
+    raise ValueError("expected 0 or 1 (or true/false, yes/no, on/off)")
 
 
 def _fio_time(v: Any) -> float:
@@ -241,8 +258,10 @@ def _split_ddir(v: Any, parse, what: str, default: Any) -> tuple:
         trailing = parts[-1].strip() == "" and len(parts) > 1
         if trailing:
             parts = parts[:-1]
+    if not parts:
+        raise ValueError(f"empty {what}")
     if len(parts) > 3:
-        raise ValueError(f"at most three comma-separated values (read,write,trim), got {v!r}")
+        raise ValueError(f"at most three comma-separated values (read,write,trim), got {len(parts)}")
     out: list[Any] = []
     for p in parts:
         p = p.strip() if isinstance(p, str) else p
@@ -255,12 +274,14 @@ def _split_ddir(v: Any, parse, what: str, default: Any) -> tuple:
 
 def _parse_bs_value(p: Any) -> int:
     if isinstance(p, str) and "-" in p.strip().lstrip("-"):
-        raise ValueError(f"block size ranges ({p!r}) are not supported; give one size per direction")
+        raise ValueError("block size ranges (a-b) are not supported; give one size per direction")
     if isinstance(p, str) and ":" in p:
-        raise ValueError(f"bssplit-style block sizes ({p!r}) are not supported")
+        raise ValueError("bssplit-style block sizes (size:percent) are not supported")
     n = _fio_int(p)
     if n <= 0:
-        raise ValueError(f"block size must be > 0, got {p!r}")
+        raise ValueError(f"block size must be > 0, got {n}")
+    if n > _MAX_BS:
+        raise ValueError(f"block size of {n} bytes is larger than fio allows ({_MAX_BS // 2**20} MiB)")
     return n
 
 
@@ -271,7 +292,9 @@ def _bs_triplet(v: Any) -> tuple[int, int, int]:
 def _rate_value(p: Any) -> int:
     n = _fio_int(p)
     if n < 0:
-        raise ValueError(f"rate must be >= 0, got {p!r}")
+        raise ValueError(f"rate must be >= 0, got {n}")
+    if n > _MAX_RATE_IOPS:
+        raise ValueError(f"rate of {n} IOPS per job is beyond any device the simulator models (limit {_MAX_RATE_IOPS:.0e})")
     return n
 
 
@@ -293,11 +316,11 @@ def _size_or_pct(v: Any) -> Any:
         if m:
             pct = float(m.group(1))
             if not 0 < pct <= 100:
-                raise ValueError(f"percentage must be in (0, 100], got {v!r}")
+                raise ValueError(f"percentage must be in (0, 100], got {pct:g}")
             return f"{pct:g}%"
     n = _fio_int(v)
     if n < 0:
-        raise ValueError(f"must be >= 0, got {v!r}")
+        raise ValueError(f"must be >= 0, got {n}")
     return n
 
 
@@ -310,12 +333,12 @@ def _rw(v: Any) -> str:
         raise ValueError(f"expected one of {', '.join(_RW_VALUES)}")
     s = v.strip().lower()
     if ":" in s:
-        raise ValueError(f"the ':<nr>' offset modifier in rw={v!r} is not supported")
+        raise ValueError("the ':<nr>' offset modifier of rw is not supported")
     s = _RW_ALIASES.get(s, s)
     if s in ("trimwrite", "randtrimwrite"):
         raise ValueError(f"rw={s} is not supported")
     if s not in _RW_VALUES:
-        raise ValueError(f"unknown rw={v!r}; expected one of {', '.join(_RW_VALUES)} (or readwrite)")
+        raise ValueError(f"unknown rw value; expected one of {', '.join(_RW_VALUES)} (or readwrite)")
     return s
 
 
@@ -324,7 +347,7 @@ def _engine(v: Any) -> str:
         raise ValueError("needs a value")
     s = v.strip()
     if s not in KNOWN_ENGINES:
-        raise ValueError(f"unknown ioengine {s!r} (known: {', '.join(sorted(KNOWN_ENGINES))})")
+        raise ValueError(f"unknown ioengine (known: {', '.join(sorted(KNOWN_ENGINES))})")
     return s
 
 
@@ -337,8 +360,8 @@ def _file_service(v: Any) -> str:
     m = _FST_RE.match(v)
     if not m:
         if v.strip().split(":")[0] in ("zipf", "pareto", "normal", "gauss"):
-            raise ValueError(f"file_service_type={v!r} is not supported (roundrobin, random, sequential)")
-        raise ValueError(f"expected roundrobin[:N], random[:N] or sequential, got {v!r}")
+            raise ValueError("this file_service_type is not supported (roundrobin, random, sequential)")
+        raise ValueError("expected roundrobin[:N], random[:N] or sequential")
     kind, nr = m.group(1), m.group(2)
     if nr is not None:
         if kind == "sequential":
@@ -381,7 +404,9 @@ def parse_random_distribution(text: str) -> DistSpec:
         try:
             vals = [float(p) for p in parts]
         except ValueError:
-            raise ValueError(f"cannot read the parameters of {text!r} as numbers") from None
+            raise ValueError(f"cannot read the parameters of {kind} as numbers") from None
+        if not all(math.isfinite(x) for x in vals):
+            raise ValueError(f"the parameters of {kind} must be finite numbers (not NaN or infinity)")
         val = vals[0] if vals else 0.0
         center = vals[1] if len(vals) > 1 else -1.0
         if len(vals) > 1 and not 0.0 <= center <= 1.0:
@@ -389,6 +414,11 @@ def parse_random_distribution(text: str) -> DistSpec:
         if kind == "zipf":
             if val <= 0 or val == 1.0:
                 raise ValueError(f"zipf theta must be > 0 and different from 1.0, got {val:g}")
+            if val > _MAX_ZIPF_THETA:
+                raise ValueError(
+                    f"zipf theta must be <= {_MAX_ZIPF_THETA:g} (beyond it every IO hits the first block "
+                    f"and fio's generator overflows), got {val:g}"
+                )
             return ("zipf", val, center)
         if kind == "pareto":
             if not 0.0 < val < 1.0:
@@ -407,17 +437,17 @@ def parse_random_distribution(text: str) -> DistSpec:
             a, slash, b = z.partition("/")
             if not slash:
                 raise ValueError(
-                    f"zone {z!r} is not of the form access%/{'size' if kind == 'zoned_abs' else 'range%'}"
+                    f"zone {len(zones) + 1} is not of the form access%/{'size' if kind == 'zoned_abs' else 'range%'}"
                 )
             try:
                 acc = int(a.strip())
             except ValueError:
-                raise ValueError(f"access percentage {a!r} is not an integer") from None
+                raise ValueError(f"the access percentage of zone {len(zones) + 1} is not an integer") from None
             if kind == "zoned":
                 try:
                     size = int(b.strip())
                 except ValueError:
-                    raise ValueError(f"range percentage {b!r} is not an integer") from None
+                    raise ValueError(f"the range percentage of zone {len(zones) + 1} is not an integer") from None
                 if size < 0:
                     raise ValueError("zone sizes must be >= 0")
             else:
@@ -434,7 +464,7 @@ def parse_random_distribution(text: str) -> DistSpec:
         if kind == "zoned" and sum(s for _, s in zones) > 100:
             raise ValueError(f"range percentages of zoned add to more than 100 ({sum(s for _, s in zones)})")
         return (kind, tuple(zones))
-    raise ValueError(f"unknown random_distribution {text!r} (random, zipf, pareto, normal, zoned, zoned_abs)")
+    raise ValueError("unknown random_distribution (random, zipf, pareto, normal, zoned, zoned_abs)")
 
 
 def _dist(v: Any) -> str:
@@ -497,10 +527,14 @@ class FioJob(ConfigModel):
         "(default 4k)",
     )
     iodepth: FioInt = Field(
-        1, ge=1, description="IOs kept in flight per job thread (synchronous engines run at 1), default 1"
+        1,
+        ge=1,
+        le=65536,
+        description="IOs kept in flight per job thread, 1..65536 (the NVMe queue limit; synchronous engines run "
+        "at 1), default 1",
     )
     numjobs: FioInt = Field(
-        1, ge=1, description="clones of this job, each its own thread and streams (default 1)"
+        1, ge=1, le=4096, description="clones of this job, each its own thread and streams, 1..4096 (fio's REAL_MAX_JOBS); default 1"
     )
     size: SizeOrPct | None = Field(
         None,
@@ -542,6 +576,7 @@ class FioJob(ConfigModel):
     randseed: FioInt | None = Field(
         None,
         ge=0,
+        le=2**64 - 1,
         description=f"random seed (default fio's FIO_RANDSEED {FIO_RANDSEED:#x}); setting it implies repeatable",
     )
     norandommap: FioBool = Field(
@@ -558,13 +593,13 @@ class FioJob(ConfigModel):
         None, ge=0, description="seconds of measured run after ramp_time (units: 900, 15m); default unlimited"
     )
     number_ios: FioInt = Field(
-        0, ge=0, description="stop after this many IOs after the ramp (0 = no limit, default)"
+        0, ge=0, le=2**63 - 1, description="stop after this many IOs after the ramp (0 = no limit, default)"
     )
     ramp_time: FioTime = Field(
         0.0, ge=0, description="seconds of lead-in whose IOs are not recorded; extends the run (default 0)"
     )
     startdelay: FioTime = Field(0.0, ge=0, description="seconds to wait before the job starts (default 0)")
-    loops: FioInt = Field(1, ge=1, description="repeat the job's IO amount this many times (default 1)")
+    loops: FioInt = Field(1, ge=1, le=1_000_000, description="repeat the job's IO amount this many times, 1..1e6 (default 1)")
     rate_iops: RateTriplet = Field(
         None,
         description="open loop: arrivals per second, per direction in fio's read,write,trim comma form "
@@ -577,10 +612,10 @@ class FioJob(ConfigModel):
         False, description="1/sync/dsync: writes are O_DSYNC, sent as FUA writes (default 0)"
     )
     fsync: FioInt = Field(
-        0, ge=0, description="issue a flush after every N writes (fio fsync=N; default 0 = never)"
+        0, ge=0, le=2**32, description="issue a flush after every N writes (fio fsync=N; default 0 = never)"
     )
     fdatasync: FioInt = Field(
-        0, ge=0, description="as fsync, fdatasync flavour; a device flush too (default 0)"
+        0, ge=0, le=2**32, description="as fsync, fdatasync flavour; a device flush too (default 0)"
     )
     end_fsync: FioBool = Field(False, description="flush every file once when a writing job ends (default 0)")
     fsync_on_close: FioBool = Field(False, description="as end_fsync, for a block device (default 0)")
@@ -605,6 +640,8 @@ class FioJob(ConfigModel):
     new_group: FioBool = Field(False, description="start a new reporting group (default 0)")
     sim_slat: FioTime | None = Field(
         None,
+        ge=0,
+        le=1.0,
         description="SIMULATOR EXTENSION: submission latency per IO, seconds, serial per job thread "
         "(default per engine: libaio 2us, io_uring 1us, posixaio 5us, others 0)",
     )
@@ -636,7 +673,7 @@ class FioJob(ConfigModel):
             except ValueError as e:
                 raise ValueError(f"rwmixwrite: {e}") from None
             if not 0 <= wi <= 100:
-                raise ValueError(f"rwmixwrite: must be in 0..100, got {w!r}")
+                raise ValueError(f"rwmixwrite: must be in 0..100, got {wi}")
             if r is None:
                 d["rwmixread"] = 100 - wi
             else:
@@ -645,7 +682,7 @@ class FioJob(ConfigModel):
                 except ValueError as e:
                     raise ValueError(f"rwmixread: {e}") from None
                 if ri + wi != 100:
-                    raise ValueError(f"rwmixread: rwmixread={r} and rwmixwrite={w} do not add up to 100")
+                    raise ValueError(f"rwmixread: rwmixread={ri} and rwmixwrite={wi} do not add up to 100")
         if "buffered" in d and "direct" in d:
             try:
                 clash = _fio_bool(d["buffered"]) == _fio_bool(d["direct"])
@@ -774,7 +811,7 @@ def _to_str(v: Any) -> str:
         return "1" if v else "0"
     if isinstance(v, (tuple, list)):
         return ",".join(_to_str(x) for x in v)
-    if isinstance(v, float) and v == int(v):
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
         return str(int(v))
     return str(v)
 
@@ -938,8 +975,6 @@ def _job_error(
         field = labels.get(opt) if opt else None
         if field is None:
             field = f"{prefix}jobs.{i}.{opt}" if opt else f"{prefix}jobs.{i}"
-        if opt and e.get("input") is not None and e.get("type") not in ("value_error",) and loc:
-            msg = f"{msg} (got {e.get('input')!r})"
         if first_field is None:
             first_field = field
             msgs.append(msg)

@@ -35,16 +35,7 @@ Per IO: one numba call at admission, one at dispatch (SPTF choice + whole servic
 scheduled completion event; ``simrun bench`` (case hdd-sptf-qd32) measures simulated IOs per wall second.
 """
 
-from simulator.devices.registry import register_kind
-
 from .config import HDDConfig, derive
 from .drive import HDD, DualActuatorHDD, Link, build_hdd
-
-register_kind(
-    "hdd",
-    HDDConfig,
-    build_hdd,
-    "hard disk drive: zones, seek curve, rotation, SPTF queue, write cache, look-ahead, dual actuator",
-)
 
 __all__ = ["HDD", "DualActuatorHDD", "HDDConfig", "Link", "build_hdd", "derive"]

@@ -45,7 +45,7 @@ class ZoneRow(ConfigModel):
         description="share of the cylinders in this zone (rows are normalised to sum 1), dimensionless, default 1",
     )
     sectors_per_track: int = Field(
-        1000, ge=1, description="logical sectors per track in this zone, sectors, default 1000"
+        1000, ge=1, le=100000, description="logical sectors per track in this zone, sectors, default 1000"
     )
 
 
@@ -65,20 +65,20 @@ class ZonesConfig(ConfigModel):
     od_rate: BytesPerSecond = Field(
         "163MB/s",
         gt=0,
-        description="media transfer rate of one head at the outer diameter, bytes/s, default 163MB/s",
+        le=2e9, description="media transfer rate of one head at the outer diameter, bytes/s, default 163MB/s",
     )
     id_rate: BytesPerSecond = Field(
         "84MB/s",
         gt=0,
-        description="media transfer rate of one head at the inner diameter, bytes/s, default 84MB/s",
+        le=2e9, description="media transfer rate of one head at the inner diameter, bytes/s, default 84MB/s",
     )
     od_sectors_per_track: int | None = Field(
         None,
         ge=1,
-        description="sectors per track at OD (overrides the rates when both OD and ID are given), sectors, default none",
+        le=100000, description="sectors per track at OD (overrides the rates when both OD and ID are given), sectors, default none",
     )
     id_sectors_per_track: int | None = Field(
-        None, ge=1, description="sectors per track at ID, sectors, default none"
+        None, ge=1, le=100000, description="sectors per track at ID, sectors, default none"
     )
     table: tuple[ZoneRow, ...] | None = Field(
         None, description="explicit zone table, OD first (overrides everything else), default none"
@@ -103,7 +103,7 @@ class GeometryConfig(ConfigModel):
     """Capacity, heads and zones; cylinders are derived."""
 
     capacity: Bytes = Field(
-        "1TB", gt=0, description="user capacity of the whole drive (all actuators), bytes, default 1TB"
+        "1TB", gt=0, le=1e15, description="user capacity of the whole drive (all actuators), bytes, default 1TB"
     )
     sector_size: Bytes = Field(512, description="logical sector size, bytes (512 or 4096), default 512")
     heads: int = Field(
@@ -123,7 +123,7 @@ class GeometryConfig(ConfigModel):
     rmw_revolutions: float = Field(
         2.0,
         ge=0,
-        description="time a read-modify-write adds to such a write, revolutions, default 2 (16-22 ms per "
+        le=100, description="time a read-modify-write adds to such a write, revolutions, default 2 (16-22 ms per "
         "misaligned write at 7.2K = 2-2.6 revolutions, device-facts B)",
     )
     layout: Literal["serpentine", "cylinder"] = Field(
@@ -192,15 +192,15 @@ class SeekConfig(ConfigModel):
     single_track: Seconds = Field(
         "0.23ms",
         gt=0,
-        description="three_point: single-track read seek incl. read settle, seconds, default 0.23ms",
+        le=1.0, description="three_point: single-track read seek incl. read settle, seconds, default 0.23ms",
     )
     average: Seconds = Field(
-        "7.5ms", gt=0, description="three_point: average read seek incl. read settle, seconds, default 7.5ms"
+        "7.5ms", gt=0, le=1.0, description="three_point: average read seek incl. read settle, seconds, default 7.5ms"
     )
     full_stroke: Seconds = Field(
         "17.26ms",
         gt=0,
-        description="three_point: full-stroke read seek incl. read settle, seconds, default 17.26ms",
+        le=1.0, description="three_point: full-stroke read seek incl. read settle, seconds, default 17.26ms",
     )
     write_single_track: Seconds | None = Field(
         None,
@@ -311,7 +311,7 @@ class InterfaceConfig(ConfigModel):
     link_rate: BytesPerSecond = Field(
         "6Gb/s",
         gt=0,
-        description="line rate of the host link, bytes/s (6Gb/s SATA-3/SAS-2, 12Gb/s SAS-3), default 6Gb/s",
+        le=1e10, description="line rate of the host link, bytes/s (6Gb/s SATA-3/SAS-2, 12Gb/s SAS-3), default 6Gb/s",
     )
     link_efficiency: float = Field(
         0.8,
@@ -320,10 +320,10 @@ class InterfaceConfig(ConfigModel):
         description="payload share of the line rate (8b/10b = 0.8), dimensionless, default 0.8",
     )
     read_overhead: Seconds = Field(
-        "0.2ms", ge=0, description="controller overhead per read command, seconds, default 0.2ms"
+        "0.2ms", ge=0, le=1.0, description="controller overhead per read command, seconds, default 0.2ms"
     )
     write_overhead: Seconds = Field(
-        "0.2ms", ge=0, description="controller overhead per write command, seconds, default 0.2ms"
+        "0.2ms", ge=0, le=1.0, description="controller overhead per write command, seconds, default 0.2ms"
     )
     cache_hit_overhead: Seconds | None = Field(
         None,
@@ -368,7 +368,7 @@ class QueueConfig(ConfigModel):
     max_skips: int = Field(
         0,
         ge=0,
-        description="aging guard: a command passed over more than this many times goes first (0 disables), count, default 0",
+        le=1000000, description="aging guard: a command passed over more than this many times goes first (0 disables), count, default 0",
     )
 
 
@@ -376,7 +376,7 @@ class CacheConfig(ConfigModel):
     """DRAM buffer: write cache (off / volatile write-back / persistent) and read look-ahead."""
 
     buffer_size: Bytes = Field(
-        "64MiB", ge=0, description="DRAM buffer of the whole drive, bytes, default 64MiB"
+        "64MiB", ge=0, le=2**36, description="DRAM buffer of the whole drive, bytes, default 64MiB"
     )
     write_cache: Literal["off", "volatile", "persistent"] = Field(
         "off",
@@ -431,7 +431,7 @@ class CacheConfig(ConfigModel):
     readahead: Bytes = Field(
         "256KiB",
         ge=0,
-        description="most data read ahead after a media read while the mechanism is idle, bytes, default 256KiB",
+        le=2**30, description="most data read ahead after a media read while the mechanism is idle, bytes, default 256KiB",
     )
 
     def write_cache_bytes(self) -> int:
