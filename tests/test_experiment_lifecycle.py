@@ -137,7 +137,7 @@ def test_unwritable_output_directory_is_one_message(tmp_path):
 def test_report_inputs_validated_before_anything_runs(tmp_path, patch, field):
     ref = tmp_path / "ref.csv"
     ref.write_text("# source: made up for the test\nq,iops,word\n1,900,many\n2,1500,lots\n")
-    doc = json.loads(json.dumps({**BASE, **patch}).replace('"REF"', json.dumps(str(ref))))
+    doc = json.loads(json.dumps({**BASE, **patch}).replace('"REF"', '"ref.csv"'))  # beside the experiment
     p = write(tmp_path, doc)
     with pytest.raises(ConfigError) as e:
         load_experiment(p)
