@@ -370,6 +370,42 @@ class QueueConfig(ConfigModel):
         ge=0,
         description="aging guard: a command passed over more than this many times goes first (0 disables), count, default 0",
     )
+    reorder_window: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="firmware look-ahead: the oldest queued host commands the drive scores per decision (rotational "
+        "position ordering over a bounded window); 0 = every queued command (ideal SPTF), count, default 0. "
+        "Physical bound: at most the queue depth matters",
+    )
+    position_estimate: Literal["exact", "table"] = Field(
+        "exact",
+        description="how the firmware estimates positioning: exact (the simulated seek itself: ideal) or table (a "
+        "coarse seek table by cylinder-distance bin, rounded up to the bin's upper edge, plus estimate_margin, then "
+        "the rotational delay from that estimated arrival), default exact",
+    )
+    estimate_bins: int = Field(
+        32,
+        ge=2,
+        le=4096,
+        description="table: cylinder-distance bins of the firmware seek table (geometric from 1 cylinder to the full "
+        "stroke), count, default 32",
+    )
+    estimate_margin: Seconds = Field(
+        "0s",
+        ge=0,
+        le=0.01,
+        description="table: guard band the firmware adds to the estimated seek so that settle-time variation does "
+        "not miss the target sector (a missed sector costs a revolution), seconds, default 0; physical range "
+        "0-1 ms (a few percent of a revolution)",
+    )
+    decision_overhead: Seconds = Field(
+        "0s",
+        ge=0,
+        le=0.005,
+        description="firmware time per reordering decision among two or more candidates, not overlapped with the "
+        "mechanism (delays the start of the move), seconds, default 0; physical range 0-0.5 ms",
+    )
 
 
 class CacheConfig(ConfigModel):

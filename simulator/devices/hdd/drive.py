@@ -43,6 +43,18 @@ _TRIM = int(Op.TRIM)
 _FLUSH = int(Op.FLUSH)
 
 
+def _seek_table(d: Any, bins: int) -> np.ndarray:
+    """The firmware's coarse seek table: ``bins`` cylinder-distance bins with geometric upper edges
+    from 1 cylinder to the full stroke; each bin's estimate is the seek at its upper edge."""
+    dmax = max(2.0, float(d.ncyl - 1))
+    edges = np.unique(np.ceil(np.geomspace(1.0, dmax, bins)))
+    et = np.zeros((3, len(edges)))
+    et[0] = edges
+    et[1] = K.seek_curve(edges, 0, d.sk, d.tt)
+    et[2] = K.seek_curve(edges, 1, d.sk, d.tt)
+    return et
+
+
 class Link:
     """The host link of one drive (shared by its actuators).
 
@@ -135,7 +147,12 @@ class HDD(Device):
         g = cfg.geometry
         par[K.P_PHYS] = (g.physical_sector_size or g.sector_size) / g.sector_size
         par[K.P_RMW] = g.rmw_revolutions
+        par[K.P_WIN] = q.reorder_window
+        par[K.P_EST] = 1.0 if q.position_estimate == "table" else 0.0
+        par[K.P_MARGIN] = q.estimate_margin
+        par[K.P_DCOST] = q.decision_overhead
         self._par = par
+        self._et = _seek_table(d, q.estimate_bins)
         self._zt = d.zt
         self._sk = d.sk
         self._tt = d.tt
@@ -175,7 +192,7 @@ class HDD(Device):
 
     # ------------------------------------------------------------------ accounting
     def _reset_hdd_stats(self) -> None:
-        for i in (K.A_SEEK, K.A_ROT, K.A_XFER, K.A_OPS):
+        for i in (K.A_SEEK, K.A_ROT, K.A_XFER, K.A_OPS, K.A_DEC):
             self._par[i] = 0.0
         self._trace_acc = (0.0, 0.0)
         self.read_hits = 0
@@ -208,6 +225,7 @@ class HDD(Device):
             "mean_seek_s": p[K.A_SEEK] / ops if ops else 0.0,
             "mean_rotation_s": p[K.A_ROT] / ops if ops else 0.0,
             "mean_media_transfer_s": p[K.A_XFER] / ops if ops else 0.0,
+            "decision_time_s": p[K.A_DEC],
             "read_cache_hits": self.read_hits,
             "destaged_extents": self.destaged,
             "destaged_bytes": self.destaged_bytes,
@@ -472,7 +490,7 @@ class HDD(Device):
         ):
             mode = 1
         i, kind, t0, xs, tend = _dispatch_k(
-            now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode
+            now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode, self._et
         )
         if i < 0:
             return
