@@ -309,6 +309,20 @@ def invalidate(lba, end, seg, par):
 
 
 @njit(cache=True, error_model="numpy")
+def seg_put(lba, end, t, seg, par):
+    """Data [lba, end) is in the buffer from time t on (a cached write): take the next ring
+    segment for it (not the one a running read-ahead extends)."""
+    n = seg.shape[0]
+    j = int(par[P_SEGNEXT])
+    if par[PF_ON] != 0.0 and j == int(par[PF_SEG]) and n > 1:
+        j = (j + 1) % n
+    seg[j, 0] = lba
+    seg[j, 1] = end
+    seg[j, 2] = t
+    par[P_SEGNEXT] = (j + 1) % n
+
+
+@njit(cache=True, error_model="numpy")
 def finalize_readahead(now, seg, par):
     """The mechanism leaves the read-ahead at ``now``: the segment keeps what was read."""
     if par[PF_ON] == 0.0:
