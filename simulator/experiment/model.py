@@ -35,6 +35,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import ConfigModel
+from simulator.devices.blocklayer import BlockLayerConfig
 
 
 class DeviceSpec(ConfigModel):
@@ -45,6 +46,11 @@ class DeviceSpec(ConfigModel):
     kind: str | None = Field(None, description="device kind for an inline device (queue, hdd, ssd...) when no profile is given")
     params: dict[str, Any] = Field(default_factory=dict, description="parameter overrides (nested mapping), merged over the profile")
     count: int = Field(1, ge=1, description="number of identical devices; >1 names them name0, name1, ... (default 1)")
+    block_layer: BlockLayerConfig | None = Field(
+        None,
+        description="the host's Linux block layer in front of the device (nr_requests, scheduler, device queue_depth; "
+        "{} = the kernel's defaults); default none = requests go straight to the device",
+    )
 
     @field_validator("name")
     @classmethod
