@@ -79,6 +79,8 @@ def has_write_cache(dev: Device) -> bool:
     cfg = getattr(dev, "cfg", None)
     cache = getattr(cfg, "cache", None)
     if cache is not None and hasattr(cache, "write_cache"):
+        if cache.write_cache == "media_cache":
+            return bool(getattr(cache, "media_cache_wce", True))
         return cache.write_cache != "off"  # HDD: volatile or persistent -> WCE=1
     ctl = getattr(cfg, "controller", None)
     if ctl is not None and hasattr(ctl, "write_cache"):

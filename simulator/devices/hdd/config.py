@@ -449,6 +449,12 @@ class CacheConfig(ConfigModel):
         description="media_cache: most dirty DRAM data appended to the media cache in one media operation, bytes, "
         "default 4MiB",
     )
+    media_cache_wce: bool = Field(
+        True,
+        description="media_cache: the volatile DRAM stage in front of the media cache is on (WCE=1: ack from DRAM); "
+        "false = WCE=0 (hdparm -W0 / sdparm --clear WCE): a write is acknowledged once appended to the media "
+        "cache, default true",
+    )
     cleaning_watermark: float = Field(
         0.5,
         gt=0,

@@ -174,6 +174,7 @@ class HDD(Device):
         # write cache (one implementation; the mode says where a destage goes and what FLUSH waits for)
         self._wc = c.write_cache
         self._mc = c.write_cache == "media_cache"
+        self._mc_wce = c.media_cache_wce
         self._max_seg = max(1, c.dirty_segments // split) if c.dirty_segments else 0
         self._dram: deque[list] = deque()  # media_cache: dirty DRAM extents not yet appended
         self._ndram = 0
@@ -373,7 +374,7 @@ class HDD(Device):
         if wc == "off" or (req.fua and wc == "volatile" and self._fua_ok) or nbytes > self._wc_size:
             self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
             return
-        fua_flush = bool(req.fua and (wc == "volatile" or self._mc))
+        fua_flush = bool(req.fua and (wc == "volatile" or self._mc)) or (self._mc and not self._mc_wce)
         if self._blocked or not self._fits(lba, nbytes):
             self._blocked.append((req, fua_flush))
             if not self._busy:
