@@ -65,7 +65,7 @@ P_RMW = 31  # revolutions added to a media write that covers a physical sector o
 # firmware reordering (rotational position ordering as drives do it)
 P_WIN = 32  # look-ahead window: oldest host commands scored per decision; <= 0 = all (ideal)
 P_EST = 33  # 0 = exact positioning estimate (ideal), 1 = coarse firmware seek table (``et``)
-P_MARGIN = 34  # guard band added to the estimated seek before the rotational estimate, s
+P_MARGIN = 34  # guard band added to an estimated move (seek or head switch) before the rotational estimate, s
 P_DCOST = 35  # firmware time per reordering decision among >= 2 candidates, s
 ST_SCORED = 36  # candidates scored by the last choose() (state)
 A_DEC = 37  # accumulated decision time, s
@@ -459,7 +459,8 @@ def choose(now, n, cq, par, sk, tt, mode, et):
                     t0 = now
                 w = 1 if cq[i, C_W] != 0.0 else 0
                 if est:
-                    ts = t0 + est_move(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, et) + margin
+                    mv = est_move(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, et)
+                    ts = t0 + (mv + margin if mv > 0.0 else 0.0)  # no guard band without a move
                 else:
                     ts = t0 + move_time(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, sk, tt)
                 dr = cq[i, C_READY] + cq[i, C_LINKW]
@@ -496,8 +497,9 @@ def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
     i = choose(now, n, cq, par, sk, tt, mode, et)
     if i < 0:
         return -1, 0, now, now, now
-    if par[P_DCOST] > 0.0 and par[ST_SCORED] > 1.0:
-        # the firmware's reordering decision delays the start of the move
+    if par[P_DCOST] > 0.0 and par[ST_SCORED] > 1.0 and (cq[i, C_CYL] != par[ST_CYL] or cq[i, C_HEAD] != par[ST_HEAD]):
+        # the firmware's reordering decision delays the start of the move (a continuation on the
+        # track under the head streams on: firmware detects it while the previous transfer runs)
         now = now + par[P_DCOST]
         par[A_DEC] += par[P_DCOST]
     xs, s, r = position_time(now, i, cq, par, sk, tt)
