@@ -231,3 +231,34 @@ def test_mser_oracles():
     assert 5.0 <= v.warmup_s <= 12.5 and v.mean_after == pytest.approx(100, rel=0.05)
     assert v.steady is False  # the reported mean over the whole window is biased by the warm-up
     assert detect(noise[:20], 0.5).steady is None
+
+
+def test_experiment_reports_a_cache_filling_run_as_not_steady(tmp_path):
+    """The verdict reaches summary.csv, the run's JSON, the terminal and a time-series plot."""
+    import csv
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exp = tmp_path / "fill.yaml"
+    exp.write_text(
+        "name: fill\ndescription: a write cache filling during a short run\nsystem:\n  devices:\n"
+        "    - {name: sda, profile: hdd/seagate_st91000640ns, params: {cache: {buffer_size: 256MiB, dirty_segments: 0}},"
+        " block_layer: {}}\n"
+        "workload:\n  global: {rw: randwrite, bs: 4k, iodepth: 4, time_based: 1, runtime: 30s, filename: sda,"
+        " ioengine: libaio, direct: 1}\n  jobs:\n    - {name: w}\n"
+    )
+    out = tmp_path / "out"
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
+    r = subprocess.run([sys.executable, "-m", "simulator.cli", "run", str(exp), "--out", str(out)],
+                       capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "has not reached steady state" in r.stdout + r.stderr
+    row = next(csv.DictReader((out / "summary.csv").open()))
+    assert float(row["write.steady"]) == 0.0 and float(row["write.warmup_s"]) > 0
+    doc = json.loads(next((out / "runs").glob("p000_r00.json")).read_text())
+    assert doc["sim"]["steady_state"]["write"]["steady"] is False
+    assert (out / "warmup_p000_write.png").is_file()

@@ -220,7 +220,9 @@ def _steady(results: list[Any]) -> dict[str, Any]:
     for d in job.present_dirs():
         st = detect_series(d.series, d.series.t0 + d.runtime_s) if d.series is not None else None
         if st is not None:
-            out[d.name] = {**st.as_dict(), "message": st.message()}
+            k = int((d.runtime_s + 1e-9) // d.series.period)
+            samples = [round(float(x) / d.series.period, 3) for x in d.series.n[:k]]
+            out[d.name] = {**st.as_dict(), "message": st.message(), "period_s": d.series.period, "iops_samples": samples}
     return out
 
 

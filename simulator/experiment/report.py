@@ -319,4 +319,7 @@ def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: l
     from simulator.experiment.plotting import make_plots
 
     written.extend(make_plots(run, points))
+    from simulator.metrics.steady import plot_warmups
+
+    written.extend(plot_warmups(points, out))  # time series of runs that have not settled
     return written
