@@ -442,7 +442,7 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
         prof = HDD_QD_PROFILES.get(drive)
         usable = [r for r in drows if r.get("kind") != "spec"]
         if prof is None or not usable:
-            skipped.append(f"{drive} ({'no profile' if prof is None else 'spec rows only'})")
+            skipped.append(f"{drive} ({'spec rows only: a vendor formula, not a measurement' if not usable else 'no profile'})")
             continue
         base = load_profile(prof)["params"]
         cache = base.get("cache", {})
@@ -495,7 +495,8 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
                              f"{iops:.4g} | {e:+.0f}% | {_num(lm)} | {lat:.3g} | {_pct(le)} | "
                              f"{'fit' if is_fit else 'prediction'} | {steady} |")
             if qd1:
-                md.append(f"- {drive}: command overhead fitted to {ovh * 1e3:.3f} ms (profile {ovh0 * 1e3:.3g} ms), write cache {wce}.")
+                clamp = " (clamped at 0: the profile's mechanics alone are slower than the measured QD1 read)" if ovh == 0.0 else ""
+                md.append(f"- {drive}: command overhead fitted to {ovh * 1e3:.3f} ms (profile {ovh0 * 1e3:.3g} ms){clamp}, write cache {wce}.")
             else:
                 md.append(f"- {drive}: no measured QD1 read: profile overhead {ovh0 * 1e3:.3g} ms kept, write cache {wce}.")
     n = len(pred_err)
