@@ -427,8 +427,8 @@ class CacheConfig(ConfigModel):
         ge=0,
         le=65536,
         description="most dirty extents (cache segments) the DRAM write cache holds before writes wait, whatever "
-        "their size (firmware caches are segmented: a random 4 KiB write takes a segment), count, default 0 = "
-        "bounded by bytes only",
+        "their size (firmware caches are segmented: a random 4 KiB write takes a segment); volatile and "
+        "media_cache modes (a persistent cache is bounded by bytes), count, default 0 = bounded by bytes only",
     )
     media_cache_size: Bytes = Field(
         "0",

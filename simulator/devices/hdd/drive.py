@@ -175,7 +175,9 @@ class HDD(Device):
         self._wc = c.write_cache
         self._mc = c.write_cache == "media_cache"
         self._mc_wce = c.media_cache_wce
-        self._max_seg = max(1, c.dirty_segments // split) if c.dirty_segments else 0
+        # segments bound the DRAM stage (volatile, media_cache), not a non-volatile cache
+        dram = c.write_cache in ("volatile", "media_cache")
+        self._max_seg = max(1, c.dirty_segments // split) if (c.dirty_segments and dram) else 0
         self._dram: deque[list] = deque()  # media_cache: dirty DRAM extents not yet appended
         self._ndram = 0
         self._mc_bytes = 0  # media_cache: data in the media cache not yet cleaned home
