@@ -262,3 +262,39 @@ def test_experiment_reports_a_cache_filling_run_as_not_steady(tmp_path):
     doc = json.loads(next((out / "runs").glob("p000_r00.json")).read_text())
     assert doc["sim"]["steady_state"]["write"]["steady"] is False
     assert (out / "warmup_p000_write.png").is_file()
+
+
+def test_simrun_fio_block_layer_options(tmp_path):
+    """`simrun fio` puts the block layer in front by default; --queue-depth 1 --scheduler none takes
+    the drive's tagged queueing away (QD32 then runs at the QD1 rate); a bad scheduler is exit 2."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    job = tmp_path / "qd.fio"
+    job.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\ntime_based=1\nruntime=20\n"
+                   "filename=/dev/sdb\n[j]\niodepth=32\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
+
+    def fio(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "simulator.cli", "fio", str(job), "-d", SATA,
+                               "--output-format", "json", *extra], capture_output=True, text=True, env=env, cwd=root,
+                              timeout=600)
+
+    def iops_of(r: subprocess.CompletedProcess) -> tuple[float, dict]:
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        return doc["jobs"][0]["read"]["iops"], doc["sim"]["devices"][0]
+
+    tagged, dev = iops_of(fio())
+    assert dev["blocklayer"]["queue_depth"] == 31 and dev["blocklayer"]["nr_requests"] == 64
+    untagged, dev1 = iops_of(fio("--queue-depth", "1", "--scheduler", "none"))
+    assert dev1["blocklayer"]["queue_depth"] == 1
+    assert tagged > 1.5 * untagged
+    one = run_job(SATA, {"rw": "randread", "iodepth": 1, "runtime": "20s"}, seed=1).dir("randread").iops
+    assert untagged == pytest.approx(one, rel=0.1)  # FIFO at the drive: the QD1 rate
+    bad = fio("--scheduler", "cfq")
+    assert bad.returncode == 2 and "--scheduler" in bad.stderr and "Traceback" not in bad.stderr
