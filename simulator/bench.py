@@ -83,6 +83,9 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "ceph-randwrite-qd64": ("Ceph croit MACH.2 pool, 4KiB randwrite QD64 (client IOs)", _ceph),
     "jobstats-add": ("statistics only: JobStats.add + HDR flush per recorded IO", _jobstats_add),
 }
+from simulator.ceph.scale import SCALE_CASES  # noqa: E402  (light module: builds nothing at import)
+
+CASES.update(SCALE_CASES)
 
 
 def run_bench(ios: int, cases: list[str] | None, console: Any) -> dict[str, float]:

@@ -524,14 +524,96 @@ HDD_QD_NOTES = (
 )
 
 
+# ----------------------------------------------------------------------------------------- Ceph lab
+def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str, Any]]]:
+    """Model vs the real Ceph 16 cluster of calibration/ceph-lab (committed prediction/counter tables;
+    outside quick mode also a fresh replay of the lab's croit sequence)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    lab = _root() / "calibration" / "ceph-lab"
+    md = ["## Ceph lab (a real Ceph 16.2.15 cluster on the development VM)", "",
+          "Three BlueStore OSDs on loop devices of the 2-core VM's virtio disk, fio's rbd engine on the same VM "
+          "(`calibration/ceph-lab`, `lab.py run campaign.yaml`). Every point was measured on 2-5 fresh clusters (3 for most; `n` in prediction.csv); "
+          "`range` is (max − min)/mean over them. The acceptance bounds (IOPS ±25 %, p50/p99 ±35 %) apply where the "
+          "measured range is below the bound (`testable`). `fit` = the croit sequence's QD1 runs (calibrate.yaml); "
+          "all other rows are predictions of `models/clusters/ceph_lab_fitted`.", ""]
+    summary: list[dict[str, Any]] = []
+    pred_p, cnt_p = lab / "data" / "prediction.csv", lab / "data" / "counters.csv"
+    if not pred_p.is_file():
+        return [*md, "(no committed data: run the lab and `compare.py`)", ""], summary
+    pred = _read_csv(pred_p)
+    md += ["| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
+           "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def cell(r: dict[str, str], m: str) -> list[str]:
+        rng = _f(r.get(f"meas_{m}_range_rel"))
+        rs = "–" if rng is None else f"{100 * rng:.0f}%"
+        mark = "" if r.get(f"{m}_testable") == "True" else " †"
+        return [f"{_num(r.get(f'meas_{m}'))} ({rs}){mark}", _num(r.get(f"sim_{m}")), _pct(r.get(f"err_{m}_pct"))]
+
+    for r in pred:
+        md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
+                                      *cell(r, "p99_ms")]) + " |")
+    md += ["", "† measured run-to-run range above the acceptance bound: not testable at that bound.", ""]
+    for s in ("fit", "prediction"):
+        for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
+            sel = [_f(r.get(f"err_{m}_pct")) for r in pred if r["set"] == s]
+            summary.append({"campaign": f"Ceph lab ({s}, {lab_m})", "kind": s, **_stats([e for e in sel if e is not None])})
+        tst = [r for r in pred if r["set"] == s and r.get("iops_testable") == "True"]
+        ok = [r for r in tst if r.get("iops_ok") == "True"]
+        md.append(f"{s}: IOPS within ±25 % at {len(ok)} of {len(tst)} testable points.")
+    if cnt_p.is_file():
+        cnt = _read_csv(cnt_p)
+        md += ["", "Counters: measured (perf dump deltas summed over OSDs, mean of the repeats) vs the model's statistics.",
+               "", "| variant | rw | QD | cache hit share meas | sim | deferred share meas | sim | txcs/kv commit meas | sim | "
+               "kv commit ms meas | sim | op queue wait ms meas | CPU µs/IO OSDs | fio |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for c in cnt:
+            md.append("| " + " | ".join([c["variant"], c["rw"], c["qd"]] + [_num(c.get(k)) for k in (
+                "meas_cache_hit_share", "sim_cache_hit_share", "meas_deferred_share", "sim_deferred_share",
+                "meas_txc_per_kv_commit", "sim_txc_per_kv_commit", "meas_kv_commit_mean_ms", "sim_kv_commit_mean_ms",
+                "meas_op_queue_wait_mean_ms", "meas_cpu_osd_us_per_io", "meas_cpu_fio_us_per_io")]) + " |")
+        for m in ("cache_hit_share", "deferred_share"):
+            v = [c for c in cnt if c.get(f"{m}_ok") in ("True", "False")]
+            md.append(f"\n{m}: model within ±20 % (abs ±0.1) of the counter at "
+                      f"{sum(c[f'{m}_ok'] == 'True' for c in v)} of {len(v)} points.")
+    if not quick and (lab / "compare.py").is_file():
+        with tempfile.TemporaryDirectory() as td:
+            t0 = time.perf_counter()
+            out = Path(td) / "main"
+            r = subprocess.run([sys.executable, "-m", "simulator.cli", "run", str(lab / "experiment.yaml"), "--out",
+                                str(out), "--set", "sweep.axes.variant.values={croit: {}}"],
+                               capture_output=True, text=True, cwd=_root())
+            if r.returncode == 0 and (out / "summary.csv").is_file():
+                fresh = _read_csv(out / "summary.csv")
+                byk = {(r2["variant"], r2["rw"], r2["qd"]): r2 for r2 in pred}
+                errs = []
+                md += ["", f"Fresh replay of the croit sequence ({time.perf_counter() - t0:.0f} s wall): IOPS sim vs measured mean: "]
+                cells = []
+                for row in fresh:
+                    d = "read" if "read" in row["rw"] else "write"
+                    m = byk.get(("croit", row["rw"], str(int(float(row["qd"])))))
+                    iops = _f(row.get(f"{d}.iops"))
+                    mi = _f(m.get("meas_iops")) if m else None
+                    if iops and mi:
+                        errs.append(100 * (iops / mi - 1))
+                        cells.append(f"{row['rw']} QD{int(float(row['qd']))} {iops:.0f} vs {mi:.0f} ({errs[-1]:+.0f}%)")
+                md.append("; ".join(cells) + ".")
+                summary.append({"campaign": "Ceph lab (fresh croit replay, IOPS)", "kind": "reproduction", **_stats(errs)})
+    md += ["", "Mechanisms and what the lab showed: docs/ceph-model.md, \"What the lab showed\".", ""]
+    return md, summary
+
+
 def run_validation(quick: bool = False, out: Path | None = None, workers: int | None = None, console: Any = None,
-                   sections: tuple[str, ...] = ("nutanix", "croit", "ssd", "local", "hdd_qd")) -> Path:
+                   sections: tuple[str, ...] = ("nutanix", "croit", "ssd", "local", "ceph-lab", "hdd_qd")) -> Path:
     """Regenerate the validation report; returns its path."""
     from simulator import __version__
 
     root = _root()
     out = Path(out) if out is not None else root / "docs" / "validation.md"
-    unknown = set(sections) - {"nutanix", "croit", "ssd", "local", "hdd_qd"}
+    unknown = set(sections) - {"nutanix", "croit", "ssd", "local", "ceph-lab", "hdd_qd"}
     if unknown:
         raise ConfigError(f"unknown section {sorted(unknown)[0]!r}", source="simrun validate")
     t0 = time.perf_counter()
@@ -548,6 +630,8 @@ def run_validation(quick: bool = False, out: Path | None = None, workers: int | 
             md, s = _ssd(quick)
         elif name == "hdd_qd":
             md, s = _hdd_qd(quick, workers)
+        elif name == "ceph-lab":
+            md, s = _ceph_lab(quick, workers)
         else:
             md, s = _local(quick, workers)
         body += md

@@ -125,6 +125,7 @@ class ClosedLoop:
 
     def _done(self, ev: Any) -> None:
         req = ev._value
+        req.event = None  # break the request <-> event cycle
         self.inflight -= 1
         if self._stop:  # draining after the end: not recorded
             return

@@ -344,7 +344,9 @@ class BlueStore(ObjectStore):
         return self.db_base + int(self.rand.random() * (self.db_span // b)) * b
 
     def _onode_read_done(self, ev: Any) -> None:
-        req, cb = ev._value.tag
+        db = ev._value
+        db.event = None
+        req, cb = db.tag
         req.parent = cb
         self.dev.submit(req).callbacks.append(self._read_done)
 
@@ -497,7 +499,9 @@ class BlueStore(ObjectStore):
             self._kv_start()
 
     def _direct_done(self, ev: Any) -> None:
-        txc = ev._value.tag
+        r = ev._value
+        r.event = None
+        txc = r.tag
         txc.io_done = True
         self.io_since_flush = True
         q = txc.osr.q
@@ -561,6 +565,8 @@ class BlueStore(ObjectStore):
             self._kv_write(None)
 
     def _kv_write(self, ev: Any) -> None:
+        if ev is not None:
+            ev._value.event = None
         # throttle_bytes is released before the commit (the next ops can be prepared meanwhile)
         costs = 0
         for t in self._kv_batch:
@@ -585,9 +591,11 @@ class BlueStore(ObjectStore):
         self.wal_dev.submit(Request(_WRITE, self.wal_base + rel, n)).callbacks.append(self._kv_flush)
 
     def _kv_flush(self, ev: Any) -> None:
+        ev._value.event = None
         self.wal_dev.submit(Request(_FLUSH)).callbacks.append(self._kv_done)
 
     def _kv_done(self, ev: Any) -> None:
+        ev._value.event = None
         batch = self._kv_batch
         stable = self._kv_stable
         self._kv_batch = []
@@ -706,7 +714,9 @@ class BlueStore(ObjectStore):
             ev.callbacks.append(cb)
 
     def _deferred_io_done(self, ev: Any) -> None:
-        state = ev._value.tag
+        r = ev._value
+        r.event = None
+        state = r.tag
         n = state[0] - 1
         if n:
             state[0] = n

@@ -30,7 +30,7 @@ from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
 from simulator.devices.blocklayer import BlockLayer
 from simulator.devices.partition import Partition
-from simulator.devices.registry import build_device, register_kind
+from simulator.devices.registry import register_kind, resolve_params
 from simulator.engine import Component
 from simulator.errors import ConfigError
 
@@ -112,8 +112,15 @@ class Cluster(Component):
         self.osds: list[Osd] = []
         self.pools: dict[str, Pool] = {}
         self.images: dict[tuple[str, str], RbdImage] = {}
+        self._db_kinds: dict[int, tuple[Any, Any]] = {}
         self._build_hosts()
-        self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
+        if cfg.client.host is not None:  # the client runs on an OSD host and shares its CPU (a one-host lab)
+            match = [h for h in self.hosts if h.name == cfg.client.host]
+            if not match:
+                raise ConfigError(f"no host named {cfg.client.host!r}", field="params.client.host")
+            self.client = match[0]
+        else:
+            self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
         self._build_crush()
         self._build_pools()
         self._build_images()
@@ -130,6 +137,7 @@ class Cluster(Component):
             fs_cfg = fs_cfg.model_copy(update={"page_cache": pc})
         filestore = cfg.objectstore == "filestore"
         names: set[str] = set()
+        resolved: dict[tuple[int, int], tuple[Any, Any]] = {}
         osd_id = 0
         for hi, hc in enumerate(cfg.hosts):
             for k in range(hc.count):
@@ -143,8 +151,12 @@ class Cluster(Component):
                 dn = 0
                 for gi, g in enumerate(hc.drives):
                     field = f"params.hosts.{hi}.drives.{gi}"
+                    key = (hi, gi)
+                    if key not in resolved:  # one profile load and validation per drive group
+                        resolved[key] = resolve_params(_scaled_drive(g.device, cfg.state_scale), field=f"{field}.device")[:2]
+                    dk, dcfg = resolved[key]
                     for _ in range(g.count):
-                        dev = build_device(_scaled_drive(g.device, cfg.state_scale), f"drive{dn}", host, field=f"{field}.device")
+                        dev = dk.build(dcfg, f"drive{dn}", host)
                         dn += 1
                         host.drives.append(dev)
                         for v, io in self._split(dev, g.split, g.lvm_offset, host, field, g.block_layer):
@@ -214,8 +226,10 @@ class Cluster(Component):
         field = f"params.hosts.{hi}.db_devices"
         per = -(-n_osds // dbc.count)
         out: list[Device] = []
+        dk, dcfg = self._db_kinds.get(hi) or resolve_params(dbc.device, field=f"{field}.device")[:2]
+        self._db_kinds[hi] = (dk, dcfg)
         for d in range(dbc.count):
-            dev = build_device(dbc.device, f"db{d}", host, field=f"{field}.device")
+            dev = dk.build(dcfg, f"db{d}", host)
             host.drives.append(dev)
             host.db_devices.append(dev)
             q = self._queue(dev, dbc.block_layer)
@@ -325,13 +339,18 @@ class Cluster(Component):
         acting = np.full((pool.pg_num, size), -1, dtype=np.int64)
         for pg in pool.pgs:
             acting[pg.ps, : len(pg.acting)] = [o.id for o in pg.acting]
-        osd_of = acting[img.obj_ps_array]  # (n_obj, size)
-        flat = osd_of.ravel()
+        # object replicas grouped by OSD, in object order within an OSD (a stable sort of the
+        # OSD ids of the flattened (object, position) table; 16-bit ids sort by radix, O(n))
+        small = len(self.osds) < (1 << 15)
+        flat = acting.astype(np.int16 if small else np.int32)[img.obj_ps_array].ravel()
         order = np.argsort(flat, kind="stable")
-        sid = flat[order]
-        ids, starts, counts = np.unique(sid, return_index=True, return_counts=True)
-        base_flat = np.full(flat.shape, -1, dtype=np.int64)
-        objno_flat = np.repeat(np.arange(img.n_objects, dtype=np.int64), size)
+        counts = np.bincount(flat.astype(np.int64) + 1, minlength=len(self.osds) + 1)
+        ids = np.nonzero(counts)[0]
+        starts = (np.cumsum(counts) - counts)[ids]
+        counts = counts[ids]
+        ids = ids - 1
+        del flat
+        base_flat = np.full(order.shape, -1, dtype=np.int64)
         for oid, st, cnt in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
             if oid < 0:
                 continue
@@ -344,8 +363,7 @@ class Cluster(Component):
             base_flat[idx] = offs
             keep = min(cnt, bs.onodes.capacity)
             if keep:
-                for ob in objno_flat[idx[cnt - keep :]].tolist():
-                    bs.onodes.insert(img.key_base + ob)
+                bs.onodes.load(img.key_base + idx[cnt - keep :] // size)
         img.obj_base[:, :] = base_flat.reshape(img.n_objects, size)
 
     # ================================================================== run time

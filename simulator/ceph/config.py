@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import ConfigModel
 from simulator.devices.blocklayer import BlockLayerConfig
 from simulator.units import Bytes, BytesPerSecond, Seconds
 
 __all__ = [
+    "RELEASE_DEFAULTS",
     "BalancerConfig",
     "BlockLayerConfig",
     "BlueStoreConfig",
@@ -35,6 +36,7 @@ __all__ = [
     "OsdConfig",
     "PageCacheConfig",
     "PoolConfig",
+    "release_defaults",
 ]
 
 _NAME = r"^[A-Za-z0-9_\-]+$"
@@ -158,6 +160,13 @@ class ClientConfig(ConfigModel):
     cost_per_byte: float = Field(
         0.0, ge=0,
         description="client CPU per byte of data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
+    )
+    host: str | None = Field(
+        None, pattern=_NAME,
+        description=(
+            "run the client on this OSD host (e.g. fio on a one-host lab): it then shares that host's CPU pool, its "
+            "messages take the loopback latency and `cpu`/`nic` are unused; default none = its own host"
+        ),
     )
 
 
@@ -500,6 +509,63 @@ class CrushConfig(ConfigModel):
     choose_total_tries: int = Field(50, ge=1, description="retries before a replica slot is left empty (default 50)")
 
 
+# ------------------------------------------------------------------------------------------------ release switch
+# Option defaults that differ between Ceph releases and between rotational (_hdd) and non-rotational (_ssd) data
+# devices, as dotted keys of ClusterConfig. ``ceph_release`` fills them in wherever the profile does not set the
+# field itself; without ``ceph_release`` the field defaults above (Nautilus 14.2.5, hdd) apply unchanged.
+# Data cache = bluestore_cache_size_{hdd,ssd} x (1 - meta_ratio - kv_ratio [- kv_onode_ratio]), i.e. the cache
+# WITHOUT autotuning; with bluestore_cache_autotune (default true since 14.2) the data cache grows towards what
+# osd_memory_target leaves over, so a profile of a real cluster should set bluestore.cache.size from the OSD's
+# perf dump (bluestore-pricache:data committed_bytes) -- the Ceph lab does.
+# Sources:
+#   nautilus: Ceph 14.2 options (docs/ceph-model.md, device-facts D; hdd data cache 205 MiB = the field default,
+#             1 GiB x (1 - 0.4 - 0.4) rounded as that default is); bluestore_min_alloc_size_ssd 16K until
+#             14.2.7, 4K from 14.2.8 (doc/releases/nautilus.rst, v14.2.8 notes) -- 16K here (croit ran 14.2.5)
+#   octopus:  assumption: Nautilus 14.2.8+ values (no change of these options known to this project; unverified)
+#   pacific:  measured: `ceph daemon osd.0 config show` of Ceph 16.2.15 (Debian bookworm), recorded in
+#             calibration/ceph-lab/data/manifest.json (min_alloc 4K hdd+ssd, prefer_deferred_hdd 64K,
+#             cache meta/kv/kv_onode ratios 0.45/0.45/0.04, op queue wpq). Lab finding: with autotuning the
+#             buffers held ~100 MiB per OSD (not the ~300 MiB the autotuner committed), see docs/ceph-model.md
+#   quincy:   assumption: Pacific values for these options (osd_op_queue becomes mclock_scheduler in 17.2, which
+#             the model does not have: it keeps its FIFO shards); unverified
+_MiB = 1 << 20
+_COMMON_HDD = {"bluestore.deferred_batch_ops": 64, "bluestore.throttle_cost_per_io": 670000,
+               "osd.op_num_shards": 5, "osd.op_num_threads_per_shard": 1}
+_COMMON_SSD = {"bluestore.deferred_batch_ops": 16, "bluestore.throttle_cost_per_io": 4000,
+               "osd.op_num_shards": 8, "osd.op_num_threads_per_shard": 2}
+RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "nautilus": {
+        "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 32768, "bluestore.min_alloc_size": 65536,
+                "bluestore.cache.size": 205 * _MiB},
+        "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 16384,
+                "bluestore.cache.size": int(3072 * _MiB * 0.2)},
+    },
+    "octopus": {
+        "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 32768, "bluestore.min_alloc_size": 65536,
+                "bluestore.cache.size": 205 * _MiB},
+        "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
+                "bluestore.cache.size": int(3072 * _MiB * 0.2)},
+    },
+    "pacific": {
+        "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
+                "bluestore.cache.size": int(1024 * _MiB * 0.06)},
+        "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
+                "bluestore.cache.size": int(3072 * _MiB * 0.06)},
+    },
+    "quincy": {
+        "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
+                "bluestore.cache.size": int(1024 * _MiB * 0.06)},
+        "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
+                "bluestore.cache.size": int(3072 * _MiB * 0.06)},
+    },
+}
+
+
+def release_defaults(release: str, rotational: bool = True) -> dict[str, Any]:
+    """The dotted-key option defaults of a Ceph release for rotational (_hdd) or non-rotational (_ssd) OSDs."""
+    return dict(RELEASE_DEFAULTS[release]["hdd" if rotational else "ssd"])
+
+
 class ClusterConfig(ConfigModel):
     """A Ceph cluster: hosts with OSDs on block devices, pools, RBD images, a client."""
 
@@ -534,3 +600,40 @@ class ClusterConfig(ConfigModel):
             "runs left in cache). E.g. 90 s runs standing for croit's 900 s runs: 0.1"
         ),
     )
+    ceph_release: Literal["nautilus", "octopus", "pacific", "quincy"] | None = Field(
+        None,
+        description=(
+            "Ceph release whose option defaults (deferred size, min_alloc_size, deferred batch, throttle cost per IO, "
+            "op shards/threads, data cache size) fill every such field the profile does not set; none = the field "
+            "defaults (Nautilus 14.2.5, hdd) (default none)"
+        ),
+    )
+    rotational: bool = Field(
+        True,
+        description=(
+            "the OSDs' data devices report rotational=1: with ceph_release, picks the _hdd (true) or _ssd (false) "
+            "option defaults, as BlueStore and the OSD do from sysfs (default true)"
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_release(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("ceph_release"):
+            return data
+        rel = data["ceph_release"]
+        if rel not in RELEASE_DEFAULTS:
+            return data  # the Literal field reports the bad value
+        out = dict(data)
+        for key, val in release_defaults(rel, bool(data.get("rotational", True))).items():
+            parts = key.split(".")
+            node = out
+            for p in parts[:-1]:
+                sub = node.get(p)
+                if isinstance(sub, ConfigModel):
+                    sub = sub.model_dump(exclude_unset=True)
+                sub = dict(sub) if isinstance(sub, dict) else {}
+                node[p] = sub
+                node = sub
+            node.setdefault(parts[-1], val)
+        return out

@@ -368,6 +368,7 @@ class FileStore(ObjectStore):
         self.dev.submit(req).callbacks.append(self._read_done)
 
     def _inode_read_done(self, ev: Any) -> None:
+        ev._value.event = None
         self.dev.submit(ev._value.tag).callbacks.append(self._read_done)
 
     def read_onode(self, op: Any, cb: Any) -> None:
@@ -492,7 +493,9 @@ class FileStore(ObjectStore):
             self.jdev.submit(r).callbacks.append(self._journal_done)
 
     def _journal_done(self, ev: Any) -> None:
-        rec = ev._value.tag
+        r = ev._value
+        r.event = None
+        rec = r.tag
         rec[0] -= 1
         if rec[0]:
             return
@@ -646,7 +649,9 @@ class FileStore(ObjectStore):
             self._submit_all(reqs, self._fdatasync_io)
 
     def _fdatasync_io(self, ev: Any) -> None:
-        st = ev._value.tag
+        r = ev._value
+        r.event = None
+        st = r.tag
         st[0] -= 1
         if st[0] == 0:
             self._fdatasync_flush()
@@ -656,6 +661,7 @@ class FileStore(ObjectStore):
         self.dev.submit(Request(_FLUSH)).callbacks.append(self._fdatasync_done)
 
     def _fdatasync_done(self, ev: Any) -> None:
+        ev._value.event = None
         self.fdatasyncs += 1
         self.flushing = False
         self._wb_wake()
@@ -731,7 +737,9 @@ class FileStore(ObjectStore):
         self._submit_all(reqs, self._sync_io)
 
     def _sync_io(self, ev: Any) -> None:
-        st, key = ev._value.tag
+        r = ev._value
+        r.event = None
+        st, key = r.tag
         if key is not None:
             left = self._sync_left
             n = left[key] - 1
@@ -753,6 +761,7 @@ class FileStore(ObjectStore):
         self.dev.submit(Request(_FLUSH)).callbacks.append(self._sync_log_write)
 
     def _sync_log_write(self, ev: Any) -> None:
+        ev._value.event = None
         nb = _align_up(max(1, len(self._sync_logged) * self.cfg.xfs_log_bytes), _PAGE)
         span = self.log_hi - self.log_lo
         nb = min(nb, span)
@@ -763,6 +772,7 @@ class FileStore(ObjectStore):
         self.dev.submit(Request(_WRITE, self.log_lo + pos, nb, fua=True)).callbacks.append(self._sync_done)
 
     def _sync_done(self, ev: Any) -> None:
+        ev._value.event = None
         now = self.env._now
         self.syncs += 1
         self.sync_time += now - self._sync_t0
@@ -799,4 +809,4 @@ class FileStore(ObjectStore):
 
 
 def _ignore(ev: Any) -> None:
-    return None
+    ev._value.event = None

@@ -157,6 +157,37 @@ def _nb_mix(a, b, c):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def nb_crush_hash32_2(a, b):  # pragma: no cover - compiled
+    """``crush_hash32_rjenkins1_2`` on int64 holding unsigned 32-bit values (as :func:`crush_hash32_2`)."""
+    a &= 0xFFFFFFFF
+    b &= 0xFFFFFFFF
+    h = np.int64(CRUSH_HASH_SEED) ^ a ^ b
+    x = np.int64(231232)
+    y = np.int64(1232)
+    a, b, h = _nb_mix(a, b, h)
+    x, a, h = _nb_mix(x, a, h)
+    b, y, h = _nb_mix(b, y, h)
+    return h
+
+
+@njit(cache=True)
+def nb_crush_hash32_3(a, b, c):  # pragma: no cover - compiled
+    """``crush_hash32_rjenkins1_3`` on int64 (negative ids wrap to unsigned, as :func:`crush_hash32_3`)."""
+    a &= 0xFFFFFFFF
+    b &= 0xFFFFFFFF
+    c &= 0xFFFFFFFF
+    h = np.int64(CRUSH_HASH_SEED) ^ a ^ b ^ c
+    x = np.int64(231232)
+    y = np.int64(1232)
+    a, b, h = _nb_mix(a, b, h)
+    c, x, h = _nb_mix(c, x, h)
+    y, a, h = _nb_mix(y, a, h)
+    b, x, h = _nb_mix(b, x, h)
+    y, c, h = _nb_mix(y, c, h)
+    return h
+
+
+@njit(cache=True)
 def _nb_rjenkins(k, length):  # pragma: no cover - compiled
     a = np.int64(0x9E3779B9)
     b = np.int64(0x9E3779B9)

@@ -15,7 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from simulator.ceph.hashing import ceph_stable_mod, crush_hash32_2, crush_hash32_3, pg_num_mask
+import numpy as np
+from numba import njit
+
+from simulator.ceph.hashing import nb_crush_hash32_2, nb_crush_hash32_3, pg_num_mask
 
 __all__ = ["CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
 
@@ -44,6 +47,7 @@ class CrushMap:
     osds: list[CrushOsd]
     choose_total_tries: int = 50
     _trees: dict[str | None, dict[int, _Bucket]] = field(default_factory=dict, repr=False)
+    _flat: dict[str | None, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False)
 
     TYPE_OSD = 0
     TYPE_HOST = 1
@@ -83,109 +87,161 @@ class CrushMap:
             return len({o.host for o in osds if o.weight > 0})
         return sum(1 for o in osds if o.weight > 0)
 
-    # ------------------------------------------------------------------ CRUSH proper
-    @staticmethod
-    def _straw2(b: _Bucket, x: int, r: int) -> int:
-        best = None
-        best_draw = -math.inf
-        for item, w in zip(b.items, b.weights, strict=True):
-            if w <= 0:
-                continue
-            u = crush_hash32_3(x, item, r) & 0xFFFF
-            draw = math.log((u + 1) / 65536.0) / w
-            if draw > best_draw:
-                best_draw = draw
-                best = item
-        return b.items[0] if best is None else best
-
-    def _choose_firstn(
-        self,
-        buckets: dict[int, _Bucket],
-        bucket: _Bucket,
-        x: int,
-        numrep: int,
-        type_: int,
-        out: list[int],
-        outpos: int,
-        out_size: int,
-        tries: int,
-        recurse_to_leaf: bool,
-        out2: list[int] | None,
-        parent_r: int,
-    ) -> int:
-        count = out_size
-        rep = 0  # chooseleaf_stable
-        while rep < numrep and count > 0:
-            ftotal = 0
-            skip_rep = False
-            item = 0
-            while True:  # retry_descent
-                in_b = bucket
-                retry_descent = False
-                while True:  # retry_bucket
-                    r = rep + parent_r + ftotal
-                    reject = False
-                    collide = False
-                    if not in_b.items:
-                        reject = True
-                    else:
-                        item = self._straw2(in_b, x, r)
-                        itemtype = self.TYPE_OSD if item >= 0 else buckets[item].type
-                        if itemtype != type_:
-                            if item >= 0:
-                                skip_rep = True
-                                break
-                            in_b = buckets[item]
-                            continue  # retry_bucket (descend)
-                        collide = item in out[:outpos]
-                        if not collide and recurse_to_leaf:
-                            if item < 0:
-                                sub_r = r  # vary_r = 1: r >> 0
-                                got = self._choose_firstn(
-                                    buckets, buckets[item], x, 1, self.TYPE_OSD, out2, outpos, count,
-                                    1, False, None, sub_r,
-                                )  # descend_once: recurse_tries = 1
-                                if got <= outpos:
-                                    reject = True
-                            else:
-                                out2[outpos] = item
-                    if reject or collide:
-                        ftotal += 1
-                        if ftotal < tries:
-                            retry_descent = True
-                        else:
-                            skip_rep = True
-                    break
-                if not retry_descent:
-                    break
-            if not skip_rep:
-                out[outpos] = item
-                outpos += 1
-                count -= 1
-            rep += 1
-        return outpos
+    def flat(self, device_class: str | None) -> tuple[np.ndarray, ...]:
+        """The (shadow) tree as arrays for the compiled mapper: per bucket (index 0 = root) the
+        start and length of its items in ``items``/``weights`` and its type; ``bidx[-id]`` is the
+        index of bucket ``id``."""
+        got = self._flat.get(device_class)
+        if got is not None:
+            return got
+        buckets = self.tree(device_class)
+        order = [-1] + [k for k in buckets if k != -1]
+        items: list[int] = []
+        weights: list[float] = []
+        start = np.zeros(len(order), dtype=np.int64)
+        length = np.zeros(len(order), dtype=np.int64)
+        btype = np.zeros(len(order), dtype=np.int64)
+        bidx = np.full(1 + max(-k for k in order), -1, dtype=np.int64)
+        for i, k in enumerate(order):
+            b = buckets[k]
+            bidx[-k] = i
+            start[i] = len(items)
+            length[i] = len(b.items)
+            btype[i] = b.type
+            items.extend(b.items)
+            weights.extend(b.weights)
+        got = (np.asarray(items, dtype=np.int64), np.asarray(weights, dtype=np.float64), start, length, btype, bidx)
+        self._flat[device_class] = got
+        return got
 
     def do_rule(self, x: int, size: int, device_class: str | None, failure_domain: str) -> list[int]:
         """``step take default [class c]; step chooseleaf firstn <size> type <fd>; step emit``."""
-        buckets = self.tree(device_class)
-        root = buckets[-1]
-        out = [0] * size
-        out2 = [0] * size
+        out = np.zeros(size, dtype=np.int64)
         type_ = self.TYPE_HOST if failure_domain == "host" else self.TYPE_OSD
-        n = self._choose_firstn(
-            buckets, root, x, size, type_, out, 0, size, self.choose_total_tries, True, out2, 0
-        )
-        return out2[:n]
+        n = _do_rule(*self.flat(device_class), x, size, type_, self.choose_total_tries, out)
+        return out[:n].tolist()
+
+
+# ---------------------------------------------------------------------- the mapper, compiled
+# crush_choose_firstn of src/crush/mapper.c with choose_local_tries = 0, choose_local_fallback_tries
+# = 0, chooseleaf_descend_once = 1, chooseleaf_vary_r = 1, chooseleaf_stable = 1, on the arrays of
+# CrushMap.flat. Bucket ids are negative; item ids >= 0 are OSDs (type 0).
+@njit(cache=True)
+def _straw2(items, weights, start, n, x, r):  # pragma: no cover - compiled
+    """straw2: the item with the largest ln(u/65536)/weight, u = hash(x, item, r) & 0xffff."""
+    best = items[start]
+    found = False
+    best_draw = -np.inf
+    for j in range(start, start + n):
+        w = weights[j]
+        if w <= 0:
+            continue
+        item = items[j]
+        u = nb_crush_hash32_3(x, item, r) & 0xFFFF
+        draw = math.log((u + 1) / 65536.0) / w
+        if not found or draw > best_draw:
+            best_draw = draw
+            best = item
+            found = True
+    return best
+
+
+@njit(cache=True)
+def _choose_leaf(items, weights, start, length, btype, bidx, b, x, r, out2, outpos):  # pragma: no cover
+    """The recursive chooseleaf step (numrep 1, tries 1, down to an OSD): the new out position."""
+    in_b = b
+    while True:
+        if length[in_b] == 0:
+            return outpos
+        item = _straw2(items, weights, start[in_b], length[in_b], x, r)
+        if item < 0:  # a bucket that is not of type osd: descend
+            in_b = bidx[-item]
+            continue
+        break
+    for k in range(outpos):
+        if out2[k] == item:
+            return outpos
+    out2[outpos] = item
+    return outpos + 1
+
+
+@njit(cache=True)
+def _do_rule(items, weights, start, length, btype, bidx, x, numrep, type_, tries, out2):  # pragma: no cover
+    """chooseleaf firstn ``numrep`` type ``type_`` from the root: OSDs into ``out2``; their number."""
+    out = np.zeros(numrep, dtype=np.int64)
+    outpos = 0
+    count = numrep
+    rep = 0
+    while rep < numrep and count > 0:
+        ftotal = 0
+        skip_rep = False
+        item = 0
+        while True:  # retry_descent
+            in_b = 0
+            retry_descent = False
+            while True:  # retry_bucket
+                r = rep + ftotal
+                reject = False
+                collide = False
+                if length[in_b] == 0:
+                    reject = True
+                else:
+                    item = _straw2(items, weights, start[in_b], length[in_b], x, r)
+                    itemtype = 0 if item >= 0 else btype[bidx[-item]]
+                    if itemtype != type_:
+                        if item >= 0:
+                            skip_rep = True
+                            break
+                        in_b = bidx[-item]
+                        continue  # descend
+                    for k in range(outpos):
+                        if out[k] == item:
+                            collide = True
+                            break
+                    if not collide:
+                        if item < 0:
+                            got = _choose_leaf(items, weights, start, length, btype, bidx, bidx[-item], x, r, out2, outpos)
+                            if got <= outpos:
+                                reject = True
+                        else:
+                            out2[outpos] = item
+                if reject or collide:
+                    ftotal += 1
+                    if ftotal < tries:
+                        retry_descent = True
+                    else:
+                        skip_rep = True
+                break
+            if not retry_descent:
+                break
+        if not skip_rep:
+            out[outpos] = item
+            outpos += 1
+            count -= 1
+        rep += 1
+    return outpos
+
+
+@njit(cache=True)
+def _map_pool(items, weights, start, length, btype, bidx, pool_id, pg_num, mask, size, type_, tries):  # pragma: no cover
+    acting = np.full((pg_num, size), -1, dtype=np.int64)
+    counts = np.zeros(pg_num, dtype=np.int64)
+    for ps in range(pg_num):
+        m = ps & mask
+        if m >= pg_num:
+            m = ps & (mask >> 1)  # ceph_stable_mod
+        pps = nb_crush_hash32_2(m, pool_id)
+        counts[ps] = _do_rule(items, weights, start, length, btype, bidx, pps, size, type_, tries, acting[ps])
+    return acting, counts
 
 
 def map_pool(crush: CrushMap, pool_id: int, pg_num: int, size: int, device_class: str | None, failure_domain: str) -> list[list[int]]:
     """Acting sets of every PG of a pool: pps = crush_hash32_2(stable_mod(ps, pgp_num), pool)."""
-    mask = pg_num_mask(pg_num)
-    out = []
-    for ps in range(pg_num):
-        pps = crush_hash32_2(ceph_stable_mod(ps, pg_num, mask), pool_id)
-        out.append(crush.do_rule(pps, size, device_class, failure_domain))
-    return out
+    type_ = CrushMap.TYPE_HOST if failure_domain == "host" else CrushMap.TYPE_OSD
+    acting, counts = _map_pool(
+        *crush.flat(device_class), pool_id, pg_num, pg_num_mask(pg_num), size, type_, crush.choose_total_tries
+    )
+    return [row[:n] for row, n in zip(acting.tolist(), counts.tolist(), strict=True)]
 
 
 def balance_upmap(

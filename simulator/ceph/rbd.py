@@ -13,6 +13,7 @@ is nothing dirty to flush.
 from __future__ import annotations
 
 import hashlib
+from array import array
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,12 +50,15 @@ class RbdImage(Device):
         self.n_objects = -(-cfg.size // self.obj_size)
         self.id = cfg.id or default_image_id(pool.name, cfg.name)
         self.key_base = (index + 1) << 36
-        h = rbd_object_hashes(self.id, self.n_objects).astype(np.int64)
-        mask = pool.pg_num_mask
+        h = rbd_object_hashes(self.id, self.n_objects)
+        mask = np.uint32(pool.pg_num_mask)
         m = h & mask
-        ps = np.where(m < pool.pg_num, m, h & (mask >> 1))
-        self.obj_ps_array = ps
-        self.obj_ps: list[int] = ps.tolist()
+        ps = np.where(m < pool.pg_num, m, h & (mask >> np.uint32(1))).astype(np.int32)
+        del h, m
+        # object -> PG: 4 bytes per object (array.array indexes to Python ints fast on the per-IO
+        # path; obj_ps_array is a numpy view of the same memory)
+        self.obj_ps: array = array("i", ps.tobytes())
+        self.obj_ps_array = np.frombuffer(self.obj_ps, dtype=np.int32)
         # device offset of each object's data on each acting-set position; -1 = not allocated
         self.obj_base = np.full((self.n_objects, pool.size), -1, dtype=np.int64)
 

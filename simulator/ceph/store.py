@@ -56,11 +56,13 @@ class ObjectStore(Component):
 
     def _onode_only_done(self, ev: Any) -> None:
         req = ev._value
+        req.event = None  # break the request <-> event cycle (freed by reference counting)
         req.parent(req.tag)
 
     def _read_done(self, ev: Any) -> None:
         """A miss read is done: the data joins the cache (buffered reads); ``req.parent(op)``."""
         req = ev._value
+        req.event = None
         op = req.tag
         if self.buffered_read:
             ins = self.cache.insert

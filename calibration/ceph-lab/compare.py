@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Model vs lab: run the lab's experiments on the model and join them with the measured points.
+
+    python calibration/ceph-lab/compare.py [--sim-dir DIR] [--runtime S] [--profile clusters/ceph_lab_fitted]
+
+Runs experiment.yaml (croit and norepeat sequences), experiment_smallcache.yaml and experiment_cold.yaml (fresh
+cluster per run)
+unless --sim-dir holds their outputs, then writes
+  data/prediction.csv  per (variant, rw, qd): measured mean, sd and range over repeats, simulated, error, and
+                       whether the point was fitted (croit QD1) or predicted, and whether the measured spread
+                       is below the acceptance bound (IOPS 25 %, p50/p99 35 %);
+  data/counters.csv    per point: measured perf counters (cache hit share, deferred share, kv commit latency,
+                       txcs per kv commit, op queue wait) beside the simulator's own statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+import labparse  # noqa: E402
+
+BOUNDS = {"iops": 0.25, "p50_ms": 0.35, "p99_ms": 0.35}
+FITTED = {("croit", "randread", 1), ("croit", "randwrite", 1)}
+
+
+def _read_csv(p: Path) -> list[dict[str, str]]:
+    with p.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _f(x: Any) -> float | None:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def run_sim(exp: Path, out: Path, profile: str | None, runtime: float | None) -> None:
+    cmd = [sys.executable, "-m", "simulator.cli", "run", str(exp), "--out", str(out)]
+    if profile:
+        cmd += ["--set", f"system.cluster.profile={profile}"]
+    if runtime:
+        cmd += ["--set", f"workload.global.runtime={runtime}s"]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+
+
+def sim_points(sim_dir: Path, variant_default: str | None = None) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """(variant, rw, qd) -> simulated figures and statistics of one `simrun run` output directory."""
+    out = {}
+    for row in _read_csv(sim_dir / "summary.csv"):
+        variant = row.get("variant") or variant_default
+        rw, qd = row["rw"], int(float(row["qd"]))
+        d = "read" if "read" in rw else "write"
+        run = json.loads((sim_dir / "runs" / f"p{int(row['point']):03d}_r00.json").read_text())
+        cl = run["sim"]["cluster"]
+        bs = [o["bluestore"] for o in cl["osds"]]
+        n_def = sum(b.get("deferred_ops", 0) for b in bs)
+        n_dir = sum(b.get("direct_writes", 0) for b in bs)
+        batches = sum(b.get("kv_batches", 0) for b in bs)
+        out[(variant, rw, qd)] = {
+            "iops": _f(row[f"{d}.iops"]), "p50_ms": _f(row[f"{d}.p50_ms"]), "p99_ms": _f(row[f"{d}.p99_ms"]),
+            # weighted by each OSD's client reads (the counters sum hit and miss bytes over the OSDs)
+            "cache_hit_share": (sum(b.get("cache_hit_ratio", 0.0) * o["client_ops"].get("read", 0)
+                                    for b, o in zip(bs, cl["osds"], strict=True))
+                                / max(1, sum(o["client_ops"].get("read", 0) for o in cl["osds"])))
+            if d == "read" else None,
+            "deferred_share": n_def / (n_def + n_dir) if d == "write" and n_def + n_dir > 0 else None,
+            "txc_per_kv_commit": (sum(b.get("kv_txcs_per_batch", 0) * b.get("kv_batches", 0) for b in bs) / batches
+                                  if batches else None),
+            "kv_commit_mean_ms": (1000 * sum(b.get("kv_commit_s", 0) * b.get("kv_batches", 0) for b in bs) / batches
+                                  if batches else None),
+            "throttled_share": cl["summary"].get("throttled_share"),
+            "cpu_util": cl["summary"].get("cpu_util_max"),
+        }
+    return out
+
+
+def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path) -> tuple[list[dict], list[dict]]:
+    runs = _read_csv(data / "runs.csv")
+    groups: dict[tuple[str, str, int], list[dict[str, str]]] = {}
+    for r in runs:
+        groups.setdefault((r["sequence"], r["rw"], int(r["qd"])), []).append(r)
+    pred, cnt = [], []
+    order = {"croit": 0, "norepeat": 1, "cold": 2, "smallcache": 3}
+    for key in sorted(groups, key=lambda k: (order.get(k[0], 9), k[2], k[1])):
+        rs = groups[key]
+        s = sim.get(key)
+        row: dict[str, Any] = {"variant": key[0], "rw": key[1], "qd": key[2], "n": len(rs),
+                               "set": "fit" if key in FITTED else "prediction"}
+        for m, bound in BOUNDS.items():
+            sp = labparse.spread([_f(r[m]) for r in rs])
+            row[f"meas_{m}"] = sp["mean"]
+            row[f"meas_{m}_cv"] = sp["cv"]
+            row[f"meas_{m}_range_rel"] = sp["range_rel"]
+            row[f"sim_{m}"] = s[m] if s else None
+            row[f"err_{m}_pct"] = (100 * (s[m] / sp["mean"] - 1)) if s and s[m] and sp["mean"] else None
+            # the acceptance bound applies where the measured run-to-run range (max-min)/mean is below it
+            row[f"{m}_testable"] = sp["range_rel"] is not None and sp["range_rel"] < bound
+            row[f"{m}_ok"] = (row[f"err_{m}_pct"] is not None and abs(row[f"err_{m}_pct"]) <= 100 * bound)
+        row["loadavg_1m"] = labparse.spread([_f(r["loadavg_1m_before"]) for r in rs])["mean"]
+        pred.append(row)
+        c: dict[str, Any] = {"variant": key[0], "rw": key[1], "qd": key[2], "n": len(rs)}
+        for m in ("cache_hit_share", "deferred_share", "txc_per_kv_commit", "kv_commit_mean_ms",
+                  "op_queue_wait_mean_ms", "cpu_osd_us_per_io", "cpu_fio_us_per_io", "throttle_deferred_wait_count"):
+            sp = labparse.spread([_f(r.get(m)) for r in rs if _f(r.get(m)) is not None])
+            c[f"meas_{m}"] = sp["mean"]
+            c[f"meas_{m}_sd"] = sp["sd"]
+        for m in ("cache_hit_share", "deferred_share", "txc_per_kv_commit", "kv_commit_mean_ms", "throttled_share",
+                  "cpu_util"):
+            c[f"sim_{m}"] = s.get(m) if s else None
+        for m in ("cache_hit_share", "deferred_share"):
+            me, si = c[f"meas_{m}"], c[f"sim_{m}"]
+            c[f"{m}_ok"] = (None if me is None or si is None
+                            else abs(si - me) <= max(0.1, 0.2 * abs(me)))
+        cnt.append(c)
+    return pred, cnt
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], header: str) -> None:
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="") as f:
+        f.write(f"# {header}\n")
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sim-dir", type=Path, default=Path("/tmp/ceph-lab-sim"))
+    ap.add_argument("--reuse", action="store_true", help="use existing simulation outputs in --sim-dir")
+    ap.add_argument("--runtime", type=float)
+    ap.add_argument("--profile")
+    ap.add_argument("--data", type=Path, default=HERE / "data")
+    a = ap.parse_args(argv)
+    main_dir, cold_dir, small_dir = a.sim_dir / "main", a.sim_dir / "cold", a.sim_dir / "smallcache"
+    if not a.reuse:
+        run_sim(HERE / "experiment.yaml", main_dir, a.profile, a.runtime)
+        run_sim(HERE / "experiment_cold.yaml", cold_dir, a.profile, a.runtime)
+        run_sim(HERE / "experiment_smallcache.yaml", small_dir, a.profile, a.runtime)
+    sim = sim_points(main_dir)
+    sim.update(sim_points(cold_dir, "cold"))
+    sim.update(sim_points(small_dir, "smallcache"))
+    pred, cnt = build(sim, a.data)
+    prof = a.profile or "clusters/ceph_lab_fitted"
+    write_csv(a.data / "prediction.csv", pred,
+              f"model ({prof}) vs lab (calibration/ceph-lab/compare.py); set=fit: in the calibration's loss")
+    write_csv(a.data / "counters.csv", cnt,
+              f"measured perf counters (mean, sd over repeats) beside the model's statistics ({prof})")
+    for r in pred:
+        print(f"{r['variant']:10} {r['rw']:9} QD{r['qd']:<3} {r['set']:10} "
+              + "  ".join(f"{m} {r[f'meas_{m}']:.4g}/{r[f'sim_{m}'] or float('nan'):.4g} ({r[f'err_{m}_pct'] or 0:+.0f}%)"
+                          for m in BOUNDS))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
