@@ -219,12 +219,13 @@ def calibrate_cmd(
     max_wall: Annotated[Optional[str], typer.Option(help="override budget.max_wall (e.g. 90m)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display")] = False,
     report_only: Annotated[bool, typer.Option("--report-only", help="no fit: regenerate the report from the fitted profile")] = False,
+    case: Annotated[Optional[list[str]], typer.Option("--case", help="a spec with cases: run only this case (repeatable)")] = None,
 ) -> None:
     """Fit free profile parameters to measured/published figures; write the fitted profile and a report."""
     from simulator.calibration.cli import calibrate_main
 
     try:
-        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only)
+        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case)
     except SimError as e:
         _fail(e)
 

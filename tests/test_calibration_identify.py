@@ -83,7 +83,8 @@ def test_queue_parameters_are_recovered(tmp_path):
     prof = yaml.safe_load((tmp_path / "fitted.yaml").read_text())
     assert prof["kind"] == "queue"
     assert "fitted by" in prof["sources"]["service.mean"]
-    assert (tmp_path / "report" / "report.md").is_file()
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "devices.0.params.service.mean" in report and "devices.0.params.service.cv" in report
 
 
 @pytest.mark.heavy

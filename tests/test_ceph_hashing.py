@@ -107,9 +107,56 @@ def test_pg_num_mask() -> None:
     assert [pg_num_mask(n) for n in (1, 2, 3, 4, 5, 8, 9, 256, 257)] == [0, 1, 3, 3, 7, 7, 15, 255, 511]
 
 
-def test_crush_hashes_are_32bit_and_deterministic() -> None:
+# crush_hash32_rjenkins1_2/_3 values computed by a from-scratch C program (uint32 arithmetic, the
+# crush_hashmix macro and the mix order of Linux net/ceph/crush/hash.c, seed 1315423911, x=231232,
+# y=1232), compiled with gcc; arguments are C __u32, so negative bucket ids wrap.
+CRUSH2 = [((0, 0), 0x19AD4CE9), ((7, 1), 0x4FB4C8B0), ((1, 2), 0xB78DEE9C), ((123456, 789), 0x4698119B),
+          ((0xFFFFFFFF, 0), 0xB31959E2)]
+CRUSH3 = [((0, 0, 0), 0x7A3BF3B2), ((1, -2, 0), 0x5C322676), ((1, 2, 3), 0x735AD42B), ((12345, -1, 0), 0x7D40C1AE),
+          ((12345, -1, 1), 0x927251E1), ((0x5A1CE208, -3, 2), 0x2A0D5272), ((42, -7, 5), 0x941BE298)]
+
+
+@pytest.mark.parametrize(("args", "want"), CRUSH2)
+def test_crush_hash32_2_fixed_values(args: tuple[int, int], want: int) -> None:
+    assert crush_hash32_2(*args) == want
+
+
+@pytest.mark.parametrize(("args", "want"), CRUSH3)
+def test_crush_hash32_3_fixed_values(args: tuple[int, int, int], want: int) -> None:
+    assert crush_hash32_3(*args) == want
+
+
+def _independent_crush3(a: int, b: int, c: int) -> int:
+    """crush_hash32_rjenkins1_3 with numpy uint32 wrap-around (no masking), from the published macro."""
+    u = np.uint32
+    with np.errstate(over="ignore"):
+
+        def mix(a, b, c):
+            for s1, s2, s3 in ((13, 8, 13), (12, 16, 5), (3, 10, 15)):
+                a = u(a - b - c) ^ u(c >> u(s1))
+                b = u(b - c - a) ^ u(a << u(s2))
+                c = u(c - a - b) ^ u(b >> u(s3))
+            return a, b, c
+
+        a, b, c = u(a % 2**32), u(b % 2**32), u(c % 2**32)
+        h = u(1315423911) ^ a ^ b ^ c
+        x, y = u(231232), u(1232)
+        a, b, h = mix(a, b, h)
+        c, x, h = mix(c, x, h)
+        y, a, h = mix(y, a, h)
+        b, x, h = mix(b, x, h)
+        y, c, h = mix(y, c, h)
+        return int(h)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(-(2**31), 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_crush_hash32_3_matches_independent_implementation(a: int, b: int, c: int) -> None:
+    assert crush_hash32_3(a, b, c) == _independent_crush3(a, b, c)
+
+
+def test_crush_hashes_do_not_collide_on_small_inputs() -> None:
     vals = {crush_hash32_3(x, i, r) for x in range(20) for i in (-1, 0, 5) for r in range(3)}
     assert all(0 <= v < 2**32 for v in vals)
     assert len(vals) == 180  # no collisions among these inputs
-    assert crush_hash32_2(7, 1) == crush_hash32_2(7, 1)
     assert crush_hash32_3(1, -2, 0) == crush_hash32_3(1, 2**32 - 2, 0)  # C unsigned wrap

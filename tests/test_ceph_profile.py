@@ -42,16 +42,14 @@ def test_every_parameter_has_a_source(path: Path) -> None:
     resolve_params({"profile": f"clusters/{path.stem}"})  # validates
 
 
-def _stand_in() -> bool:
-    kinds = device_kinds()
-    if "hdd" not in kinds:
-        return True
-    return not all((models_dir() / f"{r}.yaml").is_file() for r in ("hdd/seagate_exos_2x14", "hdd/toshiba_mg06sca10te"))
-
-
 def test_croit_cluster_structure() -> None:
+    # the real drive profiles are part of the repository: a missing one is a failure, never a reason to
+    # fall back to stand-in drives and skip the per-drive assertions below
+    assert "hdd" in device_kinds()
+    for ref in ("hdd/seagate_exos_2x14", "hdd/toshiba_mg06sca10te"):
+        assert (models_dir() / f"{ref}.yaml").is_file(), f"drive profile {ref} missing"
     sim = Simulation(1)
-    cl = build_cluster_from_profile(sim, "clusters/croit_mach2", stand_in=_stand_in())
+    cl = build_cluster_from_profile(sim, "clusters/croit_mach2", stand_in=False)
     assert len(cl.hosts) == 1 and len(cl.osds) == 24
     classes = Counter(o.device_class for o in cl.osds)
     assert classes == {"mach2": 12, "hdd": 12}
@@ -61,12 +59,11 @@ def test_croit_cluster_structure() -> None:
         cls = "mach2" if name == "test-mach2" else "hdd"
         assert pool.pg_num == 256 and pool.size == 3
         assert all(len({o.id for o in pg.acting}) == 3 and all(o.device_class == cls for o in pg.acting) for pg in pool.pgs)
-    if not _stand_in():
-        # one OSD per MACH.2 LUN; two OSDs (LVs) per MG06 drive sharing its actuator
-        mach = [o.device for o in cl.osds if o.device_class == "mach2"]
-        assert all(d.name in ("lun0", "lun1") for d in mach)
-        lvs = [o.device for o in cl.osds if o.device_class == "hdd"]
-        assert len({d.base.path for d in lvs}) == 6
+    # one OSD per MACH.2 LUN; two OSDs (LVs) per MG06 drive sharing its actuator
+    mach = [o.device for o in cl.osds if o.device_class == "mach2"]
+    assert all(d.name in ("lun0", "lun1") for d in mach)
+    lvs = [o.device for o in cl.osds if o.device_class == "hdd"]
+    assert len({d.base.path for d in lvs}) == 6
     # a short run on each image
     for pool in cl.pools:
         r = ClosedLoop(sim, cl.image(pool, "test"), qd=4, rw="randwrite", n_ios=40, seed=1).run()

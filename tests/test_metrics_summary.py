@@ -34,6 +34,11 @@ def test_summary_row_keys_and_values():
         for m in ("iops", "bw_MBps", "lat_mean_ms", *(f"p{p:g}_ms" for p in SUMMARY_PERCENTILES)):
             assert isinstance(row[f"{d}.{m}"], float)
             assert row[f"{d}.{m}_ci"] is not None and row[f"{d}.{m}_ci"] > 0
+        # the half-widths agree with theory: ~N/2 exponential latencies of mean 1 ms (CI 1.96 ms/sqrt(n))
+        # and a Poisson-like count over the 5 s window (CI 1.96 sqrt(n) / 5 s); batch means within 2x
+        n = row[f"{d}.total_ios"]
+        assert 0.5 <= row[f"{d}.lat_mean_ms_ci"] / (1.96 / math.sqrt(n)) <= 2.0
+        assert 0.5 <= row[f"{d}.iops_ci"] / (1.96 * math.sqrt(n) / 5.0) <= 2.0
     assert "trim.iops" not in row
     assert row["read.iops"] == r.read.iops
     assert row["read.bw_MBps"] == pytest.approx(r.read.bw_bytes / 1e6)

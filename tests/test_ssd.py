@@ -9,10 +9,12 @@ from simulator.config.base import validate
 from simulator.devices.base import Op, Request
 from simulator.devices.registry import deep_merge, load_profile, resolve_params
 from simulator.devices.ssd import SSD, SSDConfig
-from simulator.devices.ssd.bench import run_jobs
 from simulator.devices.ssd.ftl import FTL, greedy_waf_lru
 from simulator.engine import Simulation
 from simulator.errors import ConfigError
+from simulator.metrics.summary import summary_row
+from simulator.workloads.options import resolve_jobs
+from simulator.workloads.runner import Workload
 
 SMALL = {
     "capacity": "1GiB",
@@ -21,10 +23,38 @@ SMALL = {
 }
 
 
-def make(over: dict | None = None, seed: int = 1) -> SSD:
-    cfg = validate(SSDConfig, deep_merge(SMALL, over or {}), source="test")
+def make(over: dict | None = None, seed: int = 1, base: dict | None = None) -> SSD:
+    cfg = validate(SSDConfig, deep_merge(SMALL if base is None else base, over or {}), source="test")
     sim = Simulation(seed)
-    return SSD(cfg, "ssd", sim.root)
+    dev = SSD(cfg, "ssd", sim.root)
+    dev.test_sim = sim  # the Simulation the workload runs on
+    return dev
+
+
+class Run:
+    """What a fio run on one SSD gave (merged over its jobs, fio group_reporting)."""
+
+    def __init__(self, row: dict):
+        d = "write" if "write.iops" in row else "read"
+        self.iops = row[f"{d}.iops"]
+        self.mean_lat = row[f"{d}.lat_mean_ms"] / 1e3  # seconds, slat + clat ("lat")
+        self.ios = row[f"{d}.total_ios"]
+        self.mib_s = row[f"{d}.bw_MiBps"]
+
+
+def run_jobs(dev: SSD, numjobs: int, runtime: float, *, rw: str = "write", bs: int = 4096, sync: bool = True,
+             warmup: float = 0.0, host_overhead: float = 0.0, iodepth: int = 1) -> Run:
+    """fio on ``dev`` through simulator.workloads.runner (the project's one IO driver): ``numjobs``
+    jobs of depth ``iodepth``, each in its own region (offset_increment), O_SYNC writes when ``sync``,
+    ``host_overhead`` as fio submission latency per IO (sim_slat)."""
+    region = dev.capacity // numjobs // bs * bs
+    opts = {"name": "t", "filename": "ssd", "ioengine": "psync" if iodepth == 1 else "libaio", "direct": 1, "rw": rw,
+            "bs": bs, "iodepth": iodepth, "numjobs": numjobs, "time_based": 1, "runtime": f"{runtime}s",
+            "ramp_time": f"{warmup}s", "group_reporting": 1, "sync": int(sync), "size": region, "offset_increment": region,
+            "sim_slat": f"{host_overhead}s"}
+    wl = Workload(dev.test_sim, resolve_jobs({}, [opts], "test"), lambda job: [dev])
+    dev.test_sim.run(until=wl.start())
+    return Run(summary_row(wl.results(), kind="lat"))
 
 
 # ------------------------------------------------------------------ durability
@@ -86,7 +116,7 @@ def test_plp_sync_write_scaling_saturates_at_back_end_program_bandwidth():
     over = {
         "flash": {"channels": 2, "chips_per_channel": 1, "planes_per_die": 2, "program_latency": ["1ms"],
                   "channel_rate": "400MB/s", "block_size": "1MiB"},
-        "controller": {"plp": True, "buffer_size": "256KiB", "write_latency": "200us", "write_serial": "1us"},
+        "controller": {"plp": True, "buffer_size": "256KiB", "write_latency": "200us", "ftl_update": "1us"},
         "capacity": "512MiB",
     }
     f = make(over).cfg.flash
@@ -104,7 +134,7 @@ def test_controller_write_bandwidth_caps_sustained_writes_not_single_write_laten
     # NAND array: 8 dies x 2 planes x 4 KiB / (tx + 200 us) ~ 300 MB/s; the back end is capped at 100 MB/s
     over = {
         "flash": {"program_latency": ["200us"], "channel_rate": "400MB/s"},
-        "controller": {"plp": True, "buffer_size": "4MiB", "write_serial": "1us"},
+        "controller": {"plp": True, "buffer_size": "4MiB", "ftl_update": "1us"},
     }
     capped = deep_merge(over, {"controller": {"write_bandwidth": "100MB/s"}})
     free = run_jobs(make(over), 8, 0.5, warmup=0.1, sync=False, bs=131072)
@@ -267,16 +297,17 @@ def test_profiles_load_and_calibrated_one_job_figure_is_reproduced():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    profiles = sorted((root / "models" / "ssd").glob("*.yaml"))
-    assert len(profiles) >= 12
+    profiles = sorted((root / "models" / "ssd").glob("**/*.yaml"))
+    assert len(profiles) >= 40  # fitted, datasheet and class profiles
     for p in profiles:
-        dk, cfg, _ = resolve_params({"profile": f"ssd/{p.stem}"})
+        ref = "ssd/" + p.relative_to(root / "models" / "ssd").with_suffix("").as_posix()
+        dk, cfg, _ = resolve_params({"profile": ref})
         assert dk.kind == "ssd" and cfg.capacity > 0
     rows = {r["model"]: r for r in csv.DictReader((root / "calibration" / "ssd-dsync" / "ssd_dsync_4k.csv").open())}
     host = {"sata": 6.0e-6, "nvme": 2.8e-6}
     for prof, model in (("intel_dc_s3700_400gb", "Intel DC S3700 400GB"), ("intel_520_60gb", "Intel 520 60GB")):
-        params = deep_merge(load_profile(f"ssd/{prof}")["params"], {"controller": {"write_cache": False}})
-        cfg = validate(SSDConfig, params, source=prof)
-        dev = SSD(cfg, "ssd", Simulation(1).root)
-        r = run_jobs(dev, 1, 0.5, sync=True, host_overhead=host[cfg.interface.protocol])
+        params = load_profile(f"ssd/{prof}")["params"]
+        assert params["controller"]["write_cache"] is True  # the drive's default: hdparm -W0 was the study's condition
+        dev = make(base=deep_merge(params, {"controller": {"write_cache": False}}))
+        r = run_jobs(dev, 1, 0.5, sync=True, host_overhead=host[dev.cfg.interface.protocol])
         assert r.mib_s == pytest.approx(float(rows[model]["jobs1_MBps"]), rel=0.03)

@@ -165,7 +165,9 @@ def test_libaio_flush_blocks_the_thread(engine, blocks):
     d = devs["d0"]
     spans = [(t, d.done_time[id(q)]) for t, q in d.log if q.op == Op.FLUSH]
     inside = sum(1 for t, q in d.log if q.op == Op.WRITE and any(a < t < b for a, b in spans))
-    assert spans
+    # fio's fsync=4: one flush after every 4th write (whether one follows the job's last write is not
+    # what this test is about)
+    assert len(spans) in (2000 // 4 - 1, 2000 // 4)
     if blocks:
         assert inside == 0
     else:
@@ -508,7 +510,7 @@ def test_lifecycle_errors():
 
 
 def test_with_the_metrics_layer():
-    stats = pytest.importorskip("simulator.metrics.stats")
+    from simulator.metrics import stats  # the project's own module: a failed import is a failure, not a skip
     sim = new_sim()
     devs = queue_devices(sim, [1e-4])
     fj = resolve_jobs(

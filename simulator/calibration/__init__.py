@@ -9,7 +9,11 @@
   CSV tables, experiment sweeps with time scaling);
 * :mod:`~simulator.calibration.optimize` — global stage (Sobol / LHS / differential evolution) +
   local refinement (Nelder–Mead / Powell) under a budget, common random numbers;
-* :mod:`~simulator.calibration.calibrate` — the run: progress, fitted profile with provenance, report;
+* :mod:`~simulator.calibration.calibrate` — the run: validation, optimiser, final simulation, atomic output
+  (a spec with ``cases:`` case by case);
+* :mod:`~simulator.calibration.profile` — the fitted profile with provenance;
+* :mod:`~simulator.calibration.report` — the report of a fit and the summary of a multi-case spec;
+* :mod:`~simulator.calibration.expr` — the safe arithmetic of tied parameters;
 * :mod:`~simulator.calibration.measure` — ``simrun measure`` (real fio on this machine);
 * :mod:`~simulator.calibration.validation` — ``simrun validate`` (docs/validation.md).
 

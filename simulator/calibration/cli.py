@@ -11,40 +11,56 @@ __all__ = ["calibrate_main", "compare_main"]
 
 def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profile: bool, workers: int | None,
                    max_evals: int | None, quiet: bool, console: Any, err_console: Any, max_wall: str | None = None,
-                   report_only: bool = False) -> None:
+                   report_only: bool = False, cases: list[str] | None = None) -> None:
     from rich.table import Table
 
-    from simulator.calibration.calibrate import _rel, calibrate, display_value
+    from simulator.calibration.calibrate import calibrate_all
+    from simulator.calibration.report import display_value
 
-    o = calibrate(spec, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals, max_wall=max_wall, progress=not quiet, report_only=report_only,
-                  console=err_console, write_profile_file=not no_profile)
-    fit = o.fit
-    t = Table(title=f"{o.problem.spec.name}: fitted parameters")
-    for c in ("parameter", "start", "fitted"):
-        t.add_column(c, justify="left" if c == "parameter" else "right")
-    for f in o.problem.params:
-        t.add_row(f.key, display_value(fit.start_values[f.key], f.unit_kind, f.integer),
-                  display_value(fit.values[f.key], f.unit_kind, f.integer))
-    console.print(t)
-    pt = Table(title="fit (targets) and prediction per point")
-    for c in ("set", "item", "dir", "IOPS err", "mean", "p50", "p99", "demerit %"):
-        pt.add_column(c, justify="left" if c in ("set", "item", "dir") else "right")
+    outs = calibrate_all(spec, cases=cases, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals,
+                         max_wall=max_wall, progress=not quiet, report_only=report_only, console=err_console,
+                         write_profile_file=not no_profile)
 
     def pct(v: Any) -> str:
         return "–" if v is None or not isinstance(v, float) or not math.isfinite(v) else f"{(math.exp(v) - 1) * 100:+.0f}%"
 
-    for p in o.points:
-        e = p.get("iops_err_pct")
-        d = p.get("demerit_pct")
-        pt.add_row(p["set"], p["item"], p["direction"], "–" if e is None or not math.isfinite(e) else f"{e:+.0f}%",
-                   pct(p.get("mean_log_ratio")), pct(p.get("p50_log_ratio")), pct(p.get("p99_log_ratio")),
-                   "–" if d is None or not math.isfinite(d) else f"{d:.0f}")
-    console.print(pt)
-    console.print(
-        f"loss {fit.start_result.loss:.4g} -> {fit.result.loss:.4g} (rms log error {fit.result.rms:.3f}); {fit.evals} evaluations "
-        f"in {fit.wall_s:.0f} s (stopped by {fit.stopped_by}); report in {_rel(o.report_dir)}"
-        + (f"; profile {_rel(o.profile)}" if o.profile else "")
-    )
+    def err(e: Any) -> str:
+        return "–" if e is None or not isinstance(e, float) or not math.isfinite(e) else f"{e:+.1f}%"
+
+    for o in outs:
+        fit = o.fit
+        case = o.problem.loaded.case
+        t = Table(title=f"{o.problem.spec.name}{f' [{case}]' if case else ''}: fitted parameters")
+        for c in ("parameter", "start", "fitted"):
+            t.add_column(c, justify="left" if c == "parameter" else "right")
+        for f in o.problem.params:
+            t.add_row(f.key, display_value(fit.start_values[f.key], f.unit_kind, f.integer),
+                      display_value(fit.values[f.key], f.unit_kind, f.integer))
+        console.print(t)
+        pt = Table(title="fit (targets) and prediction per point")
+        for c in ("set", "item", "dir", "IOPS err", "bandwidth err", "mean", "p50", "p99", "demerit %"):
+            pt.add_column(c, justify="left" if c in ("set", "item", "dir") else "right")
+        for p in o.points:
+            d = p.get("demerit_pct")
+            pt.add_row(p["set"], p["item"], p["direction"], err(p.get("iops_err_pct")), err(p.get("bw_err_pct")),
+                       pct(p.get("mean_log_ratio")), pct(p.get("p50_log_ratio")), pct(p.get("p99_log_ratio")),
+                       "–" if d is None or not math.isfinite(d) else f"{d:.0f}")
+        console.print(pt)
+        console.print(
+            f"loss {fit.start_result.loss:.4g} -> {fit.result.loss:.4g} (rms log error {fit.result.rms:.3f}); {fit.evals} evaluations "
+            f"in {fit.wall_s:.0f} s (stopped by {fit.stopped_by}); report in {_shown(o.report_dir)}"
+            + (f"; profile {_shown(o.profile)}" if o.profile else "")
+        )
+
+
+def _shown(p: Path | None) -> str:
+    """A path for the console: relative to the working directory when below it."""
+    if p is None:
+        return ""
+    try:
+        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
 
 
 def compare_main(system: str, measured: list[str], out: Path | None, runtime: float | None, seed: int, device: str | None,

@@ -102,7 +102,8 @@ def compare_files(
     """Simulate every measured file on the system; returns one row per file and direction (and
     writes compare.csv and the plots into ``out``). ``options``: fio options set on every job; by
     default those a calibrated profile names in its provenance (workload_options)."""
-    from simulator.calibration.calibrate import _csv_text, _slug, open_executor
+    from simulator.calibration.calibrate import open_executor
+    from simulator.calibration.report import _csv_text, _slug
     from simulator.calibration.trace import jobs_of_run
     from simulator.fio.reader import job_options_of, read_fio
     from simulator.metrics.compare import compare

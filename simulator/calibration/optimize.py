@@ -200,7 +200,7 @@ class Optimizer:
                 updating="deferred", workers=mapper, integrality=integrality if self.disc else None, x0=x0, tol=0.0,
             )
 
-    def _local(self, x_best: np.ndarray) -> None:
+    def _local(self, x_best: np.ndarray, cap: int | None = None) -> None:
         from scipy.optimize import minimize
 
         loc = self.spec.optimizer.local
@@ -210,6 +210,8 @@ class Optimizer:
         fixed = x_best[nc:]
         left = self._remaining()
         maxfev = left if loc.maxiter is None else min(left, loc.maxiter)
+        if cap is not None:
+            maxfev = min(maxfev, cap)
         if maxfev <= 0:
             return
 
@@ -236,6 +238,26 @@ class Optimizer:
         if not res.success:  # maxfev reached: the budget (or local.maxiter), not convergence, ended the stage
             self.stopped_by = "evaluations" if maxfev == left else f"local stage: {res.message}"
 
+    def _local_per_choice(self) -> None:
+        """The local stage once per combination of the discrete parameters, each from the best point
+        evaluated with that combination (else the best point's continuous values), the remaining budget
+        shared between them; the best of all is kept."""
+        import itertools
+
+        nc = len(self.cont)
+        combos = list(itertools.product(*[range(len(f.choices)) for f in self.disc]))
+        best_x = self.x_of(self.best[0]) if self.best else None
+        for i, combo in enumerate(combos):
+            pts = [(r.loss, self.x_of(v)) for v, r in self.memo.values()
+                   if math.isfinite(r.loss) and tuple(int(round(c)) for c in self.x_of(v)[nc:]) == combo]
+            if pts:
+                x = min(pts, key=lambda t: t[0])[1]
+            elif best_x is not None:
+                x = np.concatenate([best_x[:nc], np.array(combo, dtype=float)])
+            else:
+                continue
+            self._local(x, cap=max(1, self._remaining() // (len(combos) - i)))
+
     def run(self) -> FitResult:
         g = self.spec.optimizer.global_
         seed = self.spec.seed
@@ -254,9 +276,11 @@ class Optimizer:
                 self.stage = "de"
                 self._de(g.n, g.maxiter, seed, x0)
             self.stage = "local"
-            assert True
-            xb = self.x_of(self.best[0]) if self.best else x0
-            self._local(xb)
+            if self.spec.optimizer.local.per_choice and self.disc:
+                self._local_per_choice()
+            else:
+                xb = self.x_of(self.best[0]) if self.best else x0
+                self._local(xb)
         except _BudgetExhausted:
             pass
         if start_res is None:

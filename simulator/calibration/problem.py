@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.calibration.spec import LoadedSpec, TargetSpec, metric_kind, quantity
+from simulator.calibration.spec import DIRECTIONS, LoadedSpec, TargetSpec, metric_kind, quantity
 from simulator.config.base import get_dotted, load_yaml, set_dotted
 from simulator.errors import ConfigError
 
 __all__ = ["EvalResult", "Item", "Problem", "read_csv_rows", "run_unit"]
 
-_DIRS = ("read", "write", "trim")
+_DIRS = DIRECTIONS
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:
@@ -188,7 +188,9 @@ class Problem:
             from simulator.calibration.trace import normalise_system
 
             base = normalise_system(self.spec.system, self.src)
-        sys_keys = [k for k in [f.key for f in self.params] + list(self.spec.fixed) if not k.startswith("workload.")]
+        self.tied = list(self.spec.tied)
+        sys_keys = [k for k in [f.key for f in self.params] + [t.key for t in self.tied] + list(self.spec.fixed)
+                    if not k.startswith(("workload.", "var."))]
         touched = sys_keys + (list(self.spec.scale.keys) if self.spec.scale else [])
         self.orig_system = copy.deepcopy(base)
         self.base_system = self._explicit(base, touched)
@@ -250,6 +252,8 @@ class Problem:
         return out
 
     def _current(self, f: Any) -> Any:
+        if f.key.startswith("var."):
+            return None  # a free variable: starts from its start value, prior mean or mid-range
         if f.key.startswith("workload."):
             v = self.fixed_options.get(f.key.split(".", 1)[1])
         else:
@@ -264,16 +268,57 @@ class Problem:
             return None
         return x
 
+    def tied_values(self, values: dict[str, Any]) -> dict[str, float]:
+        """The tied parameters' values (key -> SI value) for an assignment of the free ones."""
+        from simulator.calibration.expr import ExprError, eval_expr
+
+        env: dict[str, float] = {}
+        for f in self.params:
+            v = values[f.key]
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                env[f.var] = float(v)
+        out: dict[str, float] = {}
+        for i, t in enumerate(self.tied):
+            try:
+                x = eval_expr(t.expr, env)
+            except ExprError as e:
+                raise ConfigError(f"tied {t.key} = {t.expr}: {e} (at {self._fmt_values(values)})", source=self.src,
+                                  field=f"tied.{i}.expr") from None
+            if t.integer:
+                x = float(round(x))
+            env[t.var] = x
+            out[t.key] = x
+        return out
+
+    def tied_kind(self, t: Any) -> str:
+        """Unit kind of a tied parameter (for the profile): the kind of its value in the base system."""
+        cur = get_dotted(self.base_system, t.key) if not t.key.startswith("workload.") else self.fixed_options.get(t.key[9:])
+        try:
+            if isinstance(cur, str):
+                return quantity(cur)[1]
+        except (ValueError, TypeError):
+            pass
+        # no value with a unit in the base system: the kind of the free parameters it is computed from, if they agree
+        from simulator.calibration.expr import expr_names
+
+        names = expr_names(t.expr)
+        kinds = {f.unit_kind for f in self.params if f.var in names and not f.discrete}
+        return kinds.pop() if len(kinds) == 1 else "number"
+
     def workload_options(self, values: dict[str, Any]) -> dict[str, Any]:
-        """fio options set on every simulated job (fixed workload.* keys, then free ones)."""
+        """fio options set on every simulated job (fixed workload.* keys, then free and tied ones)."""
         opts = dict(self.fixed_options)
         for f in self.params:
             if f.key.startswith("workload."):
                 opts[f.key.split(".", 1)[1]] = values[f.key]
+        for k, v in self.tied_values(values).items():
+            if k.startswith("workload."):
+                opts[k.split(".", 1)[1]] = v
         return opts
 
     def component_of_profile(self) -> str:
-        comps = {self._component(f.key)[0] for f in self.params if not f.key.startswith("workload.")}
+        comps = {self._component(k)[0] for k in [f.key for f in self.params] + [t.key for t in self.tied]
+                 if not k.startswith(("workload.", "var."))}
         if self.spec.output.component:
             return self.spec.output.component
         if len(comps) != 1:
@@ -287,12 +332,18 @@ class Problem:
         """The system spec with the free parameters set (and the scale applied)."""
         sysd = copy.deepcopy(self.base_system)
         for f in self.params:
-            if f.key.startswith("workload."):
+            if f.key.startswith(("workload.", "var.")):
                 continue
             v = values[f.key]
             if not f.discrete and (f.unit_kind == "size" or f.integer):
                 v = int(round(v))
             sysd = set_dotted(sysd, f.key, v, source=self.src)
+        tv = self.tied_values(values) if self.tied else {}
+        for t in self.tied:
+            if t.key.startswith("workload."):
+                continue
+            v = tv[t.key]
+            sysd = set_dotted(sysd, t.key, int(v) if t.integer or self.tied_kind(t) == "size" else v, source=self.src)
         sc = self.spec.scale
         if scaled and sc is not None:
             for k in sc.keys:
@@ -405,7 +456,10 @@ class Problem:
                 if x is not None and x > 0:
                     measured[m] = x
             if not measured:
-                continue  # nothing published in this row (kept aside): not a target
+                if not predict:
+                    continue  # nothing published in this row (kept aside): not a target
+                # a prediction of a cell nobody published: simulated and reported, compared with nothing
+                measured = {m: math.nan for m in metrics.values()}
             if sweep:
                 labels = {axis: r[col] for col, axis in t.match.items()}
                 desc = ",".join(f"{k}={v}" for k, v in labels.items())
@@ -419,7 +473,8 @@ class Problem:
             else:
                 opts = {k: _template(v, r, self.src, f"{fld}.options.{k}") for k, v in t.options.items()}
                 used = [c for c in cols if any(isinstance(v, str) and "{" + c + "}" in v for v in t.options.values())]
-                desc = ",".join(f"{c}={r[c]}" for c in used if c in varying) or f"row{n + 1}"
+                desc = (",".join(f"{c}={r[c]}" for c in used if c in varying or len(kept) == 1)
+                        or ",".join(str(v) for v in t.filter.values()) or f"row{n + 1}")
                 rt = self.spec.runtime_s
                 if "runtime" in opts:
                     rt0 = quantity(opts["runtime"] if not str(opts["runtime"]).strip().isdigit() else float(opts["runtime"]))[0]

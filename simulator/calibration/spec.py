@@ -28,11 +28,20 @@
     seed: 1                                # the SAME seed for every evaluation (common random numbers)
     workers: 2
     output: {profile: local/dev_vm_virtio, component: devices.0, report: report}
+    tied:                                  # derived parameters (expression of free ones; simulator.calibration.expr)
+      - {key: devices.0.params.controller.write_latency, expr: "(1 - s) * W"}    # free var.W, var.s
+    cases:                                 # optional: one fit per case, ${var} replaced, set: keys replaced
+      - {name: drive_a, vars: {model: "Drive A"}, set: {predict: []}}
+
+Metrics: every metric of a summary row (``<dir>.iops``, ``<dir>.bw_MBps``, ``<dir>.bw_MiBps``,
+``<dir>.lat_mean_ms``, ``<dir>.p<P>_ms``; dir = read, write, trim, sync). A ``predict:`` table row
+whose cell is empty is still simulated (a prediction of an unpublished figure).
 
 Paths: inputs (``experiment``, ``files``, ``csv``) are looked up relative to the spec file, then to
 the project root. ``output.profile`` is a profile reference under ``models/`` (``local/x``) or a
 path ending in ``.yaml`` (relative to the spec file); ``output.report`` is relative to the spec
-file. Every problem is a :class:`ConfigError` naming the spec file and the field.
+file (a case's report goes to ``<report>/<case>/``). Paths written into a profile or a report are
+relative to that file's directory. Every problem is a :class:`ConfigError` naming the spec file and the field.
 """
 
 from __future__ import annotations
@@ -54,6 +63,8 @@ __all__ = [
     "CalibrationSpec",
     "FreeParam",
     "LoadedSpec",
+    "TiedParam",
+    "load_cases",
     "load_spec",
     "metric_kind",
     "quantity",
@@ -62,6 +73,12 @@ __all__ = [
 #: default weights of the loss metrics (log-space squared errors)
 DEFAULT_LOSS_METRICS = {"iops": 1.0, "p50": 1.0, "p90": 0.5, "p99": 0.5, "p99.9": 0.25}
 _METRIC_NAMES = ("iops", "lat_mean", "p50", "p90", "p99", "p99.9", "p99.99", "bw")
+#: metric tails of a summary row (simulator.metrics.summary) that are bandwidths: all compare as "bw"
+BW_TAILS = ("bw_MBps", "bw_MiBps")
+#: directions of a summary row a metric may name
+DIRECTIONS = ("read", "write", "trim", "sync")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TIME_RE = re.compile(r"^\s*[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?\s*(ns|us|µs|ms|s|sec|min|m|h)\s*$")
 
 
@@ -86,13 +103,17 @@ def quantity(v: Any) -> tuple[float, str]:
 
 
 def metric_kind(name: str) -> str | None:
-    """``read.p99_ms`` -> ``p99``; ``write.iops`` -> ``iops``; ``read.lat_mean_ms`` -> ``lat_mean``."""
+    """``read.p99_ms`` -> ``p99``; ``write.iops`` -> ``iops``; ``read.lat_mean_ms`` -> ``lat_mean``;
+    ``write.bw_MBps`` (10^6 B/s) and ``write.bw_MiBps`` (2^20 B/s, fio's "MB/s") -> ``bw``. Every
+    metric a summary row reports (see :mod:`simulator.metrics.summary`) has a kind."""
     if "." not in name:
         return None
-    tail = name.split(".", 1)[1]
-    tail = tail.removesuffix("_ms")
-    if tail == "bw_MBps":
+    head, tail = name.split(".", 1)
+    if head not in DIRECTIONS:
+        return None
+    if tail in BW_TAILS:
         return "bw"
+    tail = tail.removesuffix("_ms")
     return tail if tail in _METRIC_NAMES else None
 
 
@@ -125,13 +146,16 @@ class FreeParam(ConfigModel):
     def _key(cls, v: str) -> str:
         if not v or any(p == "" for p in v.split(".")):
             raise ValueError(f"invalid dotted key {v!r}")
-        if not v.startswith(("devices.", "cluster.", "workload.")):
+        if not v.startswith(("devices.", "cluster.", "workload.", "var.")):
             raise ValueError(
-                f"key {v!r} must start with devices.<i>. or cluster. (a path into the system spec) or workload. "
-                "(a fio option set on every simulated job of a trace calibration, e.g. workload.sim_slat)"
+                f"key {v!r} must start with devices.<i>. or cluster. (a path into the system spec), workload. "
+                "(a fio option set on every simulated job of a trace calibration, e.g. workload.sim_slat) or var. "
+                "(a free variable that only tied expressions use)"
             )
-        if v.startswith("workload.") and v.count(".") != 1:
-            raise ValueError(f"key {v!r}: workload keys name one fio option (workload.<option>)")
+        if v.startswith(("workload.", "var.")) and v.count(".") != 1:
+            raise ValueError(f"key {v!r}: workload./var. keys name one option or variable (workload.<option>, var.<name>)")
+        if v.startswith("var.") and not _IDENT_RE.match(v[4:]):
+            raise ValueError(f"key {v!r}: a variable name is an identifier")
         return v
 
     @field_validator("bounds")
@@ -179,6 +203,11 @@ class FreeParam(ConfigModel):
         return self.label or self.key.split(".params.")[-1]
 
     @property
+    def var(self) -> str:
+        """The name tied expressions use: the label, else the key's last part."""
+        return self.label or self.key.split(".")[-1]
+
+    @property
     def unit_kind(self) -> str:
         return "choice" if self.discrete else quantity(self.bounds[0])[1]  # type: ignore[index]
 
@@ -204,6 +233,68 @@ class FreeParam(ConfigModel):
             return 0.0
         m, sd = quantity(self.prior.mean)[0], quantity(self.prior.sd)[0]
         return 0.5 * ((v - m) / sd) ** 2
+
+
+class TiedParam(ConfigModel):
+    """A derived parameter: set from an expression of the free parameters (and earlier tied ones) at
+    every evaluation, and written into the fitted profile with its expression as the source."""
+
+    key: str = Field(description="dotted key into the system spec (as a free key), or workload.<fio option>")
+    expr: str = Field(
+        description="arithmetic expression of free-parameter names (their label, else the key's last part) and "
+        "earlier tied names, in SI units (seconds, bytes, bytes/s): numbers, + - * / // % **, parentheses, "
+        "min max abs round sqrt log exp; e.g. '0.25 * ftl_update'"
+    )
+    integer: bool = Field(False, description="round the value to an integer (a count) (default false)")
+    label: str = Field("", description="name later expressions and tables use (default: the key's last part)")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        if v.startswith("var."):
+            raise ValueError(f"key {v!r}: a tied parameter sets a system key or a workload option (var. is for free variables)")
+        return FreeParam._key(v)
+
+    @field_validator("expr")
+    @classmethod
+    def _expr(cls, v: str) -> str:
+        from simulator.calibration.expr import expr_names
+
+        expr_names(v)  # syntax and allowed constructs
+        return v
+
+    @property
+    def var(self) -> str:
+        return self.label or self.key.split(".")[-1]
+
+
+class CaseSpec(ConfigModel):
+    """One case of a multi-case spec: the spec with ``${var}`` replaced by the case's values and the
+    ``set`` keys applied, fitted on its own (its own profile and report sub-directory)."""
+
+    name: str = Field(description="case name: letters, digits, - _ . (the report sub-directory)")
+    vars: dict[str, Any] = Field(default_factory=dict, description="values of ${name} placeholders in the spec's strings")
+    set: dict[str, Any] = Field(
+        default_factory=dict,
+        description="dotted keys of the spec replaced in this case (e.g. predict: [...], free.0.bounds: [...])",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", v) or ".." in v:
+            raise ValueError(f"case name {v!r}: use letters, digits and - _ . (at most 100; it names a directory)")
+        return v
+
+    @field_validator("vars")
+    @classmethod
+    def _vars(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for k, x in v.items():
+            if not _IDENT_RE.match(k):
+                raise ValueError(f"variable name {k!r} is not an identifier")
+            if not isinstance(x, (str, int, float, bool)) or (isinstance(x, float) and not math.isfinite(x)):
+                raise ValueError(f"variable {k}: a string or a finite number")
+        return v
 
 
 class TargetSpec(ConfigModel):
@@ -281,6 +372,11 @@ class LocalStage(ConfigModel):
     fatol: float = Field(
         0.002, gt=0, description="... and the losses of the simplex differ by less than this fraction of the loss at the start of the stage (default 0.002)"
     )
+    per_choice: bool = Field(
+        False,
+        description="run the local stage once per combination of the discrete parameters (at most 16), each from its best "
+        "screened point, sharing the budget; the best is kept (default false: only at the best point's combination)",
+    )
 
 
 class OptimizerSpec(ConfigModel):
@@ -321,6 +417,11 @@ class OutputSpec(ConfigModel):
     description: str = Field("", description="profile description")
     report: str = Field("report", description="report directory, relative to the spec file (default report)")
     sources: dict[str, str] = Field(default_factory=dict, description="param key -> reason, for fixed overrides written into the profile")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="parameter keys of the component (e.g. controller.write_cache) that describe the measurement's "
+        "conditions, not the device: set for the fit, left out of the written profile",
+    )
 
 
 class CalibrationSpec(ConfigModel):
@@ -338,6 +439,11 @@ class CalibrationSpec(ConfigModel):
         "before the free ones), written into the fitted profile; give the reason in output.sources",
     )
     free: list[FreeParam] = Field(min_length=1, description="fitted parameters")
+    tied: list[TiedParam] = Field(
+        default_factory=list,
+        description="derived parameters: key = expression of the free (and earlier tied) parameters, set at every "
+        "evaluation and written into the profile",
+    )
     targets: list[TargetSpec] = Field(min_length=1, description="figures the loss compares with")
     predict: list[TargetSpec] = Field(default_factory=list, description="figures simulated with the fit and reported, never fitted")
     loss: LossSpec = Field(default_factory=LossSpec, description="loss function")
@@ -359,12 +465,36 @@ class CalibrationSpec(ConfigModel):
                 raise ValueError(f"fixed key {k!r} must start with devices.<i>., cluster. or workload.")
         if self.experiment is not None and any(k.startswith("workload.") for k in [*self.fixed, *(f.key for f in self.free)]):
             raise ValueError("workload.* keys are for trace calibrations; an experiment's workload is changed with sets:")
-        keys = [f.key for f in self.free]
+        keys = [f.key for f in self.free] + [t.key for t in self.tied]
         dup = {k for k in keys if keys.count(k) > 1}
         if dup:
-            raise ValueError(f"free parameter {sorted(dup)[0]!r} given twice")
+            raise ValueError(f"parameter {sorted(dup)[0]!r} given twice (free/tied)")
+        both = sorted(set(keys) & set(self.fixed))
+        if both:
+            raise ValueError(f"{both[0]!r} is both fixed and free/tied")
+        from simulator.calibration.expr import ExprError, check_expr
+
+        known: set[str] = set()
+        for f in self.free:
+            if f.var in known:
+                raise ValueError(f"two free parameters are named {f.var!r}: give one a label")
+            known.add(f.var)
+        for i, t in enumerate(self.tied):
+            if self.experiment is not None and t.key.startswith("workload."):
+                raise ValueError("workload.* keys are for trace calibrations")
+            try:
+                check_expr(t.expr, known)
+            except ExprError as e:
+                raise ValueError(f"tied.{i}.expr {t.expr!r}: {e}") from None
+            if t.var in known:
+                raise ValueError(f"tied.{i}: the name {t.var!r} is already used: give it a label")
+            known.add(t.var)
         if self.runtime is not None and quantity(self.runtime)[0] <= 0:
             raise ValueError("runtime must be > 0")
+        if self.optimizer.local.per_choice:
+            n = math.prod(len(f.choices or []) for f in self.free if f.discrete)
+            if n > 16:
+                raise ValueError(f"optimizer.local.per_choice: {n} combinations of the discrete parameters (at most 16)")
         return self
 
     @property
@@ -374,12 +504,14 @@ class CalibrationSpec(ConfigModel):
 
 # --------------------------------------------------------------------------------------- loading
 class LoadedSpec:
-    """A validated spec with its paths resolved."""
+    """A validated spec with its paths resolved. A case of a multi-case spec has ``case`` set (its
+    name); its report goes into a sub-directory of the spec's report directory."""
 
-    def __init__(self, spec: CalibrationSpec, path: Path):
+    def __init__(self, spec: CalibrationSpec, path: Path, case: str | None = None):
         self.spec = spec
         self.path = path
         self.dir = path.parent
+        self.case = case
 
     @property
     def source(self) -> str:
@@ -426,14 +558,74 @@ class LoadedSpec:
 
     def report_dir(self) -> Path:
         q = Path(self.spec.output.report)
-        return q if q.is_absolute() else self.dir / q
+        d = q if q.is_absolute() else self.dir / q
+        return d / self.case if self.case else d
 
 
-def load_spec(path: str | Path) -> LoadedSpec:
-    """Read and validate a calibration spec (structure only; see ``Problem`` for the deep checks)."""
+def _substitute(v: Any, values: dict[str, Any], where: str, src: str) -> Any:
+    """``${name}`` placeholders in the strings of ``v`` replaced by ``values`` (a string that is exactly
+    one placeholder takes the value with its type)."""
+    if isinstance(v, dict):
+        return {k: _substitute(x, values, f"{where}.{k}" if where else str(k), src) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_substitute(x, values, f"{where}.{i}", src) for i, x in enumerate(v)]
+    if not isinstance(v, str) or "${" not in v:
+        return v
+    for name in _VAR_RE.findall(v):
+        if name not in values:
+            raise ConfigError(f"${{{name}}} is not a variable of this case (vars: {', '.join(sorted(values)) or 'none'})",
+                              source=src, field=where)
+    m = _VAR_RE.fullmatch(v)
+    if m:
+        return values[m.group(1)]
+    return _VAR_RE.sub(lambda mm: str(values[mm.group(1)]), v)
+
+
+def load_cases(path: str | Path) -> list[LoadedSpec]:
+    """Read a calibration spec; a spec with ``cases:`` gives one validated spec per case (``${var}``
+    placeholders replaced, ``set`` keys applied), a plain spec a list of itself."""
     p = Path(path)
     raw = load_yaml(p)
     if not isinstance(raw, dict):
         raise ConfigError("a calibration spec is a mapping (name, system/experiment, free, targets, ...)", source=str(p))
-    spec = validate(CalibrationSpec, raw, str(p))
-    return LoadedSpec(spec, p)
+    if "cases" not in raw:
+        return [LoadedSpec(validate(CalibrationSpec, raw, str(p)), p)]
+    cases_raw = raw.pop("cases")
+    if not isinstance(cases_raw, list) or not cases_raw:
+        raise ConfigError("cases: a non-empty list of {name, vars, set}", source=str(p), field="cases")
+    from simulator.config.base import set_dotted
+
+    out: list[LoadedSpec] = []
+    seen: set[str] = set()
+    for i, c in enumerate(cases_raw):
+        case = validate(CaseSpec, c, str(p), prefix=f"cases.{i}")
+        if case.name in seen:
+            raise ConfigError(f"case {case.name!r} given twice", source=str(p), field=f"cases.{i}.name")
+        seen.add(case.name)
+        doc = raw
+        for k, v in case.set.items():  # the case's replacements first, then its variables everywhere
+            doc = set_dotted(doc, k, v, source=f"{p}: cases.{i}.set")
+        doc = _substitute(doc, case.vars, "", f"{p} (case {case.name})")
+        spec = validate(CalibrationSpec, doc, f"{p} (case {case.name})")
+        out.append(LoadedSpec(spec, p, case=case.name))
+    return out
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Read and validate a calibration spec without cases (structure only; see ``Problem`` for the
+    deep checks). A multi-case spec: :func:`load_cases`."""
+    specs = load_cases(path)
+    if len(specs) != 1 or specs[0].case is not None:
+        raise ConfigError("this spec has cases: use load_cases", source=str(path), field="cases")
+    return specs[0]
+
+
+def rel_to(p: str | Path, start: str | Path) -> str:
+    """``p`` as a path relative to the directory ``start`` (POSIX separators): how a file that lives in
+    ``start`` refers to ``p``, valid wherever the tree is moved."""
+    import os
+
+    try:
+        return Path(os.path.relpath(Path(p).resolve(), Path(start).resolve())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return Path(p).name

@@ -2,10 +2,25 @@
 
 Data path of a request::
 
-    HIL (command slots, per-command overhead, link)
-     └▶ controller write path (pipelined part + serialised part) ─▶ DCM (DRAM write buffer)
-          └▶ FTL (page allocation, mapping, greedy GC)            ─▶ TSU (per-die queues)
+    HIL (command slots; command processing on hil_cores; link)
+     └▶ buffer stage (DMA into DRAM, overlapping)  ─▶ FTL stage (mapping update on ftl_cores)
+          └▶ DCM (DRAM write buffer) ─▶ FTL (page allocation, greedy GC) ─▶ TSU (per-die queues)
                └▶ PHY (channel bus transfer, tR / tPROG / tBERS on dies and planes)
+
+The write pipeline
+------------------
+A write passes a tandem of stations, each with its own parallelism, as controller firmware does:
+``hil`` (``interface.command_overhead`` on ``interface.hil_cores``), the link (one transfer at a
+time per direction), the buffer stage (``controller.write_latency``, hardware DMA: no limit), the
+FTL stage (``controller.ftl_update`` on ``controller.ftl_cores``), then the acknowledgement: a PLP
+drive (or one that does not honour flushes) acknowledges when the FTL stage ends; a write-through or
+FUA write of a non-PLP drive waits for the forced flush (data program across channels and dies, then
+the metadata commit). A multi-server station is computed ahead with one "free from" time per server
+(an arriving command takes the server that frees first, FIFO in arrival order), so the pipeline costs
+no events; the completion is one event per IO. With N closed-loop jobs the sync-write rate therefore
+grows like N / (1-job cycle) until the slowest stage's capacity
+(``SSDConfig.write_bound``: min of hil_cores/command_overhead, link_rate/bs, ftl_cores/ftl_update, the
+sustained NAND program rate) and stays there.
 
 Durability semantics (what completes a request)
 ------------------------------------------------
@@ -64,6 +79,7 @@ command: it waits for the queue to drain and holds back later commands until it 
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import Any
 
@@ -96,6 +112,28 @@ class _Page:
         self.lpns: list[int] = []
         self.ready = 0.0
         self.prog_time = 0.0
+
+
+class _Station:
+    """A FIFO station with ``servers`` identical servers, computed ahead of time: one "free from"
+    time per server (a heap); ``serve(t, s)`` takes the server that frees first and returns the end
+    of the service of a command arriving at ``t`` needing ``s`` seconds."""
+
+    __slots__ = ("free", "one")
+
+    def __init__(self, servers: int):
+        self.one = servers == 1
+        self.free = [0.0] * servers
+
+    def serve(self, t: float, s: float) -> float:
+        if self.one:
+            f = self.free[0]
+            e = self.free[0] = (t if t > f else f) + s
+            return e
+        f = self.free[0]
+        e = (t if t > f else f) + s
+        heapq.heapreplace(self.free, e)
+        return e
 
 
 class _Txn:
@@ -162,7 +200,8 @@ class SSD(Device):
         self._barrier: Request | None = None
         self._link_free = [0.0, 0.0]
         self._dir_out = 1 if ifc.duplex else 0
-        self._serial_free = 0.0
+        self._hil = _Station(ifc.hil_cores)
+        self._ftl_stage = _Station(ctl.ftl_cores)
         self._be_free = 0.0  # controller back end (write_bandwidth)
         self._be_bw = self.cfg.controller.write_bandwidth
         self._t_busy0 = 0.0
@@ -276,12 +315,10 @@ class SSD(Device):
         self._buf_free -= need
         now = self.env.now
         ifc, ctl = self.cfg.interface, self.cfg.controller
-        t = now + ifc.command_overhead
+        t = self._hil.serve(now, ifc.command_overhead)
         t_link = self._link(t, req.size, 0)
-        t = t_link + ctl.write_latency
-        s = max(t, self._serial_free)
-        t_buf = self._serial_free = s + ctl.write_serial
-        req.service = ifc.command_overhead + req.size / ifc.link_rate + ctl.write_latency + ctl.write_serial
+        t_buf = self._ftl_stage.serve(t_link + ctl.write_latency, ctl.ftl_update)
+        req.service = ifc.command_overhead + req.size / ifc.link_rate + ctl.write_latency + ctl.ftl_update
         page = None
         for lpn in self._units(req):
             page = self._place(lpn, t_buf)
@@ -360,13 +397,13 @@ class SSD(Device):
     # ================================================================== forced flush (group commit)
     def _flush_cmd(self, req: Request) -> None:
         ifc, ctl = self.cfg.interface, self.cfg.controller
-        d = ifc.command_overhead + ctl.flush_latency
-        req.service = d
+        req.service = ifc.command_overhead + ctl.flush_latency
+        t = self._hil.serve(self.env.now, ifc.command_overhead) + ctl.flush_latency
         dirty = self._open is not None or self._outstanding > 0 or self._write_seq > self._meta_clean
         if self._durable_fua and dirty:
-            self._flush_join(req, None, self.env.now + d)
+            self._flush_join(req, None, t)
         else:
-            self._complete_after(req, d)
+            self._complete_after(req, t - self.env.now)
 
     def _flush_join(self, req: Request, page: _Page | None, ready: float) -> None:
         self._flush_waiters.append((req, page))
@@ -414,7 +451,7 @@ class SSD(Device):
     def _read(self, req: Request) -> None:
         now = self.env.now
         ifc, ctl = self.cfg.interface, self.cfg.controller
-        t = now + ifc.command_overhead + ctl.read_latency
+        t = self._hil.serve(now, ifc.command_overhead) + ctl.read_latency
         pages: dict[int, int] = {}
         l2p, dirty, sppg = self.ftl.l2p, self._dirty, self._sppg
         for lpn in self._units(req):
@@ -454,9 +491,10 @@ class SSD(Device):
         for lpn in range(first, last):
             self.ftl.trim(lpn)
             self._dirty.pop(lpn, None)
-        d = self.cfg.interface.command_overhead + self.cfg.controller.flush_latency
-        req.service = d
-        self._complete_after(req, d)
+        ifc = self.cfg.interface
+        req.service = ifc.command_overhead + self.cfg.controller.flush_latency
+        t = self._hil.serve(self.env.now, ifc.command_overhead) + self.cfg.controller.flush_latency
+        self._complete_after(req, t - self.env.now)
 
     # ================================================================== TSU / PHY
     def _enqueue(self, die: int, txn: _Txn) -> None:
