@@ -188,13 +188,20 @@ def fio_cmd(
     output_format: Annotated[str, typer.Option("--output-format", help="normal or json (like fio)")] = "normal",
     out: Annotated[Optional[Path], typer.Option("--output", help="write the result to this file instead of stdout")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override: system.devices.0.params.queue.policy=fifo, workload.global.iodepth=8")] = None,
+    block_layer: Annotated[bool, typer.Option("--block-layer/--no-block-layer", help="put the Linux block layer in front of each device (default on, kernel defaults)")] = True,
+    scheduler: Annotated[str, typer.Option("--scheduler", help="I/O scheduler: mq-deadline, none or bfq")] = "mq-deadline",
+    nr_requests: Annotated[Optional[int], typer.Option("--nr-requests", help="block-layer requests (tags); default 2 x min(queue_depth, 128), queue_depth with none")] = None,
+    queue_depth: Annotated[Optional[int], typer.Option("--queue-depth", help="commands at the device at once (sysfs device/queue_depth); default the device's, 31 for SATA on AHCI")] = None,
 ) -> None:
     """Run a real fio job file against simulated devices; prints fio-style output."""
     from simulator.experiment.load import parse_sets
     from simulator.fio_cli import run_fio_jobfile
 
+    blk = None
+    if block_layer:
+        blk = {"scheduler": scheduler, "nr_requests": nr_requests, "queue_depth": queue_depth}
     try:
-        text = run_fio_jobfile(jobfile, device, seed, output_format, parse_sets(set_ or []))
+        text = run_fio_jobfile(jobfile, device, seed, output_format, blk, parse_sets(set_ or []))
     except SimError as e:
         _fail(e)
     if out:

@@ -58,8 +58,13 @@ def _apply_sets(devs: list[tuple[str, str]], gopts: dict[str, Any], sets: list[t
     return devices, gopts
 
 
-def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_format: str = "normal",
-                    sets: list[tuple[str, Any]] | None = None) -> str:
+def run_fio_jobfile(
+    jobfile: Path, devices: list[str], seed: int = 1, output_format: str = "normal", block_layer: dict[str, Any] | None = None,
+    sets: list[tuple[str, Any]] | None = None,
+) -> str:
+    """``block_layer``: BlockLayerConfig fields for the Linux block layer put in front of every device
+    ({} = the kernel's defaults: mq-deadline, nr_requests 2 x min(queue_depth, 128), queue_depth the
+    device's, 31 for SATA on AHCI); None = no block layer."""
     from simulator.devices.registry import build_device
     from simulator.engine import Simulation
     from simulator.experiment.execute import SIM_TIME_STR
@@ -80,6 +85,18 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
     check_run_size(jobs, devices=len(parsed))
     sim = Simulation(seed)
     built: dict[str, Any] = {}
+    blk_cfg = None
+    if block_layer is not None:
+        from pydantic import ValidationError
+
+        from simulator.devices.blocklayer import BlockLayer, BlockLayerConfig
+
+        try:
+            blk_cfg = BlockLayerConfig(**block_layer)
+        except ValidationError as e:
+            err = e.errors()[0]
+            opt = "--" + str(err["loc"][0]).replace("_", "-") if err.get("loc") else "--scheduler"
+            raise ConfigError(err["msg"], source="command line", field=opt) from None
     for i, d in enumerate(dev_specs):
         name = d["name"]
         spec = {k: v for k, v in d.items() if k != "name"}
@@ -90,6 +107,8 @@ def run_fio_jobfile(jobfile: Path, devices: list[str], seed: int = 1, output_for
             if e.source and e.source != "command line":  # a problem inside the profile file: name it
                 raise
             raise ConfigError(e.message, source="command line", field=e.field if d.get("params") else "--device") from None
+        if blk_cfg is not None and blk_cfg.enabled:
+            built[name] = BlockLayer("blk", built[name], built[name], blk_cfg)
 
     def resolve(job: Any) -> list[Any]:
         if len(built) == 1:

@@ -7,9 +7,16 @@ import pytest
 from fio_drive import closed_loop
 
 from simulator.devices.base import Op, Request
-from simulator.devices.hdd.bench import make_hdd
+from simulator.devices.hdd.bench import make_hdd as _make_hdd
 
 PROFILE = "hdd/seagate_st91000640ns"
+#: these tests check the cache mechanics with a cache bounded by bytes only (the profiles' firmware
+#: class values bound it by 16 dirty segments; tests/test_hdd_firmware.py covers that)
+UNBOUNDED = {"cache.dirty_segments": 0, "cache.destage_window": 64}
+
+
+def make_hdd(profile, **ov):
+    return _make_hdd(profile, **{**UNBOUNDED, **ov})
 
 
 def _loop(qd=1, n=1000, write_frac=1.0, fua=False, bs=4096, seed=1, sequential=False, **ov):
@@ -170,7 +177,7 @@ def test_writes_invalidate_the_read_cache():
 
 
 def test_mach2_luns_have_their_own_write_cache_and_flush():
-    sim, dev = make_hdd("hdd/seagate_exos_2x14")
+    sim, dev = make_hdd("hdd/seagate_exos_2x14", **{"cache.write_cache": "volatile"})
     lun0, lun1 = dev.actuators
     assert lun0._wc == "volatile" and lun0._wc_size == 128 * 10**6  # half of 256 MB each
     rng = np.random.default_rng(1)

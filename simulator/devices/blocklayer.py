@@ -16,7 +16,8 @@ Model (``BlockLayer(name, parent, device, cfg)`` is itself a :class:`Device`):
   reader that arrives while a large batch is being submitted waits for about one freed tag, not for
   the whole batch.
 * **Dispatch.** The device gets at most ``queue_depth`` requests at once (its NCQ/TCQ depth, by
-  default the device's own: HDD ``queue.depth``, SSD command slots). ``mq-deadline``: reads and
+  default the device's own: HDD ``queue.depth``, at most 31 for a SATA drive as libata exposes it on
+  AHCI, SSD command slots). ``mq-deadline``: reads and
   writes in separate sector-sorted lists and FIFOs; batches of up to ``fifo_batch`` requests in one
   direction in sector order; reads are preferred, but after ``writes_starved`` read batches with
   writes waiting a write batch goes; a batch starts at the oldest request of its direction when that
@@ -78,6 +79,8 @@ def has_write_cache(dev: Device) -> bool:
     cfg = getattr(dev, "cfg", None)
     cache = getattr(cfg, "cache", None)
     if cache is not None and hasattr(cache, "write_cache"):
+        if cache.write_cache == "media_cache":
+            return bool(getattr(cache, "media_cache_wce", True))
         return cache.write_cache != "off"  # HDD: volatile or persistent -> WCE=1
     ctl = getattr(cfg, "controller", None)
     if ctl is not None and hasattr(ctl, "write_cache"):
@@ -85,16 +88,33 @@ def has_write_cache(dev: Device) -> bool:
     return True
 
 
+#: libata exposes at most 31 NCQ tags to the SCSI layer (ATA_MAX_QUEUE 32, one tag kept for
+#: internal commands): the queue_depth a SATA drive on an AHCI host shows in sysfs
+AHCI_QUEUE_DEPTH = 31
+
+
 def device_queue_depth(dev: Device, default: int = 32) -> int:
-    """The device's command-queue depth (NCQ/TCQ): HDD ``queue.depth``, SSD command slots."""
+    """The device's command-queue depth as the host uses it: HDD ``queue.depth`` (a SATA drive at
+    most 31, libata's NCQ limit), SSD command slots."""
     cfg = getattr(dev, "cfg", None)
     q = getattr(cfg, "queue", None)
     if q is not None and hasattr(q, "depth"):
+        itf = getattr(cfg, "interface", None)
+        if getattr(itf, "protocol", None) == "sata":
+            return min(int(q.depth), AHCI_QUEUE_DEPTH)
         return int(q.depth)
     itf = getattr(cfg, "interface", None)
     if itf is not None and hasattr(itf, "slots"):
         return int(itf.slots)
     return default
+
+
+def _tagset_depth(dev: Device) -> int:
+    """Depth of the host tag set the device hangs off: its own command queue (SATA: libata's 32)."""
+    q = getattr(getattr(dev, "cfg", None), "queue", None)
+    if q is not None and hasattr(q, "depth"):
+        return int(q.depth)
+    return device_queue_depth(dev)
 
 
 class BlockLayerConfig(ConfigModel):
@@ -103,14 +123,21 @@ class BlockLayerConfig(ConfigModel):
     enabled: bool = Field(
         True, description="put a block layer in front of the device; false = requests go straight to the device's own queue (default true)"
     )
-    scheduler: Literal["mq-deadline", "none"] = Field(
-        "mq-deadline", description="I/O scheduler: mq-deadline (reads preferred, deadlines) or none (submission order) (default mq-deadline)"
+    scheduler: Literal["mq-deadline", "none", "bfq"] = Field(
+        "mq-deadline",
+        description="I/O scheduler: mq-deadline (reads preferred, deadlines), none (submission order) or bfq (an "
+        "approximation for one process: sector-ordered batches of bfq_batch requests, sync/async deadlines of "
+        "125 ms / 250 ms, no idling) (default mq-deadline, the kernel's default for rotational disks)",
+    )
+    bfq_batch: int = Field(
+        64, ge=1, le=4096, description="bfq: requests per sector-ordered batch (its budget), count (default 64)"
     )
     nr_requests: int | None = Field(
         None, ge=1, le=1 << 16,
         description=(
-            "requests (tags) the queue holds, queued + at the device; default: 2 x min(queue_depth, 128) with "
-            "mq-deadline (blk-mq), queue_depth with none"
+            "requests (tags) the queue holds, queued + at the device; default: 2 x min(tag-set depth, 128) with "
+            "mq-deadline or bfq (blk-mq; the tag set is the device's own command queue: 32 on AHCI -> 64), the "
+            "tag-set depth with none"
         ),
     )
     queue_depth: int | None = Field(
@@ -159,11 +186,16 @@ class BlockLayer(Device):
         self.cfg = cfg
         qd = cfg.queue_depth or device_queue_depth(device)
         self.qdepth = int(qd)
-        self.deadline = cfg.scheduler == "mq-deadline"
+        self.deadline = cfg.scheduler in ("mq-deadline", "bfq")
+        bfq = cfg.scheduler == "bfq"
+        self._fifo_batch = cfg.bfq_batch if bfq else cfg.fifo_batch
         if cfg.nr_requests is not None:
             nr = cfg.nr_requests
         else:
-            nr = 2 * min(self.qdepth, 128) if self.deadline else self.qdepth
+            # blk-mq sizes the pool from the host's tag set (AHCI: 32 per port), not from a
+            # queue_depth lowered later (echo 1 > device/queue_depth keeps nr_requests)
+            tagset = max(self.qdepth, _tagset_depth(device))
+            nr = 2 * min(tagset, 128) if self.deadline else tagset
         self.nr_requests = int(max(nr, 1))
         self._wc = has_write_cache(device) if cfg.write_cache == "auto" else cfg.write_cache == "write back"
         self._skip_flush = cfg.skip_flush_without_write_cache and not self._wc
@@ -180,7 +212,7 @@ class BlockLayer(Device):
         self._bdir = -1  # direction of the current batch
         self._batching = 0
         self._starved = 0
-        self._expire = (float(cfg.read_expire), float(cfg.write_expire))
+        self._expire = (0.125, 0.25) if bfq else (float(cfg.read_expire), float(cfg.write_expire))
         self._fifo_q: deque[Request] = deque()  # scheduler none
         # flush machinery
         self._flush_wait: deque[Request] = deque()  # flushes holding a tag, waiting for a device slot
@@ -373,7 +405,7 @@ class BlockLayer(Device):
             return None
         fifo = self._fifo
         # continue the current batch
-        if self._bdir >= 0 and self._batching < self.cfg.fifo_batch:
+        if self._bdir >= 0 and self._batching < self._fifo_batch:
             e = self._after(self._bdir)
             if e is not None:
                 return self._take(self._bdir, e)

@@ -139,6 +139,22 @@ def _dense_percentiles(results: list[Any]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _steady(results: list[Any]) -> dict[str, Any]:
+    """MSER steady-state verdict per direction of the merged jobs (simulator.metrics.steady)."""
+    from simulator.metrics.stats import merge
+    from simulator.metrics.steady import detect_series
+
+    job = merge(list(results)) if len(results) > 1 else results[0]
+    out: dict[str, Any] = {}
+    for d in job.present_dirs():
+        st = detect_series(d.series, d.series.t0 + d.runtime_s) if d.series is not None else None
+        if st is not None:
+            k = int((d.runtime_s + 1e-9) // d.series.period)
+            samples = [round(float(x) / d.series.period, 3) for x in d.series.n[:k]]
+            out[d.name] = {**st.as_dict(), "message": st.message(), "period_s": d.series.period, "iops_samples": samples}
+    return out
+
+
 #: fio's "time" field of simulated runs: fixed, so the same seed gives byte-identical documents
 SIM_TIME_STR = "Thu Jan  1 00:00:00 1970"
 
@@ -158,6 +174,7 @@ def _document(results: list[Any], jobs: list[Any], spec: ExperimentSpec, seed: i
         **system.stats(),
     }
     meta["hdr_percentiles"] = _dense_percentiles(results)
+    meta["steady_state"] = _steady(results)
     doc = to_fio_json(results, gopts, time_str=SIM_TIME_STR, sim_meta=meta, timestamp=0)
     row = summary_row(results)
     for k, v in ((meta.get("cluster") or {}).get("summary") or {}).items():

@@ -37,6 +37,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import ConfigModel
+from simulator.devices.blocklayer import BlockLayerConfig
 
 _SIMPLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,99}$")
 
@@ -70,6 +71,11 @@ class DeviceSpec(ConfigModel):
     params: dict[str, Any] = Field(default_factory=dict, description="parameter overrides (nested mapping), merged over the profile")
     count: int = Field(
         1, ge=1, le=10_000, description="number of identical devices, 1..10000; >1 names them name0, name1, ... (default 1)"
+    )
+    block_layer: BlockLayerConfig | None = Field(
+        None,
+        description="the host's Linux block layer in front of the device (nr_requests, scheduler, device queue_depth; "
+        "{} = the kernel's defaults); default none = requests go straight to the device",
     )
 
     @field_validator("name")

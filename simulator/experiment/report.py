@@ -110,6 +110,12 @@ def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: l
         for p in points:
             t.add_row(*[str(p.labels[a]) for a in axes], *[_fmt(p.get(m), p.ci.get(m)) for m in metrics])
     console.print(t)
+    for p in points:  # MSER steady-state verdicts (summary columns <dir>.steady / <dir>.warmup_s)
+        for m, v in p.values.items():
+            if m.endswith(".steady") and v < 1.0:
+                where = ", ".join(f"{a}={p.labels[a]}" for a in axes) or "run"
+                console.print(f"[yellow]warning[/yellow]: {where}: {m[:-7]} has not reached steady state "
+                              f"(MSER warm-up {p.get(m[:-7] + '.warmup_s') or 0:g} s of the window); run longer or add ramp_time")
     published = [r for r in comparisons if r["published"] is not None]
     predicted = [r for r in comparisons if r["published"] is None]
     if published:
@@ -199,4 +205,7 @@ def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: l
     from simulator.experiment.plotting import make_plots  # matplotlib only when plotting
 
     written.extend(make_plots(run, points))
+    from simulator.metrics.steady import plot_warmups
+
+    written.extend(plot_warmups(points, out))  # time series of runs that have not settled
     return written

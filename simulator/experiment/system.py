@@ -51,9 +51,14 @@ class System(Component):
         for i, d in enumerate(spec.devices):
             names = [d.name] if d.count == 1 else [f"{d.name}{k}" for k in range(d.count)]
             for n in names:
-                self.devices[n] = build_device(
-                    d.model_dump(exclude={"name", "count"}), n, self, source=source, field=f"system.devices.{i}"
+                dev = build_device(
+                    d.model_dump(exclude={"name", "count", "block_layer"}), n, self, source=source, field=f"system.devices.{i}"
                 )
+                if d.block_layer is not None and d.block_layer.enabled:
+                    from simulator.devices.blocklayer import BlockLayer
+
+                    dev = BlockLayer("blk", dev, dev, d.block_layer)  # fio's filename=n reaches the block layer
+                self.devices[n] = dev
         self.cluster = None
         if spec.cluster is not None:
             c = spec.cluster

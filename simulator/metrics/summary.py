@@ -4,7 +4,9 @@ For each direction with IOs a row has (keys ``<direction>.<metric>``, e.g. ``rea
 ``write.p99_ms``)
 
 ``total_ios``, ``iops``, ``bw_MBps`` (10^6 B/s), ``bw_MiBps`` (2^20 B/s, what fio 2.x printed as MB/s), ``lat_mean_ms``, ``p50_ms``, ``p90_ms``,
-``p99_ms``, ``p99.9_ms``, ``p99.99_ms``
+``p99_ms``, ``p99.9_ms``, ``p99.99_ms``, and when the run has enough IOPS samples ``steady`` (1 = the
+MSER truncation lies in the first half of the measured window, 0 = the run has not reached steady
+state) and ``warmup_s`` (the truncation, seconds; :mod:`simulator.metrics.steady`)
 
 and for each of those but ``total_ios`` a ``<key>_ci`` column: the CI half-width at 95 % (batch means within the
 run; across replications, after :func:`combine_replications`, the Student-t half-width). Missing
@@ -22,6 +24,7 @@ from typing import Any
 
 from simulator.metrics.ci import CI, t_interval
 from simulator.metrics.stats import CONFIDENCE, LAT_KINDS, JobResult, LatStats, merge, percentile_key
+from simulator.metrics.steady import detect_series
 
 __all__ = ["SUMMARY_PERCENTILES", "combine_replications", "summary_row"]
 
@@ -75,6 +78,10 @@ def summary_row(
             name = f"{pre}.p{p:g}_ms"
             row[name] = _num(ls.percentile_ns(p) / 1e6)
             row[f"{name}_ci"] = _hw(ls.percentile_ci.get(percentile_key(p)), 1e-6)
+        st = detect_series(d.series, d.series.t0 + d.runtime_s) if d.series is not None else None
+        if st is not None and st.steady is not None:  # MSER verdict (simulator.metrics.steady)
+            row[f"{pre}.steady"] = 1.0 if st.steady else 0.0
+            row[f"{pre}.warmup_s"] = st.warmup_s
     if job.sync.n:
         row["sync.total_ios"] = job.sync.n
         row["sync.lat_mean_ms"] = job.sync.mean_ns / 1e6

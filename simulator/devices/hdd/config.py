@@ -370,6 +370,42 @@ class QueueConfig(ConfigModel):
         ge=0,
         le=1000000, description="aging guard: a command passed over more than this many times goes first (0 disables), count, default 0",
     )
+    reorder_window: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="firmware look-ahead: the oldest queued host commands the drive scores per decision (rotational "
+        "position ordering over a bounded window); 0 = every queued command (ideal SPTF), count, default 0. "
+        "Physical bound: at most the queue depth matters",
+    )
+    position_estimate: Literal["exact", "table"] = Field(
+        "exact",
+        description="how the firmware estimates positioning: exact (the simulated seek itself: ideal) or table (a "
+        "coarse seek table by cylinder-distance bin, rounded up to the bin's upper edge, plus estimate_margin, then "
+        "the rotational delay from that estimated arrival), default exact",
+    )
+    estimate_bins: int = Field(
+        32,
+        ge=2,
+        le=4096,
+        description="table: cylinder-distance bins of the firmware seek table (geometric from 1 cylinder to the full "
+        "stroke), count, default 32",
+    )
+    estimate_margin: Seconds = Field(
+        "0s",
+        ge=0,
+        le=0.01,
+        description="table: guard band the firmware adds to the estimated seek so that settle-time variation does "
+        "not miss the target sector (a missed sector costs a revolution), seconds, default 0; physical range "
+        "0-1 ms (a few percent of a revolution)",
+    )
+    decision_overhead: Seconds = Field(
+        "0s",
+        ge=0,
+        le=0.005,
+        description="firmware time per reordering decision among two or more candidates, not overlapped with the "
+        "mechanism (delays the start of the move), seconds, default 0; physical range 0-0.5 ms",
+    )
 
 
 class CacheConfig(ConfigModel):
@@ -378,9 +414,53 @@ class CacheConfig(ConfigModel):
     buffer_size: Bytes = Field(
         "64MiB", ge=0, le=2**36, description="DRAM buffer of the whole drive, bytes, default 64MiB"
     )
-    write_cache: Literal["off", "volatile", "persistent"] = Field(
+    write_cache: Literal["off", "volatile", "media_cache", "persistent"] = Field(
         "off",
-        description="off (WCE=0: writes reach media before ack), volatile (WCE=1: ack from DRAM, FLUSH waits for destage), persistent (non-volatile cache: ack once in it, FLUSH cheap), default off",
+        description="write-cache mode (one implementation, one mode per way the firmware makes a write durable): "
+        "off (WCE=0: writes reach their home location before ack, with their rotational latency), volatile (WCE=1: "
+        "ack from DRAM, destaged home, FLUSH waits for destage), media_cache (WCE=1 DRAM in front of an on-platter "
+        "media cache: destage appends to the reserved region, cleaning writes home later, FLUSH/FUA wait only for "
+        "the append), persistent (non-volatile cache: ack once in it, FLUSH cheap), default off",
+    )
+    dirty_segments: int = Field(
+        0,
+        ge=0,
+        le=65536,
+        description="most dirty extents (cache segments) the DRAM write cache holds before writes wait, whatever "
+        "their size (firmware caches are segmented: a random 4 KiB write takes a segment); volatile and "
+        "media_cache modes (a persistent cache is bounded by bytes), count, default 0 = bounded by bytes only",
+    )
+    media_cache_size: Bytes = Field(
+        "0",
+        ge=0,
+        description="media_cache: capacity of the on-platter media cache of the whole drive, bytes, default 0 "
+        "(must be set for media_cache); Seagate CMR/SMR drives reserve tens of GB (Aghayev & Desnoyers, FAST'15)",
+    )
+    media_cache_location: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="media_cache: radial position of the reserved region, fraction of the stroke from the outer "
+        "diameter, dimensionless, default 0 (OD, where Skylight found it)",
+    )
+    media_cache_batch: Bytes = Field(
+        "4MiB",
+        ge=4096,
+        description="media_cache: most dirty DRAM data appended to the media cache in one media operation, bytes, "
+        "default 4MiB",
+    )
+    media_cache_wce: bool = Field(
+        True,
+        description="media_cache: the volatile DRAM stage in front of the media cache is on (WCE=1: ack from DRAM); "
+        "false = WCE=0 (hdparm -W0 / sdparm --clear WCE): a write is acknowledged once appended to the media "
+        "cache, default true",
+    )
+    cleaning_watermark: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="media_cache: media-cache fill above which cleaning competes with host commands (below it "
+        "cleaning runs only when no host command waits), dimensionless, default 0.5",
     )
     write_cache_size: Bytes | None = Field(
         None,
@@ -441,6 +521,12 @@ class CacheConfig(ConfigModel):
         if self.write_cache == "persistent" and self.persistent_size is not None:
             return int(self.persistent_size)
         return int(self.buffer_size)
+
+    @model_validator(mode="after")
+    def _check_mc(self) -> CacheConfig:
+        if self.write_cache == "media_cache" and self.media_cache_size <= 0:
+            raise ValueError("write_cache media_cache needs a positive cache.media_cache_size")
+        return self
 
 
 class ActuatorConfig(ConfigModel):

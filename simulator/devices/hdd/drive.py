@@ -43,6 +43,18 @@ _TRIM = int(Op.TRIM)
 _FLUSH = int(Op.FLUSH)
 
 
+def _seek_table(d: Any, bins: int) -> np.ndarray:
+    """The firmware's coarse seek table: ``bins`` cylinder-distance bins with geometric upper edges
+    from 1 cylinder to the full stroke; each bin's estimate is the seek at its upper edge."""
+    dmax = max(2.0, float(d.ncyl - 1))
+    edges = np.unique(np.ceil(np.geomspace(1.0, dmax, bins)))
+    et = np.zeros((3, len(edges)))
+    et[0] = edges
+    et[1] = K.seek_curve(edges, 0, d.sk, d.tt)
+    et[2] = K.seek_curve(edges, 1, d.sk, d.tt)
+    return et
+
+
 class Link:
     """The host link of one drive (shared by its actuators).
 
@@ -135,7 +147,12 @@ class HDD(Device):
         g = cfg.geometry
         par[K.P_PHYS] = (g.physical_sector_size or g.sector_size) / g.sector_size
         par[K.P_RMW] = g.rmw_revolutions
+        par[K.P_WIN] = q.reorder_window
+        par[K.P_EST] = 1.0 if q.position_estimate == "table" else 0.0
+        par[K.P_MARGIN] = q.estimate_margin
+        par[K.P_DCOST] = q.decision_overhead
         self._par = par
+        self._et = _seek_table(d, q.estimate_bins)
         self._zt = d.zt
         self._sk = d.sk
         self._tt = d.tt
@@ -154,8 +171,23 @@ class HDD(Device):
         self._mech_end = 0.0
         self._mech_item: Any = None
         self._stream = False
-        # write cache
+        # write cache (one implementation; the mode says where a destage goes and what FLUSH waits for)
         self._wc = c.write_cache
+        self._mc = c.write_cache == "media_cache"
+        self._mc_wce = c.media_cache_wce
+        # segments bound the DRAM stage (volatile, media_cache), not a non-volatile cache
+        dram = c.write_cache in ("volatile", "media_cache")
+        self._max_seg = max(1, c.dirty_segments // split) if (c.dirty_segments and dram) else 0
+        self._dram: deque[list] = deque()  # media_cache: dirty DRAM extents not yet appended
+        self._ndram = 0
+        self._mc_bytes = 0  # media_cache: data in the media cache not yet cleaned home
+        if self._mc:
+            self._mc_size = int(c.media_cache_size) // split
+            self._mc_hw = c.cleaning_watermark * self._mc_size
+            self._mc_batch = int(c.media_cache_batch)
+            self._mc_cyl = float(round(c.media_cache_location * (d.ncyl - 1)))
+            z = int(np.searchsorted(d.zt[:, 2], self._mc_cyl, side="right") - 1)
+            self._mc_sps = float(d.zt[max(z, 0), 3]) / d.rev_time  # sectors per second there
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
         self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
         self._idle_destage = c.destage == "idle"
@@ -175,12 +207,13 @@ class HDD(Device):
 
     # ------------------------------------------------------------------ accounting
     def _reset_hdd_stats(self) -> None:
-        for i in (K.A_SEEK, K.A_ROT, K.A_XFER, K.A_OPS):
+        for i in (K.A_SEEK, K.A_ROT, K.A_XFER, K.A_OPS, K.A_DEC):
             self._par[i] = 0.0
         self._trace_acc = (0.0, 0.0)
         self.read_hits = 0
         self.destaged = 0
         self.destaged_bytes = 0
+        self.appends = 0
 
     def reset_stats(self) -> None:
         super().reset_stats()
@@ -208,10 +241,13 @@ class HDD(Device):
             "mean_seek_s": p[K.A_SEEK] / ops if ops else 0.0,
             "mean_rotation_s": p[K.A_ROT] / ops if ops else 0.0,
             "mean_media_transfer_s": p[K.A_XFER] / ops if ops else 0.0,
+            "decision_time_s": p[K.A_DEC],
             "read_cache_hits": self.read_hits,
             "destaged_extents": self.destaged,
             "destaged_bytes": self.destaged_bytes,
             "dirty_bytes": self._dirty_bytes,
+            "media_cache_bytes": self._mc_bytes,
+            "media_cache_appends": self.appends,
             "queued": self._n,
             "host_fifo": len(self._hostq),
         }
@@ -294,8 +330,9 @@ class HDD(Device):
         elif op == _WRITE:
             self._admit_write(req, now)
         elif op == _FLUSH:
-            if self._wc == "volatile" and self._ndirty > 0:
-                self._flushes.append([self._seq, self._ndirty, req, 0.0])
+            nvol = self._ndram if self._mc else (self._ndirty if self._wc == "volatile" else 0)
+            if nvol > 0:
+                self._flushes.append([self._seq, nvol, req, 0.0])
                 if not self._busy:
                     self._dispatch()
             else:
@@ -339,33 +376,50 @@ class HDD(Device):
         if wc == "off" or (req.fua and wc == "volatile" and self._fua_ok) or nbytes > self._wc_size:
             self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
             return
-        fua_flush = bool(req.fua and wc == "volatile")
-        if self._blocked or self._dirty_bytes + nbytes > self._wc_size:
+        fua_flush = bool(req.fua and (wc == "volatile" or self._mc)) or (self._mc and not self._mc_wce)
+        if self._blocked or not self._fits(lba, nbytes):
             self._blocked.append((req, fua_flush))
             if not self._busy:
                 self._dispatch()
             return
         self._accept(req, now, lba, end, fua_flush)
 
+    def _fits(self, lba: int, nbytes: int) -> bool:
+        """Room in the DRAM write cache for a write of ``nbytes`` at ``lba`` (bytes and segments)."""
+        if self._dirty_bytes + nbytes > self._wc_size:
+            return False
+        if self._max_seg:
+            dq = self._dram if self._mc else self._dirty
+            nseg = self._ndram if self._mc else self._ndirty
+            tail = dq[-1] if dq else None
+            merges = tail is not None and tail[0] + tail[1] == lba and tail[1] * self._ss + nbytes <= self._merge
+            if not merges and nseg >= self._max_seg:
+                return False
+        return True
+
     def _accept(self, req: Request, now: float, lba: int, end: int, fua_flush: bool) -> None:
         """Take a write into the write cache and acknowledge it after overhead + link transfer."""
         self._seq += 1
         ns = end - lba
-        dq = self._dirty
+        dq = self._dram if self._mc else self._dirty
         tail = dq[-1] if dq else None
         if tail is not None and tail[0] + tail[1] == lba and (tail[1] + ns) * self._ss <= self._merge:
             tail[1] += ns
         else:
             dq.append([lba, ns, self._seq])
-            self._ndirty += 1
+            if self._mc:
+                self._ndram += 1
+            else:
+                self._ndirty += 1
         self._dirty_bytes += ns * self._ss
+        K.seg_put(float(lba), float(end), now, self._seg, self._par)  # reads of it hit the buffer
         dur = req.size / self._lrate
         ls = self.link.reserve(now + self._ovh_w, dur, now)
         done = ls + dur + self._nv_ack
         if fua_flush:
             req.t_start = now
             req.service = done - now
-            self._flushes.append([self._seq, self._ndirty, req, done])
+            self._flushes.append([self._seq, self._ndram if self._mc else self._ndirty, req, done])
         else:
             self._ack(req, now, done - now)
         if not self._busy:
@@ -378,34 +432,108 @@ class HDD(Device):
         self._mech_item = None
         self._ndirty -= 1
         nb = e[1] * self._ss
-        self._dirty_bytes -= nb
         self.destaged += 1
         self.destaged_bytes += nb
+        if self._mc:  # cleaned from the media cache to its home location
+            self._mc_bytes -= nb
+            self._release(now)
+            return
+        self._dirty_bytes -= nb
         if self._flushes:
-            fseq = e[2]
-            keep = []
-            for f in self._flushes:
-                if fseq <= f[0]:
-                    f[1] -= 1
-                    if f[1] <= 0:
-                        req = f[2]
-                        delay = max(0.0, f[3] - now) + self._ovh_flush
-                        if req.op == _FLUSH:
-                            req.t_start = now
-                            req.service = self._ovh_flush
-                        self._complete_after(req, delay)
-                        continue
-                keep.append(f)
-            self._flushes = keep
+            self._count_flushes(e, now)
+        self._release(now)
+
+    def _count_flushes(self, e: list, now: float) -> None:
+        """Extent ``e`` is durable: flushes waiting for it count it; complete those that are done."""
+        fseq = e[2]
+        keep = []
+        for f in self._flushes:
+            if fseq <= f[0]:
+                f[1] -= 1
+                if f[1] <= 0:
+                    req = f[2]
+                    delay = max(0.0, f[3] - now) + self._ovh_flush
+                    if req.op == _FLUSH:
+                        req.t_start = now
+                        req.service = self._ovh_flush
+                    self._complete_after(req, delay)
+                    continue
+            keep.append(f)
+        self._flushes = keep
+
+    def _release(self, now: float) -> None:
+        """Cache space freed: accept blocked writes that now fit, then go on."""
         bl = self._blocked
         while bl:
             req, ff = bl[0]
             lba, end = self._sectors(req)
-            if self._dirty_bytes + (end - lba) * self._ss > self._wc_size:
+            if not self._fits(lba, (end - lba) * self._ss):
                 break
             bl.popleft()
             self._accept(req, now, lba, end, ff)
         self._pump()
+
+    # ------------------------------------------------------------------ media cache
+    def _append_due(self) -> bool:
+        """Append dirty DRAM data to the media cache now? When no host command waits, or something
+        waits for it (a FLUSH, a blocked write, DRAM above the high watermark); only with room."""
+        if self._mc_bytes >= self._mc_size:
+            return False
+        return not self._nhost or bool(self._flushes or self._blocked) or self._dirty_bytes >= self._hw
+
+    def _start_append(self, now: float) -> bool:
+        """One media operation: seek to the media cache and append up to ``media_cache_batch`` of
+        dirty DRAM data at the next free sectors of its log (no rotational wait)."""
+        dq = self._dram
+        ss = self._ss
+        batch = []
+        nb = 0
+        while dq:
+            b = dq[0][1] * ss
+            if batch and nb + b > self._mc_batch:
+                break
+            if self._mc_bytes + nb + b > self._mc_size:
+                break
+            batch.append(dq.popleft())
+            nb += b
+        if not batch:
+            return False
+        par = self._par
+        K.finalize_readahead(now, self._seg, par)
+        dist = abs(par[K.ST_CYL] - self._mc_cyl)
+        seek = self.seek(dist, write=True) if dist > 0 else 0.0
+        xfer = nb / ss / self._mc_sps
+        dur = seek + xfer
+        par[K.ST_CYL] = self._mc_cyl
+        par[K.ST_HEAD] = 0.0
+        par[K.A_SEEK] += seek
+        par[K.A_XFER] += xfer
+        par[K.A_OPS] += 1.0
+        self.appends += 1
+        self._busy = True
+        self._mech_item = None
+        self._busy_acc += dur
+        self._mech_end = now + dur
+        ev = simpy.Event(self.env)
+        ev.callbacks.append(self._append_done)
+        succeed_at(self.env, ev, dur, batch)
+        return True
+
+    def _append_done(self, ev: simpy.Event) -> None:
+        batch = ev._value
+        now = self.env.now
+        self._busy = False
+        ss = self._ss
+        for e in batch:
+            nb = e[1] * ss
+            self._ndram -= 1
+            self._dirty_bytes -= nb
+            self._mc_bytes += nb
+            if self._flushes:
+                self._count_flushes(e, now)
+            self._dirty.append(e)  # to be cleaned home later
+            self._ndirty += 1
+        self._release(now)
 
     # ------------------------------------------------------------------ mechanism
     def _enqueue_host(
@@ -456,6 +584,8 @@ class HDD(Device):
 
     def _dispatch(self) -> None:
         """The mechanism is free: start the next media operation, if any."""
+        if self._mc and self._dram and self._append_due() and self._start_append(self.env.now):
+            return
         if self._dirty and self._win < self._window:
             self._fill_window(self.env.now)
         n = self._n
@@ -464,15 +594,15 @@ class HDD(Device):
         env = self.env
         now = env.now
         mode = 0
-        if (
-            self._win
-            and self._nhost
-            and self._idle_destage
-            and not (self._flushes or self._blocked or self._dirty_bytes >= self._hw)
-        ):
-            mode = 1
+        if self._win and self._nhost and self._idle_destage:
+            if self._mc:
+                pressure = self._mc_bytes >= self._mc_hw
+            else:
+                pressure = bool(self._flushes or self._blocked) or self._dirty_bytes >= self._hw
+            if not pressure:
+                mode = 1
         i, kind, t0, xs, tend = _dispatch_k(
-            now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode
+            now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode, self._et
         )
         if i < 0:
             return
@@ -580,14 +710,14 @@ class HDD(Device):
         hq = self._hostq
         while hq and self._outstanding < self._qd:
             self._admit(hq.popleft())
-        if not self._busy and (self._n or self._dirty):
+        if not self._busy and (self._n or self._dirty or self._dram):
             self._dispatch()
 
     def _pump(self) -> None:
         hq = self._hostq
         while hq and self._outstanding < self._qd:
             self._admit(hq.popleft())
-        if not self._busy and (self._n or self._dirty):
+        if not self._busy and (self._n or self._dirty or self._dram):
             self._dispatch()
 
     # ------------------------------------------------------------------ helpers for tests/tools

@@ -10,6 +10,8 @@ Everything here works on plain numpy arrays so one compiled call does a whole di
   (indices ``P_*``, ``ST_*``, ``A_*``, ``PF_*`` below).
 * ``sk`` seek curves, float64 ``[2, 8]``: row 0 reads, row 1 writes; columns ``S_*`` below.
   ``tt`` the measured table ``[2, k]`` (stroke fraction; seconds) for the table model.
+* ``et`` the firmware's coarse seek table, float64 ``[3, nb]``: upper edge of each cylinder-distance
+  bin; estimated read seek; estimated write seek (the curve at the bin's upper edge).
 * ``cq`` the candidate set, float64 ``[capacity, NCOL]``, rows ``0..n-1`` valid, columns ``C_*``.
 * ``seg`` the read cache segments ``[n_segments, 3]``: first sector, end sector, time valid from.
 
@@ -60,7 +62,14 @@ P_RPS = 28  # revolutions per second (1 / P_T)
 P_AGEW = 29  # aged SPTF weight W: key = positioning time - W * time waited
 P_PHYS = 30  # logical sectors per physical sector (8 for 512e)
 P_RMW = 31  # revolutions added to a media write that covers a physical sector only in part
-NPAR = 32
+# firmware reordering (rotational position ordering as drives do it)
+P_WIN = 32  # look-ahead window: oldest host commands scored per decision; <= 0 = all (ideal)
+P_EST = 33  # 0 = exact positioning estimate (ideal), 1 = coarse firmware seek table (``et``)
+P_MARGIN = 34  # guard band added to an estimated move (seek or head switch) before the rotational estimate, s
+P_DCOST = 35  # firmware time per reordering decision among >= 2 candidates, s
+ST_SCORED = 36  # candidates scored by the last choose() (state)
+A_DEC = 37  # accumulated decision time, s
+NPAR = 38
 
 # ---- seek row columns
 S_MODE = 0  # 0 three-point, 1 Ruemmler-Wilkes, 2 table
@@ -300,6 +309,20 @@ def invalidate(lba, end, seg, par):
 
 
 @njit(cache=True, error_model="numpy")
+def seg_put(lba, end, t, seg, par):
+    """Data [lba, end) is in the buffer from time t on (a cached write): take the next ring
+    segment for it (not the one a running read-ahead extends)."""
+    n = seg.shape[0]
+    j = int(par[P_SEGNEXT])
+    if par[PF_ON] != 0.0 and j == int(par[PF_SEG]) and n > 1:
+        j = (j + 1) % n
+    seg[j, 0] = lba
+    seg[j, 1] = end
+    seg[j, 2] = t
+    par[P_SEGNEXT] = (j + 1) % n
+
+
+@njit(cache=True, error_model="numpy")
 def finalize_readahead(now, seg, par):
     """The mechanism leaves the read-ahead at ``now``: the segment keeps what was read."""
     if par[PF_ON] == 0.0:
@@ -334,21 +357,68 @@ def position_time(now, i, cq, par, sk, tt):
     return ts + r, s, r
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def est_move(cur_cyl, cur_head, cyl, head, w, par, et):
+    """The firmware's estimate of a move: head switch, or the seek of the distance bin (its upper
+    edge, so the table never promises a seek the arm cannot make)."""
+    d = abs(cyl - cur_cyl)
+    if d == 0.0:
+        if head == cur_head:
+            return 0.0
+        return par[P_HSW] if w else par[P_HSR]
+    lo = 0
+    hi = et.shape[1] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if et[0, mid] >= d:
+            hi = mid
+        else:
+            lo = mid + 1
+    return et[1 + w, lo]
+
+
 @njit(cache=True, error_model="numpy")
-def choose(now, n, cq, par, sk, tt, mode):
+def _window_seq(n, cq, win, mode):
+    """Highest arrival number among the ``win`` oldest host commands (1e300 if all fit)."""
+    if win <= 0.0 or mode == 2:
+        return 1e300
+    nh = 0
+    for i in range(n):
+        if cq[i, C_KIND] == 0.0:
+            nh += 1
+    k = int(win)
+    if nh <= k:
+        return 1e300
+    seqs = np.empty(nh)
+    j = 0
+    for i in range(n):
+        if cq[i, C_KIND] == 0.0:
+            seqs[j] = cq[i, C_SEQ]
+            j += 1
+    seqs.sort()
+    return seqs[k - 1]
+
+
+@njit(cache=True, error_model="numpy")
+def choose(now, n, cq, par, sk, tt, mode, et):
     """Index of the next candidate. mode 0: any, 1: host commands only, 2: destage only.
 
     Aging guard first: a host command passed over more than max_skips times goes next (the
     oldest such); host commands older than max_age go before all others (SPTF among them, so a
     burst of overdue commands does not collapse the drive to FIFO order). Then FIFO (lowest seq)
-    or SPTF (earliest start of data transfer: shortest seek + rotational delay from the platter's
-    real angle now). Returns -1 if nothing is eligible.
+    or rotational position ordering: earliest start of data transfer (seek + rotational delay
+    from the platter's real angle now). Firmware limits (``P_WIN``, ``P_EST``, ``P_MARGIN``): only
+    the ``P_WIN`` oldest host commands are scored, the seek is the coarse table's estimate plus a
+    guard band, and the rotational delay is computed from that estimated arrival. Destage rows are
+    scored as before (their own window). Returns -1 if nothing is eligible; ``par[ST_SCORED]`` says
+    how many candidates were scored.
     """
     maxage = par[P_MAXAGE]
     maxskip = par[P_MAXSKIP]
     best = -1
     bseq = 1e300
     n_over = 0
+    scored = 0
     if maxskip > 0.0 and mode != 2:
         for i in range(n):
             if cq[i, C_KIND] == 0.0 and cq[i, C_SKIP] > maxskip and cq[i, C_SEQ] < bseq:
@@ -372,17 +442,27 @@ def choose(now, n, cq, par, sk, tt, mode):
             cc = par[ST_CYL]
             ch = par[ST_HEAD]
             agew = par[P_AGEW]
+            wseq = _window_seq(n, cq, par[P_WIN], mode)
+            est = par[P_EST] != 0.0
+            margin = par[P_MARGIN]
             for i in range(n):
                 kind = cq[i, C_KIND]
                 if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
                     continue
                 if n_over > 0 and (kind != 0.0 or now - cq[i, C_T] <= maxage):
                     continue  # overdue host commands first
+                if kind == 0.0 and cq[i, C_SEQ] > wseq:
+                    continue  # beyond the firmware's look-ahead window
+                scored += 1
                 t0 = cq[i, C_READY]
                 if t0 < now:
                     t0 = now
                 w = 1 if cq[i, C_W] != 0.0 else 0
-                ts = t0 + move_time(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, sk, tt)
+                if est:
+                    mv = est_move(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, et)
+                    ts = t0 + (mv + margin if mv > 0.0 else 0.0)  # no guard band without a move
+                else:
+                    ts = t0 + move_time(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, sk, tt)
                 dr = cq[i, C_READY] + cq[i, C_LINKW]
                 if dr > ts:
                     ts = dr
@@ -400,11 +480,12 @@ def choose(now, n, cq, par, sk, tt, mode):
         for i in range(n):
             if i != best and cq[i, C_KIND] == 0.0:
                 cq[i, C_SKIP] += 1.0
+    par[ST_SCORED] = scored
     return best
 
 
 @njit(cache=True, error_model="numpy")
-def dispatch(now, n, cq, zt, par, sk, tt, seg, mode):
+def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
     """The mechanism is free at ``now``: end the read-ahead, choose the next candidate, compute its
     whole service, move the head, remove its row (the last row moves into its place), start the
     read-ahead bookkeeping if it is a read.
@@ -413,9 +494,14 @@ def dispatch(now, n, cq, zt, par, sk, tt, seg, mode):
     is eligible.
     """
     finalize_readahead(now, seg, par)
-    i = choose(now, n, cq, par, sk, tt, mode)
+    i = choose(now, n, cq, par, sk, tt, mode, et)
     if i < 0:
         return -1, 0, now, now, now
+    if par[P_DCOST] > 0.0 and par[ST_SCORED] > 1.0 and (cq[i, C_CYL] != par[ST_CYL] or cq[i, C_HEAD] != par[ST_HEAD]):
+        # the firmware's reordering decision delays the start of the move (a continuation on the
+        # track under the head streams on: firmware detects it while the previous transfer runs)
+        now = now + par[P_DCOST]
+        par[A_DEC] += par[P_DCOST]
     xs, s, r = position_time(now, i, cq, par, sk, tt)
     t0 = cq[i, C_READY]
     if t0 < now:
