@@ -161,7 +161,7 @@ def schemas() -> dict[str, dict]:
 
 @app.command("schema")
 def schema_cmd(
-    kind: Annotated[Optional[str], typer.Option(help="a device kind (hdd, ssd, queue, ceph_cluster) instead of the experiment")] = None,
+    kind: Annotated[Optional[str], typer.Option(help="a device kind (hdd, ssd, raid, queue, ceph_cluster) instead of the experiment")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="write every schema as DIR/<name>.json instead")] = None,
 ) -> None:
     """Print the JSON schema of experiment files (or of one device kind's parameters)."""
