@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from simulator.errors import ConfigError
+from simulator.safefile import read_bounded
 
 __all__ = ["MAX_ALIASES", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "load_yaml_file", "load_yaml_text", "position"]
 
@@ -181,22 +182,8 @@ def load_yaml_text(text: str, source: str | None = None, *, remember: bool = Tru
 
 def load_yaml_file(path: str | Path) -> Any:
     """Read and parse a YAML file; any problem becomes a ConfigError naming the file (and line, column)."""
-    p = Path(path)
     src = str(path)
-    try:
-        if p.is_file() and p.stat().st_size > MAX_BYTES:
-            raise ConfigError(f"larger than {MAX_BYTES // (1024 * 1024)} MiB; not a configuration file", source=src)
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("file not found", source=src) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, expected a YAML file", source=src) from None
-    except PermissionError:
-        raise ConfigError("cannot read file: permission denied", source=src) from None
-    except OSError as e:
-        raise ConfigError(f"cannot read file ({e.strerror or type(e).__name__})", source=src) from None
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(f"larger than {MAX_BYTES // (1024 * 1024)} MiB; not a configuration file", source=src)
+    raw = read_bounded(path, MAX_BYTES, "a YAML file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -29,6 +29,7 @@ from simulator.errors import ConfigError
 from simulator.fio.json_reader import NOT_FIO_JSON, find_json, parse_fio_json
 from simulator.fio.run import FioRun, job_options_of, plat_idx_to_val
 from simulator.fio.text_reader import parse_fio_text
+from simulator.safefile import read_bounded
 
 __all__ = ["FioRun", "job_options_of", "parse_fio_json", "parse_fio_text", "plat_idx_to_val", "read_fio", "read_fio_text"]
 
@@ -41,20 +42,8 @@ def read_fio(path: str | Path) -> FioRun:
 
     Raises :class:`ConfigError` naming the file if it cannot be read or is not fio output.
     """
-    p = Path(path)
     src = str(path)
-    try:
-        if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(f"larger than {MAX_FILE_BYTES // 2**20} MiB; not fio output", source=src)
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("file not found", source=src) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, expected fio output", source=src) from None
-    except PermissionError:
-        raise ConfigError("cannot read file: permission denied", source=src) from None
-    except OSError as e:
-        raise ConfigError(f"cannot read file ({e.strerror or type(e).__name__})", source=src) from None
+    raw = read_bounded(path, MAX_FILE_BYTES, "fio output")
     return read_fio_text(raw.decode("utf-8", errors="replace"), src)
 
 
