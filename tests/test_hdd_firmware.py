@@ -261,7 +261,8 @@ def test_experiment_reports_a_cache_filling_run_as_not_steady(tmp_path):
     assert float(row["write.steady"]) == 0.0 and float(row["write.warmup_s"]) > 0
     doc = json.loads(next((out / "runs").glob("p000_r00.json")).read_text())
     assert doc["sim"]["steady_state"]["write"]["steady"] is False
-    assert (out / "warmup_p000_write.png").is_file()
+    png = (out / "warmup_p000_write.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000  # a drawn figure, not an empty file
 
 
 def test_simrun_fio_block_layer_options(tmp_path):

@@ -221,3 +221,22 @@ def plot_cdf(
     if series:
         ax.legend(fontsize=8)
     return save_figure(fig, path)
+
+
+def plot_warmup(st: dict, direction: str, title: str, path: str | Path) -> Path:
+    """A run's IOPS time series with its MSER warm-up shaded and the means with and without it
+    (``st`` = a run document's ``sim.steady_state[direction]`` entry)."""
+    import numpy as np
+
+    y = np.asarray(st["iops_samples"], dtype=float)
+    t = (np.arange(y.size) + 0.5) * float(st["period_s"])
+    fig, ax = new_figure(7.0, 3.2)
+    ax.plot(t, y, lw=0.8, color="C0", label=f"{direction} IOPS per {st['period_s']:g} s")
+    ax.axvspan(0, st["warmup_s"], color="C1", alpha=0.2, label=f"MSER warm-up {st['warmup_s']:g} s")
+    ax.axhline(st["mean_all"], color="C3", ls="--", lw=1, label=f"mean over the window {st['mean_all']:.4g}")
+    ax.axhline(st["mean_after"], color="C2", ls=":", lw=1, label=f"mean after warm-up {st['mean_after']:.4g}")
+    ax.set_xlabel("seconds into the measured window")
+    ax.set_ylabel("IOPS")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)

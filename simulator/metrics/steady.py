@@ -135,9 +135,12 @@ def detect_series(series: Any, t_end: float | None = None, batch: int = 5) -> St
 
 def plot_warmups(points: list[Any], out: Any) -> list[Any]:
     """For every point whose first run has a direction that is not in steady state, a time series of
-    its IOPS samples with the MSER warm-up shaded and both means drawn (``warmup_pNNN_<dir>.png``).
+    its IOPS samples with the MSER warm-up shaded and both means drawn (``warmup_pNNN_<dir>.png``),
+    drawn by the one plotting stack (:func:`simulator.metrics.plots.plot_warmup`).
     Points are the experiment report's PointSummary objects (``docs`` = the runs' JSON documents)."""
     from pathlib import Path
+
+    from simulator.metrics.plots import plot_warmup
 
     written = []
     for p in points:
@@ -146,26 +149,6 @@ def plot_warmups(points: list[Any], out: Any) -> list[Any]:
         for d, st in (sim.get("steady_state") or {}).items():
             if st.get("steady") is not False or not st.get("iops_samples"):
                 continue
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-
-            y = np.asarray(st["iops_samples"], dtype=float)
-            t = (np.arange(y.size) + 0.5) * float(st["period_s"])
-            fig, ax = plt.subplots(figsize=(7, 3.2))
-            ax.plot(t, y, lw=0.8, color="C0", label=f"{d} IOPS per {st['period_s']:g} s")
-            ax.axvspan(0, st["warmup_s"], color="C1", alpha=0.2, label=f"MSER warm-up {st['warmup_s']:g} s")
-            ax.axhline(st["mean_all"], color="C3", ls="--", lw=1, label=f"mean over the window {st['mean_all']:.4g}")
-            ax.axhline(st["mean_after"], color="C2", ls=":", lw=1, label=f"mean after warm-up {st['mean_after']:.4g}")
-            ax.set_xlabel("seconds into the measured window")
-            ax.set_ylabel("IOPS")
             labels = ", ".join(f"{k}={v}" for k, v in p.labels.items()) or "run"
-            ax.set_title(f"not in steady state: {labels}", fontsize=9)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            path = Path(out) / f"warmup_p{p.index:03d}_{d}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(path)
+            written.append(plot_warmup(st, d, f"not in steady state: {labels}", Path(out) / f"warmup_p{p.index:03d}_{d}.png"))
     return written
