@@ -252,6 +252,26 @@ def _scan_runs(out: Path, exp: Experiment, digest: str, keep: bool) -> tuple[dic
 
 
 # ------------------------------------------------------------------------------------ running
+def _quiet_pool_manager() -> None:
+    """While a pool is torn down on an interrupt, CPython 3.11's executor manager thread may try to set
+    a BrokenProcessPool result on a future that was just cancelled and print that InvalidStateError as
+    a thread traceback. That case (and only it) is silenced: the runs are accounted for by the caller."""
+    import threading
+    from concurrent.futures import InvalidStateError
+
+    previous = threading.excepthook
+    if getattr(previous, "_simrun_quiet", False):
+        return
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if isinstance(args.exc_value, InvalidStateError) and type(args.thread).__name__ == "_ExecutorManagerThread":
+            return
+        previous(args)
+
+    hook._simrun_quiet = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
 def _pool_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutput], None],
               on_progress: Callable[[int, int, float], None]) -> None:
     import multiprocessing as mp
@@ -283,6 +303,7 @@ def _pool_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutpu
                 time.sleep(0.05)
     except BaseException:
         # stop now: queued tasks are cancelled, running workers terminated (their points rerun on resume)
+        _quiet_pool_manager()
         for f in futs if "futs" in locals() else []:
             f.cancel()
         for proc in list((getattr(pool, "_processes", None) or {}).values()):
