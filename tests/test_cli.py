@@ -1,6 +1,7 @@
 """End-to-end CLI behaviour: bad input gives one clear message naming file and field, exit code 2,
 no traceback and no output directory; same seed gives byte-identical run documents."""
 
+import csv
 import json
 import os
 import subprocess
@@ -119,9 +120,13 @@ def test_same_seed_byte_identical_and_resume(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert simrun("run", p, "--out", a, "-q").returncode == 0
     assert simrun("run", p, "--out", b, "-q", "--workers", "1").returncode == 0
-    for f in sorted((a / "runs").glob("p*_r??.json")):
-        assert f.read_bytes() == (b / "runs" / f.name).read_bytes()
-    assert (a / "summary.csv").exists()
+    files = sorted(f.name for f in (a / "runs").glob("p*_r??.json"))
+    assert files == ["p000_r00.json", "p000_r01.json"]  # one point x 2 replications, none missing
+    for name in files:
+        assert (a / "runs" / name).read_bytes() == (b / "runs" / name).read_bytes()
+    # the summary says what a saturated single server must: throughput = 1 / mean service = 1000/s
+    (row,) = list(csv.DictReader((a / "summary.csv").open()))
+    assert abs(float(row["read.iops"]) - 1000.0) <= float(row["read.iops_ci"])
     # a different seed changes the results
     c = tmp_path / "c"
     assert simrun("run", p, "--out", c, "-q", "--set", "seed=4").returncode == 0
