@@ -166,3 +166,28 @@ class Device(Component):
             raise ValueError(
                 f"{self.path}: request {req!r} outside the device (capacity {self.capacity} bytes)"
             )
+
+
+class PassThroughBusy:
+    """Utilisation of a pass-through device (a partition, a port in front of a member): busy while at
+    least one of its requests is inside. Mix in before :class:`Device`; call :meth:`_mark_busy` when a
+    request enters (before ``_inside`` is raised for the first request, or right after it became 1)."""
+
+    _busy_since = 0.0
+
+    def _mark_busy(self, now: float) -> None:
+        self._busy_since = now
+
+    def _finish(self, req: Request) -> None:
+        super()._finish(req)  # type: ignore[misc]
+        if self._inside == 0:  # type: ignore[attr-defined]
+            self._busy_acc += self.env._now - self._busy_since  # type: ignore[attr-defined]
+
+    def reset_stats(self) -> None:
+        super().reset_stats()  # type: ignore[misc]
+        self._busy_since = self.env.now  # type: ignore[attr-defined]
+
+    def busy_time(self) -> float:
+        """Time with at least one request inside."""
+        extra = self.env.now - self._busy_since if self._inside > 0 else 0.0  # type: ignore[attr-defined]
+        return self._busy_acc + extra  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ from typing import Any
 
 import simpy
 
-from simulator.devices.base import Device, Op, Request
+from simulator.devices.base import Device, Op, PassThroughBusy, Request
 from simulator.engine import Component
 
 __all__ = ["Partition"]
@@ -25,7 +25,7 @@ __all__ = ["Partition"]
 _FLUSH = int(Op.FLUSH)
 
 
-class Partition(Device):
+class Partition(PassThroughBusy, Device):
     """``Partition(name, parent, base, start, size)``: ``base`` is the device holding the window;
     ``parent`` is the component-tree parent (often the host, so the base device's children stay
     its own)."""
@@ -39,7 +39,6 @@ class Partition(Device):
             )
         self.base = base
         self.start = start
-        self._busy_since = 0.0
         super().__init__(name, parent, capacity=size, sector_size=base.sector_size)
 
     def _enter(self, req: Request) -> None:
@@ -51,7 +50,7 @@ class Partition(Device):
         self._qarea += self._inside * (now - self._tq)
         self._tq = now
         if self._inside == 0:
-            self._busy_since = now
+            self._mark_busy(now)
         self._inside += 1
 
     def submit(self, req: Request) -> simpy.Event:
@@ -81,17 +80,3 @@ class Partition(Device):
         if req.op != _FLUSH:
             req.offset -= self.start
         self._finish(req)
-
-    def _finish(self, req: Request) -> None:
-        super()._finish(req)
-        if self._inside == 0:
-            self._busy_acc += self.env._now - self._busy_since
-
-    def reset_stats(self) -> None:
-        super().reset_stats()
-        self._busy_since = self.env.now
-
-    def busy_time(self) -> float:
-        """Time with at least one request of this partition inside the base device."""
-        extra = self.env.now - self._busy_since if self._inside > 0 else 0.0
-        return self._busy_acc + extra

@@ -24,7 +24,7 @@ from typing import Any
 
 import simpy
 
-from simulator.devices.base import Device, Op, Request
+from simulator.devices.base import Device, Op, PassThroughBusy, Request
 from simulator.engine import Component, succeed_at
 
 __all__ = ["HbaPath", "PathPort"]
@@ -60,13 +60,12 @@ class HbaPath(Component):
         return start, end
 
 
-class PathPort(Device):
+class PathPort(PassThroughBusy, Device):
     """Member ``dev`` reached through ``path``; requests keep their identity (the member's event is
     a child request's)."""
 
     def __init__(self, name: str, parent: Component, path: HbaPath, make_member: Any):
         self.path_ = path
-        self._busy_since = 0.0
         super().__init__(name, parent)
         self.member: Device = make_member(self)
         self.capacity = self.member.capacity
@@ -75,7 +74,7 @@ class PathPort(Device):
     def _start(self, req: Request) -> None:
         now = self.env._now
         if self._inside == 1:
-            self._busy_since = now
+            self._mark_busy(now)
         child = Request(req.op, req.offset, req.size, req.fua, parent=req)
         if req.op == Op.WRITE and req.size:
             start, _ = self.path_.reserve(now, req.size)
@@ -99,16 +98,3 @@ class PathPort(Device):
             _, end = self.path_.reserve(now - req.size / self.path_.lane_bps, req.size)
             delay = max(0.0, end - now)
         self._complete_after(req, delay)
-
-    def _finish(self, req: Request) -> None:
-        super()._finish(req)
-        if self._inside == 0:
-            self._busy_acc += self.env._now - self._busy_since
-
-    def reset_stats(self) -> None:
-        super().reset_stats()
-        self._busy_since = self.env.now
-
-    def busy_time(self) -> float:
-        extra = self.env.now - self._busy_since if self._inside > 0 else 0.0
-        return self._busy_acc + extra
