@@ -215,20 +215,24 @@ class SequentialOffsets(OffsetGenerator):
 
     __slots__ = ("_bs", "_pos", "end", "span", "start")
 
-    def __init__(self, start: int, span: int, bs: tuple[int, int, int]):
+    def __init__(self, start: int, span: int, bs: tuple[int, int, int], max_bs: tuple[int, int, int] | None = None):
         if span <= 0:
             raise ValueError("empty region")
-        if max(bs) > span:
-            raise ValueError(f"block size {max(bs)} larger than the region ({span} bytes)")
+        largest = max(max_bs or bs)
+        if largest > span:
+            raise ValueError(f"block size {largest} larger than the region ({span} bytes)")
         self.start = int(start)
         self.span = int(span)
         self.end = self.start + self.span
         self._bs = tuple(int(b) for b in bs)
         self._pos = [self.start, self.start, self.start]
 
-    def next(self, ddir: int = 0) -> int:
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        """Offset of the next IO of ``ddir`` (of ``size`` bytes; default the direction's block
+        size). An IO that would pass the end wraps to the start (with variable sizes fio would
+        first try a smaller size that fits; the simulator wraps)."""
         p = self._pos[ddir]
-        b = self._bs[ddir]
+        b = size or self._bs[ddir]
         if p + b > self.end:
             p = self.start
         self._pos[ddir] = p + b
@@ -263,7 +267,7 @@ class RandomOffsets(OffsetGenerator):
         randommap: bool = True,
         block: int = BLOCK,
     ):
-        if align <= 0 or max_bs < align:
+        if align <= 0:
             raise ValueError("bad block alignment")
         if max_bs > span:
             raise ValueError(f"block size {max_bs} larger than the region ({span} bytes)")
@@ -359,7 +363,7 @@ class RandomOffsets(OffsetGenerator):
         self._buf = buf
         return buf
 
-    def next(self, ddir: int = 0) -> int:
+    def next(self, ddir: int = 0, size: int = 0) -> int:
         buf = self._buf
         if not buf:
             buf = self._refill()
@@ -379,10 +383,17 @@ def make_offsets(
     dist: tuple,
     gen: np.random.Generator | None,
     randommap: bool = True,
+    *,
+    max_bs: tuple[int, int, int] | None = None,
+    align: int | None = None,
 ) -> OffsetGenerator:
-    """The generator a job thread uses for one file (``bs`` per direction, active ``ddirs``)."""
+    """The generator a job thread uses for one file: ``bs`` = the smallest block size per direction,
+    ``max_bs`` the largest (default ``bs``), active ``ddirs``; random offsets are multiples of
+    ``align`` (fio's blockalign; default the smallest block size of the active directions)."""
+    maxb = max_bs or bs
     if not random:
-        return SequentialOffsets(start, span, bs)
-    sizes = [bs[d] for d in ddirs]
+        return SequentialOffsets(start, span, bs, maxb)
     assert gen is not None
-    return RandomOffsets(start, span, min(sizes), max(sizes), dist, gen, randommap=randommap)
+    lo = min(bs[d] for d in ddirs)
+    hi = max(maxb[d] for d in ddirs)
+    return RandomOffsets(start, span, align or lo, hi, dist, gen, randommap=randommap)
