@@ -31,6 +31,7 @@ Deviations from fio worth knowing (all documented on the fields):
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -608,6 +609,10 @@ def parse_random_distribution(text: str) -> DistSpec:
         if not 0.0 <= val <= 100.0:
             raise ValueError(f"normal deviation is a percentage in [0, 100], got {val:g}")
         return ("normal", val, center)
+    if kind == "sim_hotband":
+        if rest.strip():
+            raise ValueError("sim_hotband takes no parameter")
+        return ("sim_hotband",)
     if kind in ("zoned", "zoned_abs"):
         if not rest.strip():
             raise ValueError(f"{kind} needs zones, e.g. {kind}:60/10:30/20:10/70")
@@ -645,7 +650,7 @@ def parse_random_distribution(text: str) -> DistSpec:
         if kind == "zoned" and sum(s for _, s in zones) > 100:
             raise ValueError(f"range percentages of zoned add to more than 100 ({sum(s for _, s in zones)})")
         return (kind, tuple(zones))
-    raise ValueError("unknown random_distribution (random, zipf, pareto, normal, zoned, zoned_abs)")
+    raise ValueError("unknown random_distribution (random, zipf, pareto, normal, zoned, zoned_abs, sim_hotband)")
 
 
 def _dist(v: Any) -> str:
@@ -684,6 +689,81 @@ _DDIRS = {
     "trim": (2,),
     "randtrim": (2,),
 }
+
+
+#: options a stream of ``sim_mix`` may set (what differs between the parts of a mixed workload)
+MIX_STREAM_OPTIONS = frozenset(
+    {
+        "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bssplit", "bsrange",
+        "blocksize_range", "blockalign", "ba", "random_distribution", "offset", "size", "norandommap",
+    }
+)
+#: most streams in one ``sim_mix``
+MAX_MIX_STREAMS = 256
+
+
+class MixStream(ConfigModel):
+    """One part of a ``sim_mix`` job: its share of the job's IOs and the fio options that shape it."""
+
+    weight: float = Field(
+        gt=0, le=1e6, description="relative share of the job's IOs (any positive number; normalised over the streams)"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fio options of this stream: rw, rwmixread, bs/bssplit/bsrange, blockalign, "
+        "random_distribution, offset, size, norandommap (the rest comes from the job)",
+    )
+    name: str | None = Field(None, max_length=64, description="label of the stream in reports (default: its index)")
+
+    _job: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _resolve(self) -> MixStream:
+        bad = sorted(k for k in self.options if not isinstance(k, str) or k not in MIX_STREAM_OPTIONS)
+        if bad:
+            raise ValueError(
+                f"option {str(bad[0])[:40]!r} cannot be set per stream (allowed: {', '.join(sorted(MIX_STREAM_OPTIONS))})"
+            )
+        opts = {OPTION_ALIASES.get(k, k): v for k, v in self.options.items()}
+        try:
+            self._job = FioJob.model_validate(opts)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            raise ValueError(f"{loc + ': ' if loc else ''}{msg}") from None
+        return self
+
+    @property
+    def job(self) -> FioJob:
+        """The stream as a FioJob (only the stream's options set)."""
+        return self._job
+
+
+def _mix(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise ValueError("expected a list of streams ({weight: .., options: {rw: .., bs: ..}})")
+    if not v:
+        raise ValueError("no streams")
+    if len(v) > MAX_MIX_STREAMS:
+        raise ValueError(f"at most {MAX_MIX_STREAMS} streams, got {len(v)}")
+    out = []
+    for i, item in enumerate(v):
+        if isinstance(item, MixStream):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise ValueError(f"stream {i}: expected a mapping with weight and options")
+        try:
+            out.append(MixStream.model_validate(dict(item)))
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            raise ValueError(f"stream {i}{' ' + loc if loc else ''}: {msg}") from None
+    return tuple(out)
 
 
 class FioJob(ConfigModel):
@@ -764,8 +844,9 @@ class FioJob(ConfigModel):
     random_distribution: Annotated[str, BeforeValidator(_dist)] = Field(
         "random",
         description="offset distribution of random IO: random (uniform), zipf:θ[:center], "
-        "pareto:h[:center], normal:σ%[:center], zoned:acc%/range%:..., zoned_abs:acc%/size:... "
-        "(default random)",
+        "pareto:h[:center], normal:σ%[:center], zoned:acc%/range%:..., zoned_abs:acc%/size:...; "
+        "SIMULATOR EXTENSION sim_hotband: vdbench's hotband= skew within the region (see "
+        "simulator.workloads.offsets.HotbandOffsets) (default random)",
     )
     randrepeat: FioBool = Field(
         True,
@@ -882,6 +963,13 @@ class FioJob(ConfigModel):
         False, description="wait for the preceding jobs to finish first; new group (default 0)"
     )
     new_group: FioBool = Field(False, description="start a new reporting group (default 0)")
+    sim_mix: Annotated[tuple[MixStream, ...] | None, BeforeValidator(_mix)] = Field(
+        None,
+        description="SIMULATOR EXTENSION: a mixed workload (vdbench skews, Iometer access specifications): "
+        "every IO first picks a stream by weight, then its direction (the stream's rwmixread as an "
+        "independent draw), size and offset from the stream's options; iodepth/numjobs/runtime are the "
+        "job's. Needs time_based or number_ios (default none)",
+    )
     sim_slat: FioTime | None = Field(
         None,
         ge=0,
@@ -974,6 +1062,8 @@ class FioJob(ConfigModel):
             object.__setattr__(self, "end_fsync", True)
         if self.filename is not None and not self.filenames:
             raise ValueError("filename: no file names in filename")
+        if self.sim_mix is not None and not (self.time_based or self.number_ios):
+            raise ValueError("sim_mix: a mixed job needs time_based=1 with a runtime, or number_ios")
         return self
 
     # ----------------------------------------------------------------- derived views
@@ -1256,7 +1346,9 @@ def resolve_jobs(
                 hint = f" (did you mean {close[0]!r}?)" if close else f" ({_KNOWN_NAMES_HINT})"
                 raise ConfigError(f"unknown fio option {k!r}{hint}", source=source, field=labels[k])
             values[k] = v
-            if k != "name":
+            if k == "sim_mix":
+                raw[k] = json.dumps(v, default=str, sort_keys=True)[:100_000]
+            elif k != "name":
                 raw[k] = _to_str(v)
         try:
             fj = FioJob.model_validate(values)

@@ -77,7 +77,7 @@ _FLUSH = int(Op.FLUSH)
 _TRIM = int(Op.TRIM)
 
 # purposes of a thread's repeatable random streams (spawn keys under randseed)
-_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE, _S_BS, _S_DELAY = 0, 1, 2, 4, 7, 8
+_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE, _S_BS, _S_DELAY, _S_MIX, _S_MIXPICK = 0, 1, 2, 4, 7, 8, 9, 10
 
 
 class FioRequest(Request):
@@ -85,6 +85,21 @@ class FioRequest(Request):
     submission latency), so ``slat`` = device submission - issue. ``tag`` stays free for devices."""
 
     __slots__ = ("t_issue",)
+
+
+class _Stream:
+    """One stream of a sim_mix job: weight, direction (-1: mixed, read with probability ``pread``),
+    fixed/variable block sizes per direction, one offset generator per file."""
+
+    __slots__ = ("ddir", "draw", "fixed", "gens", "pread", "weight")
+
+    def __init__(self, weight, ddir, pread, fixed, draw, gens):
+        self.weight = float(weight)
+        self.ddir = ddir
+        self.pread = pread
+        self.fixed = fixed
+        self.draw = draw
+        self.gens = gens
 
 
 class _File:
@@ -132,12 +147,18 @@ class JobThread(Component):
         self._add_sync = self.stats.add_sync
         self.files = self._make_files(targets)
         self._nfiles = len(self.files)
+        self._streams = self._make_streams()
+        if self._streams is not None:
+            w = np.cumsum([st.weight for st in self._streams])
+            self._mix_cum = (w / w[-1]).tolist()
+            self._mix_cum[-1] = 1.0
+            self._mix_rand = self._stream(_S_MIXPICK, "mix")
         self._file0 = self.files[0]
         self._env = self.env
 
         # limits
-        if job.time_based:
-            self._bytes_limit = _INF
+        if job.time_based or (job.sim_mix is not None and not job.io_size):
+            self._bytes_limit = _INF  # a mixed job's streams have their own regions: number_ios or time
         else:
             regions = sum(f.span for f in self.files)
             if job.io_size:
@@ -221,77 +242,117 @@ class JobThread(Component):
         if len(names) != len(targets):
             names = [getattr(t, "path", str(i)) for i, t in enumerate(targets)]
         nfiles = len(targets)
-        spec = job.bs_spec
-        sizes = sorted({b for d in job.ddirs for b in _spec_sizes(spec[d])})
-        min_bs, max_bs = min(job.min_bs[d] for d in job.ddirs), max(job.max_bs[d] for d in job.ddirs)
-        align = min(job.blockalign[d] for d in job.ddirs) if job.blockalign is not None else None
         files = []
         for i, dev in enumerate(targets):
-            cap = int(dev.capacity)
-            pct = _pct(job.offset)
-            base = int(cap * pct / 100.0) // min_bs * min_bs if pct is not None else int(job.offset)
-            start = base + self.clone * job.offset_increment
-            if start >= cap:
-                opt = "offset_increment" if base < cap else "offset"
-                raise job.config_error(
-                    opt, f"offset {start} bytes is beyond the end of {names[i]!r} ({cap} bytes)"
-                )
-            spct = _pct(job.size)
-            if job.filesize:
-                span = job.filesize
-            elif spct is not None:
-                span = int(cap * spct / 100.0)
-            elif job.size is not None:
-                span = int(job.size) // nfiles
+            if job.sim_mix is None:
+                start, span, og = self._region(job, dev, i, names[i], nfiles, "", (_S_OFFSETS, f"offsets{i}", i))
             else:
-                span = cap - start
-            span = min(span, cap - start)  # a block device cannot grow (fio's bdev_size)
-            if max_bs > span:
-                raise job.config_error(
-                    "bs",
-                    f"block size {max_bs} bytes is larger than the region of {names[i]!r} ({span} bytes"
-                    f" from offset {start})",
-                )
-            if job.direct:
-                ss = int(getattr(dev, "sector_size", 512) or 512)
-                bad = [b for b in sizes if b % ss]
-                if bad:
-                    opt = "bssplit" if job.bssplit else ("bsrange" if job.bsrange else "bs")
-                    raise job.config_error(
-                        opt,
-                        f"direct IO needs block sizes that are multiples of the {ss}-byte sectors of {names[i]!r}",
-                    )
-                if align is not None and align % ss:
-                    raise job.config_error(
-                        "blockalign",
-                        f"direct IO needs an alignment that is a multiple of the {ss}-byte sectors of {names[i]!r}",
-                    )
-                if start % ss:
-                    raise job.config_error(
-                        "offset",
-                        f"direct IO needs an offset aligned to the {ss}-byte sectors of {names[i]!r}",
-                    )
-            gen = None
-            if job.is_random:
-                gen = self._gen(_S_OFFSETS, f"offsets{i}", i)
-            try:
-                og = make_offsets(
-                    job.is_random,
-                    start,
-                    span,
-                    job.min_bs,
-                    job.ddirs,
-                    job.distribution,
-                    gen,
-                    # fio: blockalign "is mutually exclusive with using a random map"
-                    randommap=not job.norandommap and align is None,
-                    max_bs=job.max_bs,
-                    align=align,
-                )
-            except ValueError as e:
-                raise job.config_error("random_distribution" if "zone" in str(e) else "bs", str(e)) from None
+                # a mixed job: the file's region is the device from the job's offset; each stream
+                # has its own region and offsets inside the device (see _make_streams)
+                start, span, og = self._region(job, dev, i, names[i], nfiles, "", None)
             files.append(_File(i, names[i], dev, start, span, og))
         return files
+
+    def _region(
+        self, sj: FioJob, dev: Device, i: int, name: str, nfiles: int, where: str, seed: tuple | None
+    ) -> tuple[int, int, OffsetGenerator | None]:
+        """(start, span, offsets) of ``sj`` (the job, or a stream of its sim_mix) on device ``dev``:
+        fio's offset/size/filesize/offset_increment rules. Errors name the job's option (``where``
+        says which stream)."""
+        job = self.job
+        opt_of = (lambda o: "sim_mix") if where else (lambda o: o)
+        spec = sj.bs_spec
+        sizes = sorted({b for d in sj.ddirs for b in _spec_sizes(spec[d])})
+        min_bs, max_bs = min(sj.min_bs[d] for d in sj.ddirs), max(sj.max_bs[d] for d in sj.ddirs)
+        align = min(sj.blockalign[d] for d in sj.ddirs) if sj.blockalign is not None else None
+        cap = int(dev.capacity)
+        pct = _pct(sj.offset)
+        base = int(cap * pct / 100.0) // min_bs * min_bs if pct is not None else int(sj.offset)
+        start = base + self.clone * job.offset_increment
+        if start >= cap:
+            opt = "offset_increment" if base < cap else "offset"
+            raise job.config_error(
+                opt_of(opt), f"{where}offset {start} bytes is beyond the end of {name!r} ({cap} bytes)"
+            )
+        spct = _pct(sj.size)
+        if sj.filesize:
+            span = sj.filesize
+        elif spct is not None:
+            span = int(cap * spct / 100.0)
+        elif sj.size is not None:
+            span = int(sj.size) // nfiles
+        else:
+            span = cap - start
+        span = min(span, cap - start)  # a block device cannot grow (fio's bdev_size)
+        if max_bs > span:
+            raise job.config_error(
+                opt_of("bs"),
+                f"{where}block size {max_bs} bytes is larger than the region of {name!r} ({span} bytes"
+                f" from offset {start})",
+            )
+        if job.direct:
+            ss = int(getattr(dev, "sector_size", 512) or 512)
+            bad = [b for b in sizes if b % ss]
+            if bad:
+                opt = "bssplit" if sj.bssplit else ("bsrange" if sj.bsrange else "bs")
+                raise job.config_error(
+                    opt_of(opt),
+                    f"{where}direct IO needs block sizes that are multiples of the {ss}-byte sectors of {name!r}",
+                )
+            if align is not None and align % ss:
+                raise job.config_error(
+                    opt_of("blockalign"),
+                    f"{where}direct IO needs an alignment that is a multiple of the {ss}-byte sectors of {name!r}",
+                )
+            if start % ss:
+                raise job.config_error(
+                    opt_of("offset"), f"{where}direct IO needs an offset aligned to the {ss}-byte sectors of {name!r}"
+                )
+        if seed is None:
+            return start, span, None
+        gen = self._gen(*seed) if sj.is_random else None
+        try:
+            og = make_offsets(
+                sj.is_random,
+                start,
+                span,
+                sj.min_bs,
+                sj.ddirs,
+                sj.distribution,
+                gen,
+                # fio: blockalign "is mutually exclusive with using a random map"
+                randommap=not sj.norandommap and align is None,
+                max_bs=sj.max_bs,
+                align=align,
+            )
+        except ValueError as e:
+            opt = "random_distribution" if "zone" in str(e) else "bs"
+            raise job.config_error(opt_of(opt), f"{where}{e}") from None
+        return start, span, og
+
+    def _make_streams(self) -> list[_Stream] | None:
+        """The streams of a sim_mix job: per stream its weight, direction mix, size drawers and one
+        offset generator per file."""
+        job = self.job
+        if job.sim_mix is None:
+            return None
+        bs_rand = self._stream(_S_BS, "bs")
+        out = []
+        for k, ms in enumerate(job.sim_mix):
+            sj = ms.job
+            gens = []
+            for f in self.files:
+                _, _, og = self._region(
+                    sj, f.dev, f.index, f.name, self._nfiles, f"stream {k}: ", (_S_MIX, f"mix{k}.offsets{f.index}", k * 4096 + f.index)
+                )
+                gens.append(og)
+            spec = sj.bs_spec
+            fixed = tuple(sp[1] if sp[0] == "fixed" else sj.min_bs[d] for d, sp in enumerate(spec))
+            draw = tuple(_size_drawer(sp, bs_rand) for sp in spec)
+            ddirs = sj.ddirs
+            pread = sj.rwmixread / 100.0 if sj.is_mixed else (1.0 if ddirs[0] == 0 else 0.0)
+            out.append(_Stream(ms.weight, ddirs[0] if not sj.is_mixed else -1, pread, fixed, draw, gens))
+        return out
 
     def _reset_run_state(self) -> None:
         self._inflight = 0
@@ -540,16 +601,25 @@ class JobThread(Component):
             return ddir < 0 or (
                 self._inflight < self._depth and self._blocker is None and not self._stall and self._issue(ddir, size)
             )
-        if ddir < 0:
-            ddir = self._next_ddir() if self._mixed else self._ddir0
-        if size:
-            bs = size
-        elif self._varbs:
-            bv = self._bsvar[ddir]
-            bs = bv() if bv is not None else self._bs[ddir]
+        if self._streams is not None:
+            # sim_mix: the stream by weight, then its direction, size and offset
+            r = self._mix_rand
+            st = self._streams[bisect_right(self._mix_cum, r.random())] if len(self._streams) > 1 else self._streams[0]
+            ddir = st.ddir if st.ddir >= 0 else (0 if r.random() < st.pread else 1)
+            bv = st.draw[ddir]
+            bs = bv() if bv is not None else st.fixed[ddir]
+            off = st.gens[f.index].next(ddir, bs)
         else:
-            bs = self._bs[ddir]
-        off = f.gen.next(ddir, bs)
+            if ddir < 0:
+                ddir = self._next_ddir() if self._mixed else self._ddir0
+            if size:
+                bs = size
+            elif self._varbs:
+                bv = self._bsvar[ddir]
+                bs = bv() if bv is not None else self._bs[ddir]
+            else:
+                bs = self._bs[ddir]
+            off = f.gen.next(ddir, bs)
         req = FioRequest(ddir, off, bs, self._fua and ddir == 1)
         req.t_issue = now
         self._inflight += 1
