@@ -1,5 +1,8 @@
 """``simrun fio JOBFILE --device PROFILE``: a real fio job file against simulated devices.
 
+A JOBFILE ending in ``.yaml``/``.yml`` is an Iometer access specification instead
+(:mod:`simulator.workloads.iometer`), run through the same fio job machinery.
+
 Job files are read with fio's ini syntax and option names. Devices come from profiles; with one
 ``--device`` every job's ``filename`` is mapped onto it (so a job file written for /dev/sdb runs
 unchanged), with several ``--device name=profile`` the jobs' ``filename=`` must use those names.
@@ -78,7 +81,13 @@ def run_fio_jobfile(
         raise ConfigError("must be 'normal' or 'json'", source="command line", field="--output-format")
     if not devices:
         raise ConfigError("give at least one --device PROFILE", source="command line", field="--device")
-    gopts, sections = parse_jobfile(jobfile)
+    if Path(jobfile).suffix.lower() in (".yaml", ".yml"):
+        # an Iometer access specification (simulator.workloads.iometer), mapped onto fio jobs
+        from simulator.workloads.iometer import iometer_jobs, load_iometer
+
+        gopts, sections = iometer_jobs(load_iometer(jobfile), [n for n, _ in _parse_devices(devices)])
+    else:
+        gopts, sections = parse_jobfile(jobfile)
     dev_specs, gopts = _apply_sets(_parse_devices(devices), gopts, list(sets or []))
     jobs = resolve_jobs(gopts, sections, str(jobfile))
     parsed = _parse_devices(devices)

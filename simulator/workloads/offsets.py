@@ -52,6 +52,7 @@ __all__ = [
     "HotbandOffsets",
     "OffsetGenerator",
     "RandomOffsets",
+    "SeqRandOffsets",
     "SequentialOffsets",
     "make_offsets",
     "zipf_zetan",
@@ -430,6 +431,35 @@ class HotbandOffsets(RandomOffsets):
         if ddir == 1 and self._shift:
             b = ((off - self.start) // self.align + self._shift) % self.nblocks
             off = self.start + b * self.align
+        return off
+
+
+class SeqRandOffsets(OffsetGenerator):
+    """fio's ``percentage_random`` below 100: each IO of direction ``ddir`` is random (from ``rnd``)
+    with probability ``pct[ddir]`` % (fio's should_do_random: a draw 1..100 <= the percentage),
+    otherwise it continues where that direction's previous IO ended (fio's ``last_pos``, starting at
+    the region's start), wrapping to the start when it would pass the end."""
+
+    __slots__ = ("_last", "_p", "_rand", "_rnd", "end", "span", "start")
+
+    def __init__(self, rnd: OffsetGenerator, pct: tuple[int, int, int], rand) -> None:
+        self._rnd = rnd
+        self._p = tuple(p / 100.0 for p in pct)
+        self._rand = rand
+        self.start = rnd.start
+        self.span = rnd.span
+        self.end = self.start + self.span
+        self._last = [self.start] * 3
+
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        p = self._p[ddir]
+        if p >= 1.0 or (p > 0.0 and self._rand() < p):
+            off = self._rnd.next(ddir, size)
+        else:
+            off = self._last[ddir]
+            if off + size > self.end:
+                off = self.start
+        self._last[ddir] = off + size
         return off
 
 

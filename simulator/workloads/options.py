@@ -131,7 +131,7 @@ UNSUPPORTED_OPTIONS = frozenset(
         "zonesize", "zonerange", "zoneskip", "zonemode", "zone_size", "zone_range", "zone_skip",
         "verify", "verify_backlog", "verify_interval", "do_verify", "verify_only",
         "thinkcycles", "rate_min", "ratemin", "rate_iops_min", "ratecycle", "rate_ignore_thinktime",
-        "rwmixcycle", "percentage_random", "percentage_sequential", "rw_sequencer",
+        "rwmixcycle", "rw_sequencer",
         "latency_target", "latency_window", "latency_percentile", "latency_run", "max_latency",
         "sync_file_range", "write_barrier", "fill_device", "fill_fs",
         "wait_for", "flow", "flow_id", "flow_watermark", "flow_sleep",
@@ -325,6 +325,17 @@ def _rate_bytes_triplet(v: Any) -> tuple[int, int, int] | None:
     if v is None:
         return None
     return _split_ddir(v, _rate_bytes_value, "rate", 0)
+
+
+def _pct_value(p: Any) -> int:
+    n = _fio_int(p)
+    if not 0 <= n <= 100:
+        raise ValueError(f"must be a percentage 0..100, got {n}")
+    return n
+
+
+def _pct_triplet(v: Any) -> tuple[int, int, int]:
+    return _split_ddir(v, _pct_value, "percentage", 100)
 
 
 def _ddir_strings(v: Any, what: str) -> tuple[str | None, str | None, str | None]:
@@ -696,6 +707,7 @@ MIX_STREAM_OPTIONS = frozenset(
     {
         "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bssplit", "bsrange",
         "blocksize_range", "blockalign", "ba", "random_distribution", "offset", "size", "norandommap",
+        "percentage_random", "percentage_sequential",
     }
 )
 #: most streams in one ``sim_mix``
@@ -923,6 +935,12 @@ class FioJob(ConfigModel):
         "with bsrange (no bssplit) fio paces linear arrivals by bytes at rate_iops x the smallest block "
         "size (default none = closed loop)",
     )
+    percentage_random: Annotated[tuple[int, int, int], BeforeValidator(_pct_triplet)] = Field(
+        (100, 100, 100),
+        description="random IO (rw=rand*): percent of IOs at a random offset, per direction in fio's "
+        "comma form; the others continue sequentially where the direction's previous IO ended "
+        "(fio's should_do_random / last_pos); percentage_sequential is 100 minus it (default 100)",
+    )
     rate: Annotated[tuple[int, int, int] | None, BeforeValidator(_rate_bytes_triplet)] = Field(
         None,
         description="open loop by bandwidth: bytes per second per direction in fio's read,write,trim "
@@ -993,6 +1011,14 @@ class FioJob(ConfigModel):
         for k, v in d.items():
             if v is None and k in _FIELDS and k not in _FLAG_FIELDS:
                 raise ValueError(f"{k}: needs a value ({k}=...)")
+        if "percentage_sequential" in d:
+            if "percentage_random" in d:
+                raise ValueError("percentage_random: give percentage_random or percentage_sequential, not both")
+            try:
+                seq = _pct_triplet(d.pop("percentage_sequential"))
+            except ValueError as e:
+                raise ValueError(f"percentage_random: percentage_sequential: {e}") from None
+            d["percentage_random"] = tuple(100 - x for x in seq)
         if "buffered" in d:
             try:
                 d["buffered"] = _fio_bool(d["buffered"])
@@ -1242,6 +1268,10 @@ _FLAG_FIELDS = frozenset(
 )
 
 
+#: fio options that are not fields but set one (percentage_sequential = 100 - percentage_random)
+_DERIVED_OPTIONS = frozenset({"percentage_sequential"})
+
+
 # --------------------------------------------------------------------------- resolution
 def _canonical(key: Any) -> str:
     if not isinstance(key, str):
@@ -1339,7 +1369,7 @@ def resolve_jobs(
                 raise ConfigError(
                     f"fio option {k!r} is not supported by the simulator", source=source, field=labels[k]
                 )
-            if k not in _FIELDS:
+            if k not in _FIELDS and k not in _DERIVED_OPTIONS:
                 close = difflib.get_close_matches(
                     k, sorted(_FIELDS | IGNORED_OPTIONS | set(OPTION_ALIASES)), n=1
                 )
@@ -1350,6 +1380,8 @@ def resolve_jobs(
                 raw[k] = json.dumps(v, default=str, sort_keys=True)[:100_000]
             elif k != "name":
                 raw[k] = _to_str(v)
+        if "percentage_sequential" in labels:
+            labels.setdefault("percentage_random", labels["percentage_sequential"])
         try:
             fj = FioJob.model_validate(values)
         except ValidationError as e:

@@ -67,7 +67,7 @@ import simpy
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, Simulation, succeed_at, succeed_now
 from simulator.errors import ConfigError
-from simulator.workloads.offsets import OffsetGenerator, make_offsets
+from simulator.workloads.offsets import OffsetGenerator, SeqRandOffsets, make_offsets
 from simulator.workloads.options import FioJob
 
 __all__ = ["FioRequest", "JobThread", "RequestLog", "Workload", "run_fio"]
@@ -77,7 +77,7 @@ _FLUSH = int(Op.FLUSH)
 _TRIM = int(Op.TRIM)
 
 # purposes of a thread's repeatable random streams (spawn keys under randseed)
-_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE, _S_BS, _S_DELAY, _S_MIX, _S_MIXPICK = 0, 1, 2, 4, 7, 8, 9, 10
+_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE, _S_BS, _S_DELAY, _S_MIX, _S_MIXPICK, _S_SEQRAND = 0, 1, 2, 4, 7, 8, 9, 10, 11
 
 
 class FioRequest(Request):
@@ -328,6 +328,9 @@ class JobThread(Component):
         except ValueError as e:
             opt = "random_distribution" if "zone" in str(e) else "bs"
             raise job.config_error(opt_of(opt), f"{where}{e}") from None
+        if sj.is_random and any(sj.percentage_random[d] < 100 for d in sj.ddirs):
+            u = _Uniforms(self._gen(_S_SEQRAND, f"seqrand.{seed[1]}", seed[2]))
+            og = SeqRandOffsets(og, sj.percentage_random, u.random)
         return start, span, og
 
     def _make_streams(self) -> list[_Stream] | None:
