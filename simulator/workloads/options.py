@@ -731,7 +731,7 @@ class MixStream(ConfigModel):
 
     @model_validator(mode="after")
     def _resolve(self) -> MixStream:
-        bad = sorted(k for k in self.options if not isinstance(k, str) or k not in MIX_STREAM_OPTIONS)
+        bad = sorted(str(k) for k in self.options if not isinstance(k, str) or k not in MIX_STREAM_OPTIONS)
         if bad:
             raise ValueError(
                 f"option {str(bad[0])[:40]!r} cannot be set per stream (allowed: {', '.join(sorted(MIX_STREAM_OPTIONS))})"
