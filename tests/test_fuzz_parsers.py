@@ -189,7 +189,9 @@ MIX_VALUES = st.lists(
         st.fixed_dictionaries(
             {"weight": st.one_of(NUMBERS, NUMERAL_TEXT)},
             optional={
-                "options": st.dictionaries(st.sampled_from(MIX_OPTIONS), st.one_of(VALUES, SPLIT_TEXT), max_size=4),
+                "options": st.dictionaries(
+                    st.one_of(st.sampled_from(MIX_OPTIONS), st.integers(), st.none()), st.one_of(VALUES, SPLIT_TEXT), max_size=4
+                ),
                 "name": st.one_of(st.text(max_size=70), st.integers()),
             },
         ),

@@ -1377,7 +1377,10 @@ def resolve_jobs(
                 raise ConfigError(f"unknown fio option {k!r}{hint}", source=source, field=labels[k])
             values[k] = v
             if k == "sim_mix":
-                raw[k] = json.dumps(v, default=str, sort_keys=True)[:100_000]
+                try:
+                    raw[k] = json.dumps(v, default=str)[:100_000]
+                except (TypeError, ValueError):  # keys json cannot write: the validation names them
+                    raw[k] = str(v)[:100_000]
             elif k != "name":
                 raw[k] = _to_str(v)
         if "percentage_sequential" in labels:
