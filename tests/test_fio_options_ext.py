@@ -374,3 +374,23 @@ def test_per_job_targets_each_job_its_own_devices():
     assert len(devs["d1"].log) == len(devs["d2"].log) == 100
     assert {r.size for r in data_log(devs["d1"])} == {8 * KB}
     assert [r.n for r in res] == [300, 200]
+
+
+def test_zoned_per_direction_tables():
+    # HOWTO: "it's possible to specify separate zones for reads, writes, and trims"
+    sim = new_sim(10)
+    devs = recording_devices(sim, [1e-5], capacity="64MiB")
+    n = 20000
+    run_jobs(AIO, [{"rw": "randrw", "iodepth": 4, "number_ios": n, "loops": 2,
+                    "random_distribution": "zoned:90/10:10/90,10/10:90/90"}], devs, sim)
+    log = data_log(devs["d0"])
+    for op, p in ((Op.READ, 0.9), (Op.WRITE, 0.1)):
+        offs = np.array([r.offset for r in log if r.op == op]) / (64 * 2**20)
+        assert binomial_ok(int((offs < 0.1).sum()), len(offs), p), (op, float((offs < 0.1).mean()))
+    # an empty part leaves that direction uniformly random
+    sim = new_sim(10)
+    devs = recording_devices(sim, [1e-5], capacity="64MiB")
+    run_jobs(AIO, [{"rw": "randrw", "number_ios": n, "loops": 2, "random_distribution": "zoned:90/10:10/90,"}],
+             devs, sim)
+    w = np.array([r.offset for r in data_log(devs["d0"]) if r.op == Op.WRITE]) / (64 * 2**20)
+    assert binomial_ok(int((w < 0.1).sum()), len(w), 0.1)

@@ -51,6 +51,7 @@ __all__ = [
     "ZIPF_MAX_GEN",
     "HotbandOffsets",
     "OffsetGenerator",
+    "PerDirectionOffsets",
     "RandomOffsets",
     "SeqRandOffsets",
     "SequentialOffsets",
@@ -463,6 +464,21 @@ class SeqRandOffsets(OffsetGenerator):
         return off
 
 
+class PerDirectionOffsets(OffsetGenerator):
+    """One generator per data direction (fio's per-direction zoned distributions)."""
+
+    __slots__ = ("_gens", "span", "start")
+
+    def __init__(self, gens: list[OffsetGenerator | None]):
+        self._gens = gens
+        g0 = next(g for g in gens if g is not None)
+        self.start = g0.start
+        self.span = g0.span
+
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        return self._gens[ddir].next(ddir, size)
+
+
 def make_offsets(
     random: bool,
     start: int,
@@ -485,5 +501,14 @@ def make_offsets(
     assert gen is not None
     lo = min(bs[d] for d in ddirs)
     hi = max(maxb[d] for d in ddirs)
+    if dist[0] == "zoned_ddir":
+        # each direction its own table (and its own child stream of ``gen``)
+        kind, per = dist[1], dist[2]
+        subs = gen.spawn(3)
+        gens: list[OffsetGenerator | None] = [None, None, None]
+        for d in ddirs:
+            sub = (kind, per[d]) if per[d] is not None else ("random",)
+            gens[d] = RandomOffsets(start, span, align or lo, hi, sub, subs[d], randommap=randommap and per[d] is None)
+        return PerDirectionOffsets(gens)
     cls = HotbandOffsets if dist[0] == "sim_hotband" else RandomOffsets
     return cls(start, span, align or lo, hi, dist, gen, randommap=randommap)

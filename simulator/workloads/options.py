@@ -574,6 +574,8 @@ DistSpec = tuple
   with ``center`` = -1.0 when not given (fio's default placement)
 * ``("zoned", ((access_pct, size_pct), ...))``
 * ``("zoned_abs", ((access_pct, size_bytes), ...))``
+* ``("zoned_ddir", "zoned" | "zoned_abs", (zones_read, zones_write, zones_trim))`` for fio's
+  per-direction comma form (a ``None`` direction is uniformly random)
 """
 
 
@@ -628,40 +630,57 @@ def parse_random_distribution(text: str) -> DistSpec:
         if not rest.strip():
             raise ValueError(f"{kind} needs zones, e.g. {kind}:60/10:30/20:10/70")
         if "," in rest:
-            raise ValueError(f"per-direction {kind} distributions (comma form) are not supported")
-        zones = []
-        for z in rest.split(":"):
-            a, slash, b = z.partition("/")
-            if not slash:
-                raise ValueError(
-                    f"zone {len(zones) + 1} is not of the form access%/{'size' if kind == 'zoned_abs' else 'range%'}"
-                )
-            try:
-                acc = int(a.strip())
-            except ValueError:
-                raise ValueError(f"the access percentage of zone {len(zones) + 1} is not an integer") from None
-            if kind == "zoned":
+            # fio: "it's possible to specify separate zones for reads, writes, and trims" (the
+            # comma form of bssplit); an empty part leaves that direction uniformly random
+            parts = _ddir_strings(rest, kind)
+            per = []
+            for d, part in enumerate(parts):
+                if part is None:
+                    per.append(None)
+                    continue
                 try:
-                    size = int(b.strip())
-                except ValueError:
-                    raise ValueError(f"the range percentage of zone {len(zones) + 1} is not an integer") from None
-                if size < 0:
-                    raise ValueError("zone sizes must be >= 0")
-            else:
-                size = _fio_int(b.strip())
-                if size <= 0:
-                    raise ValueError("zoned_abs zone sizes must be > 0")
-            if acc < 0:
-                raise ValueError("access percentages must be >= 0")
-            zones.append((acc, size))
-        if sum(a for a, _ in zones) != 100:
-            raise ValueError(
-                f"access percentages of {kind} must add up to 100, got {sum(a for a, _ in zones)}"
-            )
-        if kind == "zoned" and sum(s for _, s in zones) > 100:
-            raise ValueError(f"range percentages of zoned add to more than 100 ({sum(s for _, s in zones)})")
-        return (kind, tuple(zones))
+                    per.append(_zones(kind, part))
+                except ValueError as e:
+                    raise ValueError(f"{('read', 'write', 'trim')[d]} part: {e}") from None
+            return ("zoned_ddir", kind, tuple(per))
+        return (kind, _zones(kind, rest))
     raise ValueError("unknown random_distribution (random, zipf, pareto, normal, zoned, zoned_abs, sim_hotband)")
+
+
+def _zones(kind: str, rest: str) -> tuple[tuple[int, int], ...]:
+    """One direction's zones of zoned/zoned_abs: ((access %, range % or bytes), ...)."""
+    zones: list[tuple[int, int]] = []
+    for z in rest.split(":"):
+        a, slash, b = z.partition("/")
+        if not slash:
+            raise ValueError(
+                f"zone {len(zones) + 1} is not of the form access%/{'size' if kind == 'zoned_abs' else 'range%'}"
+            )
+        try:
+            acc = int(a.strip())
+        except ValueError:
+            raise ValueError(f"the access percentage of zone {len(zones) + 1} is not an integer") from None
+        if kind == "zoned":
+            try:
+                size = int(b.strip())
+            except ValueError:
+                raise ValueError(f"the range percentage of zone {len(zones) + 1} is not an integer") from None
+            if size < 0:
+                raise ValueError("zone sizes must be >= 0")
+        else:
+            size = _fio_int(b.strip())
+            if size <= 0:
+                raise ValueError("zoned_abs zone sizes must be > 0")
+        if acc < 0:
+            raise ValueError("access percentages must be >= 0")
+        zones.append((acc, size))
+        if len(zones) > 256:
+            raise ValueError("at most 256 zones (fio), got more")
+    if sum(a for a, _ in zones) != 100:
+        raise ValueError(f"access percentages of {kind} must add up to 100, got {sum(a for a, _ in zones)}")
+    if kind == "zoned" and sum(s for _, s in zones) > 100:
+        raise ValueError(f"range percentages of zoned add to more than 100 ({sum(s for _, s in zones)})")
+    return tuple(zones)
 
 
 def _dist(v: Any) -> str:
