@@ -17,7 +17,14 @@ file or from YAML) into validated :class:`FioJob` objects. The option policy is 
   (:data:`UNSUPPORTED_OPTIONS`), as is any name fio does not have. Names must be spelled exactly as
   fio spells them (aliases fio itself accepts, such as ``blocksize`` or ``readwrite``, are mapped).
 
-Simulator extensions are prefixed ``sim_`` (only ``sim_slat`` so far).
+Simulator extensions are prefixed ``sim_``: ``sim_slat`` (submission latency), ``sim_mix`` (a job
+whose IOs come from weighted streams, for vdbench skews and Iometer access specifications) and the
+``sim_hotband`` value of ``random_distribution`` (vdbench's hotband curve).
+
+Semantics follow fio's HOWTO (``HOWTO.rst`` in fio's repository, github.com/axboe/fio, read
+2026-11) and, where the prose is silent, fio's code (options.c ``bssplit_ddir``/``str_split_parse``,
+io_u.c ``get_next_buflen``, backend.c ``handle_thinktime``/``usec_for_io``); each field says what it
+follows.
 
 Deviations from fio worth knowing (all documented on the fields):
 
