@@ -429,12 +429,13 @@ def _bssplit_ddir(text: str) -> tuple[tuple[int, float], ...]:
 
 def _bssplit(v: Any) -> str:
     parts = _ddir_strings(v, "bssplit")
+    per_dir = "," in str(v)
     for d, p in enumerate(parts):
         if p is not None:
             try:
                 _bssplit_ddir(p)
             except ValueError as e:
-                raise ValueError(f"{('read', 'write', 'trim')[d]} part: {e}") from None
+                raise ValueError(f"{('read', 'write', 'trim')[d]} part: {e}" if per_dir else str(e)) from None
     return str(v).strip()
 
 
