@@ -59,3 +59,32 @@ def test_add_your_ssd_example_calibrates_on_one_figure_and_predicts_the_curve(tm
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     _check_curve(load_profile(str(fitted))["params"])
+
+
+def test_class_prior_is_the_median_of_the_committed_whole_curve_fits():
+    """The PLP class prior (one FTL core; FTL stage = 0.69 of the write path) is traceable to the committed
+    ssd-dsync fits of the drives with whole sync-write curves: every one chose one core, and 0.69 is the median of
+    their FTL shares (to the 2 digits the spec ties). Fails when a refit moves them and the prior is not updated."""
+    import csv
+    import statistics
+
+    import yaml
+
+    rep = ROOT / "calibration" / "ssd-dsync" / "report"
+    cases = ["intel_p3700_400gb", "intel_p3600_800gb", "samsung_pm863_1.92tb", "samsung_pm863_480gb",
+             "samsung_sm863_240gb", "hgst_ultrastar_ssd1600mm_800gb", "intel_dc_s3700_400gb", "dsync_ramp_example"]
+    shares = []
+    for c in cases:
+        rows = {r["key"]: float(r["fitted"]) for r in csv.DictReader((rep / c / "params.csv").open())}
+        assert rows["devices.0.params.controller.ftl_cores"] == 1, c
+        shares.append(rows["var.s"])
+    med = statistics.median(shares)
+    assert round(med, 2) == 0.69
+    loo = [statistics.median(shares[:i] + shares[i + 1:]) for i in range(len(shares))]
+    assert all(abs(x - 0.69) < 0.005 for x in loo), loo
+    for cls in ("enterprise_plp_sata", "enterprise_plp_sas", "enterprise_plp_nvme"):
+        assert load_profile(f"ssd/class/{cls}")["params"]["controller"]["ftl_cores"] == 1
+    for spec in (ROOT / "calibration" / "ssd-scaling" / "calibrate.yaml", EX / "calibrate.yaml"):
+        tied = {t["key"]: t["expr"] for t in yaml.safe_load(spec.read_text())["tied"]}
+        assert tied["devices.0.params.controller.ftl_update"] == "0.69 * W"
+        assert tied["devices.0.params.controller.write_latency"] == "0.31 * W"
