@@ -374,7 +374,11 @@ def _ssd_scaling(quick: bool) -> tuple[list[str], list[dict[str, Any]]]:
            "fitted on the 1/5/10-job figures it follows the HGST and S3700 curves no better than one stage does (+35/-27 % and "
            "+23/-19 %, as before), so no class uses it. The drives the project does not ship lost by (1): 5 of 14 within "
            "±30 % against 8 of 14 with two cores (the PM9A3 and Netlist EV3 rise further than one core allows), 15 of 28 "
-           "in all against 10 of 28.", "",
+           "in all against 10 of 28. (4) Tested, not adopted: a per-command SATA link time (FIS exchanges on the half-duplex "
+           "link) of 10.5 us per 4 KiB write, i.e. the ~95K IOPS ceiling of SATA drives' random-read ratings, run as a "
+           "link_rate of 390 MB/s on the SATA cases: PM863 1.92TB +66 -> +8 %, PM863 480GB +15/+11 %, SM863 +8 %, S3700 "
+           "unchanged, D3-S4510 QD32 -8 -> +7 % (the shipped SATA fits would have to be redone, and the per-command time "
+           "has no primary source yet).", "",
            "Where it misses: with one FTL core a drive whose curve keeps rising after a first knee (HGST SSD1600MM and S3700 "
            "400GB at 10 jobs, the PM9A3 beyond QD1 and with 4 jobs x QD128, the Netlist EV3's DRAM-backed card) is predicted "
            "to saturate at 1.6-3x its 1-job rate (one stage: 0.69 of the device write path); the PM863 1.92TB as new is predicted too fast (+66 %): its 1-job cycle "
