@@ -46,14 +46,14 @@ _INF = math.inf
 
 
 # =============================================================================== event heap
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _less(st, i, j):
     ti = st.ht[i]
     tj = st.ht[j]
     return ti < tj or (ti == tj and st.hs[i] < st.hs[j])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _swap(st, i, j):
     st.ht[i], st.ht[j] = st.ht[j], st.ht[i]
     st.hs[i], st.hs[j] = st.hs[j], st.hs[i]
@@ -62,7 +62,7 @@ def _swap(st, i, j):
     st.ha[i], st.ha[j] = st.ha[j], st.ha[i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def schedule(st, t, kind, target, arg):
     """Push an event at absolute time ``t`` (sequence = order of scheduling)."""
     n = st.gi[GI_HN]
@@ -84,7 +84,7 @@ def schedule(st, t, kind, target, arg):
             break
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _pop(st):
     """Remove the root (the caller has read it)."""
     n = st.gi[GI_HN] - 1
@@ -113,7 +113,7 @@ def _pop(st):
 
 
 # =============================================================================== device accounting
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _acc_enter(st, d, now):
     a = st.dacc[d]
     a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
@@ -121,7 +121,7 @@ def _acc_enter(st, d, now):
     a[DA_INSIDE] += 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _acc_leave(st, d, r, now):
     a = st.dacc[d]
     a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
@@ -132,7 +132,7 @@ def _acc_leave(st, d, r, now):
     a[DA_BYTES + op] += st.rqi[r, RI_SIZE]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def reset_device_stats(st, d, now):
     """devices.base.Device.reset_stats (+ the HDD's own counters and busy carry-over)."""
     a = st.dacc[d]
@@ -159,20 +159,20 @@ def reset_device_stats(st, d, now):
             a[DA_BUSY] = rest if rest > 0.0 else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _complete_after(st, d, r, now, delay):
     schedule(st, now + delay, EV_DONE, d, r)
 
 
 # =============================================================================== queue device
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _u(st, q):
     p = st.qi[q, QI_UPOS]
     st.qi[q, QI_UPOS] = p + 1
     return st.qu[q, p]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _q_sample(st, q):
     """The service distributions of simulator.distributions (same formulas, same uniforms)."""
     kind = st.qi[q, QI_DIST]
@@ -198,7 +198,7 @@ def _q_sample(st, q):
     return -p0 / k * math.log(p)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _q_dispatch(st, d, q, r, now):
     if st.rqi[r, RI_OP] == _FLUSH:
         s = st.qf[q, QF_FLUSH]
@@ -215,7 +215,7 @@ def _q_dispatch(st, d, q, r, now):
         st.gi[GI_LOW] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _q_start(st, d, q, r, now):
     if st.qi[q, QI_FREE] > 0:
         st.qi[q, QI_FREE] -= 1
@@ -229,7 +229,7 @@ def _q_start(st, d, q, r, now):
         st.qi[q, QI_CNT] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _q_finish(st, d, q, r, now):
     _acc_leave(st, d, r, now)
     if st.qi[q, QI_CNT] > 0:
@@ -246,7 +246,7 @@ def _q_finish(st, d, q, r, now):
 
 
 # =============================================================================== HDD: host link
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _link_reserve(st, h, t, dur, now):
     """devices.hdd.drive.Link.reserve on an array of intervals (sorted by start)."""
     if dur <= 0.0:
@@ -285,7 +285,7 @@ def _link_reserve(st, h, t, dur, now):
 
 
 # =============================================================================== HDD
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _h_sectors(st, h, r):
     ss = st.hi[h, HI_SS]
     off = st.rqi[r, RI_OFF]
@@ -296,14 +296,14 @@ def _h_sectors(st, h, r):
     return lba, end
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _h_ack(st, d, r, now, delay):
     st.rqf[r, RF_TSTART] = now
     st.rqf[r, RF_SERVICE] = delay
     _complete_after(st, d, r, now, delay)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_read_hit(st, d, h, r, now):
     st.hi[h, HI_READHITS] += 1
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
@@ -311,7 +311,7 @@ def _h_read_hit(st, d, h, r, now):
     _h_ack(st, d, r, now, ls + dur - now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_stream_hit(st, d, h, r, now, end):
     par = st.hpar[h]
     st.hi[h, HI_READHITS] += 1
@@ -335,7 +335,7 @@ def _h_stream_hit(st, d, h, r, now, end):
     _h_ack(st, d, r, now, done - now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_fill_window(st, h, now):
     cap = st.hdq.shape[1]
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
@@ -356,7 +356,7 @@ def _h_fill_window(st, h, now):
         st.hi[h, HI_WIN] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_dispatch(st, d, h, now):
     """HDD._dispatch: the mechanism is free; start the next media operation, if any."""
     if st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
@@ -412,7 +412,7 @@ def _h_dispatch(st, d, h, now):
         schedule(st, tend, EV_DESTAGE, d, item)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_enqueue_host(st, d, h, r, now, lba, ns, w, ready, linkw):
     seq = st.hi[h, HI_SEQ] + 1
     st.hi[h, HI_SEQ] = seq
@@ -428,7 +428,7 @@ def _h_enqueue_host(st, d, h, r, now, lba, ns, w, ready, linkw):
         _h_dispatch(st, d, h, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_fits(st, h, lba, nbytes):
     if st.hf[h, HF_DIRTY_BYTES] + nbytes > st.hf[h, HF_WC_SIZE]:
         return False
@@ -447,7 +447,7 @@ def _h_fits(st, h, lba, nbytes):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_accept(st, d, h, r, now, lba, end):
     """HDD._accept: take a write into the (volatile) write cache, acknowledge after the transfer."""
     seq = st.hi[h, HI_SEQ] + 1
@@ -489,7 +489,7 @@ def _h_accept(st, d, h, r, now, lba, end):
         _h_dispatch(st, d, h, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_admit_write(st, d, h, r, now):
     lba, end = _h_sectors(st, h, r)
     K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
@@ -515,7 +515,7 @@ def _h_admit_write(st, d, h, r, now):
     _h_accept(st, d, h, r, now, lba, end)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_admit(st, d, h, r, now):
     st.hi[h, HI_OUT] += 1
     op = st.rqi[r, RI_OP]
@@ -551,7 +551,7 @@ def _h_admit(st, d, h, r, now):
         _h_ack(st, d, r, now, st.hf[h, HF_OVH_W])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_submit(st, d, h, r, now):
     if st.hi[h, HI_OUT] >= st.hi[h, HI_QD]:
         cap = st.hhq.shape[1]
@@ -564,7 +564,7 @@ def _h_submit(st, d, h, r, now):
         _h_admit(st, d, h, r, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_pump(st, d, h, now):
     cap = st.hhq.shape[1]
     while st.hi[h, HI_HQ_CNT] > 0 and st.hi[h, HI_OUT] < st.hi[h, HI_QD]:
@@ -580,7 +580,7 @@ def _h_pump(st, d, h, now):
         _h_dispatch(st, d, h, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_finish(st, d, h, r, now):
     _acc_leave(st, d, r, now)
     st.hi[h, HI_OUT] -= 1
@@ -605,7 +605,7 @@ def _h_finish(st, d, h, r, now):
     _h_pump(st, d, h, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _h_destage_done(st, d, h, e, now):
     st.hi[h, HI_BUSY] = 0
     st.hi[h, HI_MECH] = -1
@@ -634,7 +634,7 @@ def _h_destage_done(st, d, h, e, now):
 
 
 # =============================================================================== device dispatch
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def device_submit(st, d, r, now):
     st.rqf[r, RF_TSUB] = now
     _acc_enter(st, d, now)
@@ -645,7 +645,7 @@ def device_submit(st, d, r, now):
         _h_submit(st, d, st.dvi[d, 1], r, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _device_finish(st, d, r, now):
     k = st.dvi[d, 0]
     if k == DK_QUEUE:
@@ -655,19 +655,19 @@ def _device_finish(st, d, r, now):
 
 
 # =============================================================================== job threads
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_stop(st, th):
     st.thi[th, TI_ISSUING] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_finish(st, th, now):
     st.thi[th, TI_DONE] = 1
     st.thf[th, TF_TEND] = now
     st.gi[GI_ACTIVE] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_issue(st, th, now):
     """JobThread._issue (closed loop, one file, one direction). False when the thread stops."""
     if now >= st.thf[th, TF_TSTOP]:
@@ -715,14 +715,14 @@ def _t_issue(st, th, now):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_fill(st, th, now):
     while st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
         if not _t_issue(st, th, now):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_ramp_end(st, th, now):
     if st.thi[th, TI_DONE] != 0:
         return
@@ -730,7 +730,7 @@ def _t_ramp_end(st, th, now):
     reset_device_stats(st, st.thi[th, TI_DEV], now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_begin(st, th, now):
     st.thf[th, TF_T0] = now
     trec = now + st.thf[th, TF_RAMP]
@@ -747,7 +747,7 @@ def _t_begin(st, th, now):
         _t_finish(st, th, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _t_done(st, r, now):
     """JobThread._on_done: record, free the request, refill."""
     th = st.rqi[r, RI_THR]
@@ -779,7 +779,7 @@ def _t_done(st, r, now):
 
 
 # =============================================================================== the loop
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def start_threads(st):
     """Workload.start: every thread begins now (or after its startdelay), in thread order."""
     now = st.gf[GF_NOW]
@@ -791,7 +791,7 @@ def start_threads(st):
             _t_begin(st, th, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def run_until(st, t_limit):
     """Process events with time <= t_limit. Returns a status ``ST_*``."""
     gi = st.gi
