@@ -22,6 +22,8 @@ EV_SUBMIT = 2  # target thread, argument request: submission latency over, the r
 EV_MECHFREE = 3  # target device (HDD): the mechanism is free while the host link drains a read
 EV_DESTAGE = 4  # target device (HDD), argument extent: a destage of cached write data finished
 EV_BEGIN = 5  # target thread: startdelay over
+EV_ARRIVAL = 6  # target thread: an open-loop arrival (its exact due time is the thread's TF_NEXTARR)
+EV_TIMESTOP = 7  # target thread: open loop, end of runtime
 
 # ---- global integers
 GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
@@ -66,7 +68,14 @@ TI_IOSLIM = 12  # -1 = none
 TI_OFFPOS = 13
 TI_OFFLEN = 14
 TI_RECORD = 15  # 1 = record completions in the log
-NTI = 16
+TI_RATE = 16  # 1 = open loop (rate_iops)
+TI_POISSON = 17
+TI_BACKLOG = 18  # arrivals waiting for a free slot
+TI_ARRIVALS = 19  # arrivals so far (linear rate: the k-th is due at t0 + k / rate)
+TI_STOPSCHED = 20
+TI_RPOS = 21  # rate uniforms buffer: next
+TI_RLEN = 22  # rate uniforms buffer: valid length
+NTI = 23
 TF_TREC = 0  # end of ramp: completions from here on are recorded
 TF_TSTOP = 1  # end of runtime (inf = none)
 TF_RAMP = 2
@@ -77,7 +86,9 @@ TF_TEND = 6
 TF_BYTESLIM = 7  # inf = none
 TF_T0 = 8
 TF_DELAY = 9  # startdelay
-NTF = 10
+TF_RATE = 10  # arrivals per second (open loop)
+TF_NEXTARR = 11  # due time of the pending arrival
+NTF = 12
 
 # ---- devices (common accounting, the same fields as devices.base.Device)
 DK_QUEUE = 0
@@ -157,7 +168,7 @@ State = namedtuple(
         "gi", "gf",
         "ht", "hs", "hk", "hg", "ha",
         "rqi", "rqf", "rfree",
-        "thi", "thf", "offs",
+        "thi", "thf", "offs", "ru",
         "lg", "lgt",
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",

@@ -20,7 +20,7 @@ from numba import njit
 from simulator.devices.hdd import kernels as K
 from simulator.core.layout import (
     DA_BUSY, DA_BYTES, DA_COMP, DA_INSIDE, DA_QAREA, DA_T0, DA_TQ, DK_HDD, DK_QUEUE,
-    EV_BEGIN, EV_DESTAGE, EV_DONE, EV_MECHFREE, EV_RAMP, EV_SUBMIT,
+    EV_ARRIVAL, EV_BEGIN, EV_DESTAGE, EV_TIMESTOP, EV_DONE, EV_MECHFREE, EV_RAMP, EV_SUBMIT,
     GF_NOW, GI_ACTIVE, GI_EVENTS, GI_FREE, GI_HN, GI_LOGN, GI_LOW, GI_SEQ,
     HF_DIRTY_BYTES, HF_HW, HF_LINK_BUSY, HF_LRATE, HF_MECH_END, HF_OVH_HIT, HF_OVH_R, HF_OVH_W,
     HF_WC_SIZE,
@@ -33,7 +33,8 @@ from simulator.core.layout import (
     RF_SERVICE, RF_TISSUE, RF_TSTART, RF_TSUB, RI_DEV, RI_FUA, RI_OFF, RI_OP, RI_SIZE, RI_THR,
     ST_DONE, ST_EMPTY, ST_REFILL, ST_TIME,
     TF_BYTESLIM, TF_CPUFREE, TF_DELAY, TF_RAMP, TF_RUNTIME, TF_SLAT, TF_T0, TF_TEND, TF_TREC,
-    TF_TSTOP,
+    TF_TSTOP, TF_RATE, TF_NEXTARR, TI_RATE, TI_POISSON, TI_BACKLOG, TI_ARRIVALS, TI_STOPSCHED,
+    TI_RPOS, TI_RLEN,
     TI_BS, TI_CBYTES, TI_CIOS, TI_DDIR, TI_DEPTH, TI_DEV, TI_DONE, TI_FUA, TI_IFBYTES, TI_INFL,
     TI_IOSLIM, TI_ISSUING, TI_LIMON, TI_OFFLEN, TI_OFFPOS, TI_RECORD,
 )  # fmt: skip
@@ -400,7 +401,7 @@ def _h_dispatch(st, d, h, now):
             st.dacc[d, DA_BUSY] += tend - now
             st.hf[h, HF_MECH_END] = tend
             st.hi[h, HI_MECH] = -1
-            schedule(st, tend, EV_MECHFREE, d, 0)
+            schedule(st, now + (tend - now), EV_MECHFREE, d, 0)
         else:
             st.dacc[d, DA_BUSY] += delay
             st.hf[h, HF_MECH_END] = done
@@ -409,7 +410,7 @@ def _h_dispatch(st, d, h, now):
         st.hi[h, HI_WIN] -= 1
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
-        schedule(st, tend, EV_DESTAGE, d, item)
+        schedule(st, now + (tend - now), EV_DESTAGE, d, item)
 
 
 @njit(cache=True, _nrt=False)
@@ -658,6 +659,7 @@ def _device_finish(st, d, r, now):
 @njit(cache=True, _nrt=False)
 def _t_stop(st, th):
     st.thi[th, TI_ISSUING] = 0
+    st.thi[th, TI_BACKLOG] = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -709,7 +711,7 @@ def _t_issue(st, th, now):
             t = now
         t += slat
         st.thf[th, TF_CPUFREE] = t
-        schedule(st, t, EV_SUBMIT, th, r)
+        schedule(st, now + (t - now), EV_SUBMIT, th, r)
     else:
         device_submit(st, d, r, now)
     return True
@@ -720,6 +722,76 @@ def _t_fill(st, th, now):
     while st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
         if not _t_issue(st, th, now):
             return
+
+
+@njit(cache=True, _nrt=False)
+def _t_pump(st, th, now):
+    """JobThread._pump (open loop): issue waiting arrivals while slots are free."""
+    while st.thi[th, TI_BACKLOG] > 0 and st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
+        if not _t_issue(st, th, now):
+            return
+        st.thi[th, TI_BACKLOG] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def _t_refill(st, th, now):
+    if st.thi[th, TI_RATE] != 0:
+        _t_pump(st, th, now)
+    else:
+        _t_fill(st, th, now)
+
+
+@njit(cache=True, _nrt=False)
+def _t_arrive(st, th, t, now):
+    """JobThread._arrive / _on_arrival_now: schedule arrivals (those already due are taken now)."""
+    while True:
+        if t >= st.thf[th, TF_TSTOP]:
+            if st.thi[th, TI_STOPSCHED] == 0:
+                st.thi[th, TI_STOPSCHED] = 1
+                schedule(st, now + (st.thf[th, TF_TSTOP] - now), EV_TIMESTOP, th, 0)
+            return
+        if t > now:
+            st.thf[th, TF_NEXTARR] = t
+            schedule(st, now + (t - now), EV_ARRIVAL, th, 0)
+            return
+        t = _t_arrival_now(st, th, t)
+
+
+@njit(cache=True, _nrt=False)
+def _t_arrival_now(st, th, t):
+    """An arrival at t joins the backlog; returns the due time of the next one."""
+    st.thi[th, TI_BACKLOG] += 1
+    rate = st.thf[th, TF_RATE]
+    if st.thi[th, TI_POISSON] != 0:
+        p = st.thi[th, TI_RPOS]
+        u = st.ru[th, p]
+        st.thi[th, TI_RPOS] = p + 1
+        if st.thi[th, TI_RLEN] - p - 1 < 4:
+            st.gi[GI_LOW] = 1
+        return t + -(1.0 / rate) * math.log1p(-u)
+    k = st.thi[th, TI_ARRIVALS] + 1
+    st.thi[th, TI_ARRIVALS] = k
+    return st.thf[th, TF_T0] + k / rate
+
+
+@njit(cache=True, _nrt=False)
+def _t_on_arrival(st, th, now):
+    if st.thi[th, TI_DONE] != 0 or st.thi[th, TI_ISSUING] == 0:
+        return
+    t_next = _t_arrival_now(st, th, st.thf[th, TF_NEXTARR])
+    _t_arrive(st, th, t_next, now)
+    _t_pump(st, th, now)
+    if st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_INFL] == 0:
+        _t_finish(st, th, now)
+
+
+@njit(cache=True, _nrt=False)
+def _t_on_time_stop(st, th, now):
+    if st.thi[th, TI_DONE] != 0:
+        return
+    _t_stop(st, th)
+    if st.thi[th, TI_INFL] == 0:
+        _t_finish(st, th, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -742,7 +814,11 @@ def _t_begin(st, th, now):
         schedule(st, trec, EV_RAMP, th, 0)
     else:
         _t_ramp_end(st, th, now)
-    _t_fill(st, th, now)
+    if st.thi[th, TI_RATE] == 0:
+        _t_fill(st, th, now)
+    else:
+        _t_arrive(st, th, now, now)
+        _t_pump(st, th, now)
     if st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_INFL] == 0 and st.thi[th, TI_DONE] == 0:
         _t_finish(st, th, now)
 
@@ -773,7 +849,7 @@ def _t_done(st, r, now):
     st.rfree[st.gi[GI_FREE]] = r
     st.gi[GI_FREE] += 1
     if st.thi[th, TI_ISSUING] != 0:
-        _t_fill(st, th, now)
+        _t_refill(st, th, now)
     if st.thi[th, TI_INFL] == 0 and st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_DONE] == 0:
         _t_finish(st, th, now)
 
@@ -824,5 +900,9 @@ def run_until(st, t_limit):
             _h_destage_done(st, tg, st.dvi[tg, 1], arg, t)
         elif kind == EV_RAMP:
             _t_ramp_end(st, tg, t)
+        elif kind == EV_ARRIVAL:
+            _t_on_arrival(st, tg, t)
+        elif kind == EV_TIMESTOP:
+            _t_on_time_stop(st, tg, t)
         elif kind == EV_BEGIN:
             _t_begin(st, tg, t)

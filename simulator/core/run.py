@@ -68,8 +68,8 @@ def unsupported(sim: Any, wl: Any) -> str | None:
     for th in wl.threads:
         job = th.job
         name = f"job {job.name!r}"
-        if job.rate_iops is not None:
-            return f"{name}: rate_iops (open loop)"
+        if job.rate_iops is not None and not job.rate_iops[job.ddirs[0]] > 0:
+            return f"{name}: rate_iops without a rate for its direction"
         if job.is_mixed or len(job.ddirs) != 1 or job.ddirs[0] not in (0, 1):
             return f"{name}: rw={job.rw} (covered: read, write, randread, randwrite)"
         if job.sync or job.fsync or job.fdatasync or job.end_fsync or job.fsync_on_close:
@@ -121,7 +121,7 @@ class CompiledRun:
         queues = [d for d, k in zip(devs, kinds) if k == L.DK_QUEUE]
         hdds = [d for d, k in zip(devs, kinds) if k == L.DK_HDD]
         nQ, nH = len(queues), len(hdds)
-        C = R + 2 * nH + 2 * nT + 16
+        C = R + 2 * nH + 4 * nT + 16
 
         gi = np.zeros(L.NGI, np.int64)
         gf = np.zeros(L.NGF)
@@ -136,6 +136,7 @@ class CompiledRun:
         thi = np.zeros((nT, L.NTI), np.int64)
         thf = np.zeros((nT, L.NTF))
         offs = np.zeros((nT, OFFSET_BUFFER + max(th._depth for th in threads) + 2), np.int64)
+        ru = np.zeros((nT, 4 * _BLOCK if any(th._rate is not None for th in threads) else 1))
         for t, th in enumerate(threads):
             job = th.job
             ddir = job.ddirs[0]
@@ -153,6 +154,10 @@ class CompiledRun:
             thf[t, L.TF_DELAY] = job.startdelay
             thf[t, L.TF_TREC] = math.inf
             thf[t, L.TF_TSTOP] = math.inf
+            if th._rate is not None:
+                thi[t, L.TI_RATE] = 1
+                thi[t, L.TI_POISSON] = 1 if th._poisson else 0
+                thf[t, L.TF_RATE] = th._rate[ddir]
             if job.time_based:  # JobThread._begin: the expected window, before the first IO
                 t_rec = self.sim.env.now + job.startdelay + job.ramp_time
                 th.stats.set_window(t_rec, t_rec + th._runtime)
@@ -269,7 +274,7 @@ class CompiledRun:
                 hlk[h, j] = (s, e)
         st = L.State(
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
-            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, lg, lgt, dvi, dacc, qi, qf, qring, qu,
+            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
         )  # fmt: skip
         self.st = st
@@ -308,6 +313,27 @@ class CompiledRun:
                 n += 1
         st.thi[t, L.TI_OFFPOS] = 0
         st.thi[t, L.TI_OFFLEN] = n
+
+    def _refill_rate(self, t: int) -> None:
+        """The open-loop arrival stream of thread t (runner._Uniforms: blocks of 4096, in order)."""
+        st = self.st
+        th = self.threads[t]
+        u = th._rate_rand[int(st.thi[t, L.TI_DDIR])]
+        pos, ln = int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN])
+        rest = ln - pos
+        row = st.ru[t]
+        row[:rest] = row[pos:ln]
+        n = rest
+        if u._buf:
+            take = u._buf[::-1][: row.shape[0] - n]
+            row[n : n + len(take)] = take
+            del u._buf[len(u._buf) - len(take) :]
+            n += len(take)
+        while row.shape[0] - n >= _BLOCK:
+            row[n : n + _BLOCK] = u._gen.random(_BLOCK)
+            n += _BLOCK
+        st.thi[t, L.TI_RPOS] = 0
+        st.thi[t, L.TI_RLEN] = n
 
     def _refill_uniforms(self, q: int) -> None:
         st = self.st
@@ -351,6 +377,8 @@ class CompiledRun:
         for t in range(len(self.threads)):
             if first or st.thi[t, L.TI_OFFLEN] - st.thi[t, L.TI_OFFPOS] < 2 * st.thi[t, L.TI_DEPTH] + 2:
                 self._refill_offsets(t)
+            if st.thi[t, L.TI_POISSON] and (first or st.thi[t, L.TI_RLEN] - st.thi[t, L.TI_RPOS] < 8):
+                self._refill_rate(t)
         for q in range(len(self._queues)):
             if first or st.qi[q, L.QI_ULEN] - st.qi[q, L.QI_UPOS] < 2 * st.qi[q, L.QI_NEED]:
                 self._refill_uniforms(q)
@@ -407,6 +435,12 @@ class CompiledRun:
             if hasattr(gen, "_buf") and ln > pos:
                 gen._buf = gen._buf + st.offs[t, pos:ln][::-1].tolist()
             st.thi[t, L.TI_OFFPOS] = st.thi[t, L.TI_OFFLEN]
+            if st.thi[t, L.TI_POISSON]:
+                u = th._rate_rand[int(st.thi[t, L.TI_DDIR])]
+                pos, ln = int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN])
+                u._buf = u._buf + st.ru[t, pos:ln][::-1].tolist()
+                st.thi[t, L.TI_RPOS] = st.thi[t, L.TI_RLEN]
+            th._backlog.clear()
         self.wl._started = True
         for i, d in enumerate(self.devs):
             a = st.dacc[i]
