@@ -118,8 +118,8 @@ class CompiledRun:
         nT = len(threads)
         R = sum(th._depth for th in threads) + 1
         kinds = [_dev_kind(d)[0] for d in devs]
-        queues = [d for d, k in zip(devs, kinds) if k == L.DK_QUEUE]
-        hdds = [d for d, k in zip(devs, kinds) if k == L.DK_HDD]
+        queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
+        hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
         nQ, nH = len(queues), len(hdds)
         C = R + 2 * nH + 4 * nT + 16
 
@@ -168,7 +168,7 @@ class CompiledRun:
         dvi = np.zeros((len(devs), 2), np.int64)
         dacc = np.zeros((len(devs), L.NDA))
         qn = hn = 0
-        for i, (d, k) in enumerate(zip(devs, kinds)):
+        for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
             dvi[i, 0] = k
             dvi[i, 1] = qn if k == L.DK_QUEUE else hn
             if k == L.DK_QUEUE:
@@ -221,13 +221,13 @@ class CompiledRun:
         from simulator.devices.hdd import kernels as K
 
         hpar = np.zeros((nh, K.NPAR))
-        hcq = np.zeros((nh,) + cqs)
+        hcq = np.zeros((nh, *cqs))
         hcr = np.zeros((nh, cqs[0]), np.int64)
-        hzt = np.zeros((nh,) + zts)
+        hzt = np.zeros((nh, *zts))
         hsk = np.zeros((nh, 2, K.NSEEK))
-        htt = np.zeros((nh,) + tts)
-        het = np.zeros((nh,) + ets)
-        hseg = np.zeros((nh,) + segs)
+        htt = np.zeros((nh, *tts))
+        het = np.zeros((nh, *ets))
+        hseg = np.zeros((nh, *segs))
         hi = np.zeros((nh, L.NHI), np.int64)
         hf = np.zeros((nh, L.NHF))
         hhq = np.zeros((nh, R), np.int64)
