@@ -217,3 +217,25 @@ def test_cli_engine_compiled_gives_the_same_json(tmp_path):
     assert "compiled engine does not cover" in fb.stderr and "BlockLayer" in fb.stderr
     bad = _cli(*base, "--engine", "fast")
     assert bad.returncode == 2 and "--engine" in bad.stderr
+
+
+def test_run_until_control_points_do_not_change_the_run():
+    """Stopping at control points (run_until t) and going on gives the run an uninterrupted call gives;
+    each stop is at or before its time, with no event of a later time processed."""
+    from simulator.core import CompiledRun
+
+    job = {**_BASE, "rw": "randread", "iodepth": 8, "time_based": 1, "runtime": "2s", "ramp_time": "0.3s"}
+    docs = []
+    for stops in ((), (0.1, 0.3, 0.30001, 1.0, 1.7)):
+        sim = Simulation(2)
+        dev = build_device(HDD, "dev", sim.root)
+        wl = Workload(sim, resolve_jobs({}, [job], "t"), lambda j, dev=dev: [dev])
+        run = CompiledRun(sim, wl)
+        for t in stops:
+            run.run(until=t)
+            assert run.st.gf[0] <= t < run.st.ht[0]  # now <= t < the next event's time
+        run.run()
+        run.finish()
+        docs.append(to_fio_json(wl.results(), {}, time_str="t", sim_meta={}, timestamp=0))
+    assert docs[0] == docs[1]
+    assert docs[0]["jobs"][0]["read"]["total_ios"] > 50
