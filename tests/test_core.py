@@ -239,3 +239,22 @@ def test_run_until_control_points_do_not_change_the_run():
         docs.append(to_fio_json(wl.results(), {}, time_str="t", sim_meta={}, timestamp=0))
     assert docs[0] == docs[1]
     assert docs[0]["jobs"][0]["read"]["total_ios"] > 50
+
+
+def test_window_seq_is_the_kth_oldest_host_command():
+    """The HDD kernel the core calls (reorder window) selects without allocating; it must still
+    return the k-th smallest arrival number among host rows (destage rows excluded)."""
+    import numpy as np
+
+    from simulator.devices.hdd import kernels as K
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 50))
+        cq = np.zeros((n, K.NCOL))
+        cq[:, K.C_SEQ] = rng.permutation(1000)[:n]
+        cq[:, K.C_KIND] = rng.random(n) < 0.3
+        win, mode = float(rng.integers(0, 20)), int(rng.integers(0, 3))
+        host = np.sort(cq[cq[:, K.C_KIND] == 0, K.C_SEQ])
+        want = 1e300 if (win <= 0 or mode == 2 or len(host) <= int(win)) else host[int(win) - 1]
+        assert K._window_seq(n, cq, win, mode) == want
