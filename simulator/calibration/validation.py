@@ -436,13 +436,15 @@ HDD_QD_GOAL = 20.0  # percent
 
 def _hdd_host(host: str) -> dict[str, Any] | None:
     """The host between fio/the benchmark and the drive, from the table's host column: Linux -> the
-    block layer with the kernel's defaults; Windows 2000 -> no reordering above the drive (scheduler
-    none, every outstanding request at the drive up to its own queue depth); vendor lab -> none."""
+    block layer with the kernel's defaults; Windows 2000 -> requests beyond the drive's own queue wait
+    in the driver/controller, which issues them in sector order (Chung et al. 2000, IDE random I/O:
+    "the driver, controller, and the disk drive are able to optimize the arm movement"; the model's
+    sector-ordered elevator is mq-deadline, with no request limit); vendor lab -> none."""
     h = host.lower()
     if "linux" in h:
         return {}
     if "windows" in h:
-        return {"scheduler": "none", "nr_requests": 4096}
+        return {"scheduler": "mq-deadline", "nr_requests": 4096}
     return None
 
 
