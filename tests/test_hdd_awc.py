@@ -165,3 +165,33 @@ def test_sub_4k_writes_on_512e_pay_read_modify_write_unless_the_cache_completes_
 
 def _one(sim, dev, rq):
     yield dev.submit(rq)
+
+
+def test_simrun_fio_flags_the_cache_filling_transient(tmp_path):
+    """A 30 s random-write run whose first second fills the AWC is flagged on stderr and in the JSON
+    (the reported mean would be the transient); with the fill inside ramp_time it is steady and its
+    rate is the destage rate."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    job = tmp_path / "w.fio"
+    job.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randwrite\niodepth=16\ntime_based\nruntime=30s\n"
+                   "[w]\nfilename=/dev/sda\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
+    base = [sys.executable, "-m", "simulator.cli", "fio", str(job), "-d", "sda=" + AWC,
+            "--set", "system.devices.0.params.cache.persistent_size=256MiB", "--output-format", "json"]
+    r = subprocess.run(base, capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "write has not reached steady state" in r.stderr
+    st = json.loads(r.stdout)["sim"]["steady_state"]["write"]
+    assert st["steady"] is False and st["mean_all"] > 2 * st["mean_after"]
+    r2 = subprocess.run([*base, "--set", "workload.global.ramp_time=5s"], capture_output=True, text=True, env=env,
+                        cwd=root, timeout=600)
+    assert r2.returncode == 0 and "steady state" not in r2.stderr, r2.stderr
+    st2 = json.loads(r2.stdout)["sim"]["steady_state"]["write"]
+    assert st2["steady"] is True
+    assert st2["mean_all"] == pytest.approx(st["mean_after"], rel=0.1)
