@@ -195,3 +195,16 @@ def test_simrun_fio_flags_the_cache_filling_transient(tmp_path):
     st2 = json.loads(r2.stdout)["sim"]["steady_state"]["write"]
     assert st2["steady"] is True
     assert st2["mean_all"] == pytest.approx(st["mean_after"], rel=0.1)
+
+
+def test_media_cache_appends_wait_for_the_log_pointer():
+    """A media-cache append goes to the log's next free sectors: the arm waits for them to come round
+    (half a revolution on average after a cleaning trip), so WCE=0 random writes cost rotation on the
+    append as well as on the cleaning write home."""
+    sim, dev = make_hdd("hdd/seagate_exos_x24", seed=1, **{"cache.media_cache_wce": False})
+    r = closed_loop(sim, dev, n_ios=400, qd=1, bs=4096, write_frac=1.0, seed=3)
+    h = dev.stats()["hdd"]
+    assert h["media_cache_appends"] >= 390 and h["destaged_extents"] >= 390
+    # every media op (append or cleaning write) waits ~U(0, 1) revolution: mean ~0.5 rev
+    assert h["mean_rotation_s"] == pytest.approx(0.5 * dev.rev_time, rel=0.15)
+    assert r.latency.mean() > 0.5 * dev.rev_time

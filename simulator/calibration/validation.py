@@ -429,6 +429,7 @@ HDD_QD_PROFILES = {
     "Seagate Exos X24": "hdd/seagate_exos_x24",
     "Seagate Exos M (HAMR)": "hdd/seagate_exos_m",
     "Seagate Exos 2X18 (MACH.2)": "hdd/seagate_exos_2x18",
+    "Seagate Exos 2X14 (MACH.2)": "hdd/seagate_exos_2x14",
     "WD Ultrastar DC HC580": "hdd/wd_ultrastar_hc580",
 }
 HDD_QD_GOAL = 20.0  # percent

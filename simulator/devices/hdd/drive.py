@@ -187,7 +187,9 @@ class HDD(Device):
             self._mc_batch = int(c.media_cache_batch)
             self._mc_cyl = float(round(c.media_cache_location * (d.ncyl - 1)))
             z = int(np.searchsorted(d.zt[:, 2], self._mc_cyl, side="right") - 1)
-            self._mc_sps = float(d.zt[max(z, 0), 3]) / d.rev_time  # sectors per second there
+            self._mc_spt = float(d.zt[max(z, 0), 3])  # sectors per track there
+            self._mc_sps = self._mc_spt / d.rev_time  # sectors per second there
+            self._mc_log = 0  # sectors appended so far: the log's write pointer (its angle)
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
         self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
         self._idle_destage = c.destage == "idle"
@@ -572,7 +574,9 @@ class HDD(Device):
 
     def _start_append(self, now: float) -> bool:
         """One media operation: seek to the media cache and append up to ``media_cache_batch`` of
-        dirty DRAM data at the next free sectors of its log (no rotational wait)."""
+        dirty DRAM data at the next free sectors of its log: the arm waits until the log's write
+        pointer comes under the head (a log append has one place to go; back-to-back appends with a
+        gap between them wait most of a revolution)."""
         dq = self._dram
         ss = self._ss
         batch = []
@@ -594,7 +598,11 @@ class HDD(Device):
         dist = abs(par[K.ST_CYL] - self._mc_cyl)
         seek = self.seek(dist, write=True) if dist > 0 else 0.0
         xfer = nb / ss / self._mc_sps
-        dur = seek + xfer
+        ang = (self._mc_log % self._mc_spt) / self._mc_spt
+        rot = float(K.rot_wait(now + seek, ang, par))
+        self._mc_log += nb // ss
+        par[K.A_ROT] += rot
+        dur = seek + rot + xfer
         par[K.ST_CYL] = self._mc_cyl
         par[K.ST_HEAD] = 0.0
         par[K.A_SEEK] += seek
