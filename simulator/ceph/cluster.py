@@ -20,10 +20,11 @@ import numpy as np
 
 from simulator.ceph.bluestore import BlueStore
 from simulator.ceph.config import ClusterConfig, CpuConfig, NicConfig
+from simulator.ceph.ec import EcStats, shard_size
 from simulator.ceph.filestore import FileStore
 from simulator.ceph.hashing import pg_num_mask
 from simulator.ceph.osd import PG, ObjOp, Osd
-from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
+from simulator.ceph.placement import NONE, CrushMap, CrushOsd, balance_upmap, map_pool
 from simulator.ceph.rbd import RbdImage
 from simulator.ceph.resources import CpuPool, Link, Network, call_at
 from simulator.ceph.store import ObjectStore
@@ -68,13 +69,15 @@ class Host(Component):
 
 
 class Pool:
-    """A replicated pool at run time."""
+    """A replicated or erasure-coded pool at run time (``ec``: the profile, None for replicated)."""
 
     def __init__(self, cfg: Any, pool_id: int):
         self.cfg = cfg
         self.id = pool_id
         self.name = cfg.name
-        self.size = cfg.size
+        self.ec = cfg.ec_profile
+        self.ec_stats = EcStats() if self.ec is not None else None
+        self.size = cfg.effective_size
         self.min_size = cfg.effective_min_size
         self.pg_num = cfg.pg_num
         self.pg_num_mask = pg_num_mask(cfg.pg_num)
@@ -271,19 +274,24 @@ class Cluster(Component):
                     f"no OSD has device class {dc!r} (classes: {', '.join(sorted(classes)) or 'none'})",
                     field=f"{field}.rule.device_class",
                 )
-            if pc.min_size is not None and pc.min_size > pc.size:
-                raise ConfigError(f"min_size {pc.min_size} > size {pc.size}", field=f"{field}.min_size")
+            size = pc.effective_size
+            if pc.min_size is not None and pc.min_size > size:
+                raise ConfigError(f"min_size {pc.min_size} > size {size}", field=f"{field}.min_size")
             fd = pc.rule.failure_domain
             n = self.crush.eligible(dc, fd)
-            if pc.size > n:
+            if size > n:
                 what = "hosts" if fd == "host" else "OSDs"
                 raise ConfigError(
-                    f"pool size {pc.size} > {n} {what} eligible under its rule "
+                    f"pool size {size} > {n} {what} eligible under its rule "
                     f"(device class {dc or 'any'}, failure domain {fd}): replicas cannot be placed",
-                    field=f"{field}.size",
+                    field=f"{field}.erasure" if pc.type == "erasure" else f"{field}.size",
                 )
             pool = Pool(pc, pid)
-            acting = map_pool(self.crush, pid, pc.pg_num, pc.size, dc, fd)
+            acting = self.map_pool(pool)
+            if pool.ec is not None and any(x == NONE for a in acting for x in a):
+                raise ConfigError(
+                    f"CRUSH could not place all {size} shards of every PG (failure domain {fd})", field=f"{field}.erasure"
+                )
             if cfg.balancer.mode == "upmap":
                 pool.upmap_moves = len(
                     balance_upmap(self.crush, acting, dc, fd, cfg.balancer.max_deviation, cfg.balancer.max_iterations)
@@ -293,6 +301,17 @@ class Cluster(Component):
             for pg in pool.pgs:
                 pg.ppos = pg.primary_pos()
             self.pools[pc.name] = pool
+
+    def map_pool(self, pool: Pool, out: set[int] | None = None) -> list[list[int]]:
+        """CRUSH acting sets of ``pool``'s PGs (``out``: OSDs with reweight 0): ``chooseleaf firstn`` for
+        replicated pools; ``chooseleaf indep`` with set_choose_tries 100 / set_chooseleaf_tries 5 (Ceph's
+        default erasure rule) for erasure-coded pools, where a position is a shard id."""
+        pc = pool.cfg
+        dc = pc.rule.device_class
+        fd = pc.rule.failure_domain
+        if pool.ec is not None:
+            return map_pool(self.crush, pool.id, pc.pg_num, pool.size, dc, fd, indep=True, out=out, tries=100, leaf_tries=5)
+        return map_pool(self.crush, pool.id, pc.pg_num, pool.size, dc, fd, out=out)
 
     def _build_images(self) -> None:
         seen: set[tuple[str, str]] = set()
@@ -308,6 +327,28 @@ class Cluster(Component):
                 raise ConfigError(f"duplicate image {ic.pool}/{ic.name}", field=f"{field}.name")
             seen.add(key)
             pool = self.pools[ic.pool]
+            if ic.data_pool is not None:
+                if ic.data_pool not in self.pools:
+                    raise ConfigError(
+                        f"image {ic.name!r} has data pool {ic.data_pool!r}, which is not defined (pools: {', '.join(self.pools)})",
+                        field=f"{field}.data_pool",
+                    )
+                if pool.ec is not None:
+                    raise ConfigError(
+                        f"image {ic.name!r}: its metadata pool {ic.pool!r} is erasure-coded; RBD keeps image metadata "
+                        "(omap) in a replicated pool", field=f"{field}.pool",
+                    )
+                pool = self.pools[ic.data_pool]
+            elif pool.ec is not None:
+                raise ConfigError(
+                    f"image {ic.name!r} is in erasure-coded pool {ic.pool!r}: RBD needs a replicated pool for the image "
+                    "metadata; put the image in a replicated pool with data_pool: " + ic.pool, field=f"{field}.pool",
+                )
+            if pool.ec is not None and not pool.ec.allow_ec_overwrites:
+                raise ConfigError(
+                    f"data pool {pool.name!r} does not allow EC overwrites (erasure.allow_ec_overwrites: false); RBD needs them",
+                    field=f"{field}.data_pool",
+                )
             self._check_fits(ic, pool, field)
             cname = f"img_{ic.pool}_{ic.name}".replace(".", "_")
             img = RbdImage(cname, self, self, pool, ic, i)
@@ -324,7 +365,7 @@ class Cluster(Component):
             )
         members = {o for pg in pool.pgs for o in pg.acting}
         free = sum(o.bs.data_capacity() - o.bs.allocated for o in members)
-        need = n_obj * obj * pool.size
+        need = n_obj * shard_size(pool, obj) * pool.size
         if ic.prefilled and need > free:
             raise ConfigError(
                 f"image needs {need} bytes with {pool.size} replicas; the pool's OSDs have {free} bytes free",
@@ -356,7 +397,7 @@ class Cluster(Component):
                 continue
             bs = self.osds[oid].bs
             try:
-                offs = bs.alloc_many(cnt, img.obj_size)
+                offs = bs.alloc_many(cnt, img.shard_size)
             except ValueError as e:
                 raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
             idx = order[st : st + cnt]
@@ -517,6 +558,7 @@ class Cluster(Component):
                 "undersized_pgs": sum(1 for pg in pool.pgs if len(pg.acting) < pool.size),
                 "inactive_pgs": sum(1 for pg in pool.pgs if pg.ppos < 0),
                 "upmap_moves": pool.upmap_moves,
+                **({"type": "erasure", "k": pool.ec.k, "m": pool.ec.m, "ec": pool.ec_stats.as_dict()} if pool.ec is not None else {}),
             }
         return {
             "path": self.path,

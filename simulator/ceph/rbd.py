@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulator.ceph.ec import EC_CLIENT, EcOp, shard_size
 from simulator.ceph.hashing import rbd_object_hashes
 from simulator.ceph.osd import CLIENT, ObjOp
 from simulator.ceph.resources import call_at
@@ -47,6 +48,11 @@ class RbdImage(Device):
         self.image_name = cfg.name
         self.order = cfg.order
         self.obj_size = 1 << cfg.order
+        #: bytes of an object on each acting-set OSD: the object (replicated) or one shard (erasure-coded)
+        self.shard_size = shard_size(pool, self.obj_size)
+        #: the role of a client op: CLIENT (replicated, the OSD's own path) or EC_CLIENT (simulator.ceph.ec)
+        self.client_role = CLIENT if pool.ec is None else EC_CLIENT
+        self.op_class = ObjOp if pool.ec is None else EcOp
         self.n_objects = -(-cfg.size // self.obj_size)
         self.id = cfg.id or default_image_id(pool.name, cfg.name)
         self.key_base = (index + 1) << 36
@@ -99,7 +105,7 @@ class RbdImage(Device):
         obj_ps = self.obj_ps
         tracing = cl.tracer is not None
         if first == last:
-            op = ObjOp(kind, CLIENT, pgs[obj_ps[first]], self, first, off - (first << order), req.size)
+            op = self.op_class(kind, self.client_role, pgs[obj_ps[first]], self, first, off - (first << order), req.size)
             op.req = req
             op.t0 = now
             if tracing:
@@ -111,7 +117,7 @@ class RbdImage(Device):
         for objno in range(first, last + 1):
             lo = max(off, objno << order)
             hi = min(end, (objno << order) + osz)
-            op = ObjOp(kind, CLIENT, pgs[obj_ps[objno]], self, objno, lo - (objno << order), hi - lo)
+            op = self.op_class(kind, self.client_role, pgs[obj_ps[objno]], self, objno, lo - (objno << order), hi - lo)
             op.req = req
             op.group = group
             op.t0 = now
