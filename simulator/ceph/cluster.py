@@ -26,6 +26,7 @@ from simulator.ceph.hashing import pg_num_mask
 from simulator.ceph.osd import PG, ObjOp, Osd
 from simulator.ceph.placement import NONE, CrushMap, CrushOsd, balance_upmap, map_pool
 from simulator.ceph.rbd import RbdImage
+from simulator.ceph.recovery import Recovery, Timeline
 from simulator.ceph.resources import CpuPool, Link, Network, call_at
 from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
@@ -127,6 +128,12 @@ class Cluster(Component):
         self._build_crush()
         self._build_pools()
         self._build_images()
+        #: client latency timeline and failure/recovery events (only when events are configured)
+        self.timeline: Timeline | None = None
+        self.recovery: Recovery | None = None
+        if cfg.events:
+            self.timeline = Timeline()
+            self.recovery = Recovery(self)
 
     # ================================================================== construction
     def _build_hosts(self) -> None:
@@ -439,6 +446,8 @@ class Cluster(Component):
         t = self.client.cpu.book(t, self.client_cfg.complete_cost + self.client_cfg.cost_per_byte * payload)
         if self.tracer is not None:
             self.tracer(op, t)
+        if self.timeline is not None:
+            self.timeline.add(op, t)
         op.image.complete_op(op, t)
 
     def mark_down(self, osd_id: int) -> None:
@@ -473,6 +482,8 @@ class Cluster(Component):
         finally:
             self.resetting = False
         self._t0 = self.env.now
+        if self.timeline is not None:
+            self.timeline.reset()
 
     def pg_counts(self) -> dict[int, dict[str, int]]:
         total: Counter[int] = Counter()
@@ -495,6 +506,9 @@ class Cluster(Component):
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
         * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool
+        * with ``events``: ``recovery_s`` (first ``out`` to the last PG backfilled; NaN while running),
+          ``recovered_gib``, and ``{before,during,after}_{iops,p50_ms,p99_ms}`` of the client object ops
+          completed before the first event, until recovery ended, and after it
         * FileStore only: ``journal_write_ms`` (mean journal write, FUA, over the OSDs),
           ``journal_entries_per_write``, ``journal_used_max`` (peak fill of the fullest journal, fraction),
           ``journal_full_waits`` (times a journal writer waited for a sync), ``sync_s`` (mean syncfs
@@ -509,7 +523,16 @@ class Cluster(Component):
         fss = [o["filestore"] for o in osds if o.get("filestore")]
         stores = bss + fss
         writes = sum(o["client_ops"].get("write", 0) + o["subops"] for o in osds)
+        rec: dict[str, float] = {}
+        if self.recovery is not None:
+            r = self.recovery.stats(self.timeline, getattr(self, "_t0", 0.0))
+            rec["recovery_s"] = r["recovery_s"]
+            rec["recovered_gib"] = r["recovered_bytes"] / float(1 << 30)
+            for ph, f in r["phases"].items():
+                for k in ("iops", "p50_ms", "p99_ms"):
+                    rec[f"{ph}_{k}"] = f[k]
         return {
+            **rec,
             "db_util_max": max((d["utilisation"] for d in db), default=0.0),
             "db_util_mean": _mean([d["utilisation"] for d in db]),
             "db_qd_mean": _mean([d["mean_queue_depth"] for d in db]),
@@ -569,6 +592,7 @@ class Cluster(Component):
             "client": self.client.stats(),
             "pools": pools,
             "images": {f"{p}/{n}": img.stats() for (p, n), img in self.images.items()},
+            **({"recovery": self.recovery.stats(self.timeline, getattr(self, "_t0", 0.0))} if self.recovery is not None else {}),
         }
 
 
