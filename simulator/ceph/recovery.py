@@ -202,6 +202,9 @@ class Recovery:
         self.pgs_remapped = 0
         self.pgs_backfilled = 0
         self.peering_blocks = 0
+        self.peak_local = 0  # most backfill reservations one OSD held as primary / as target
+        self.peak_remote = 0
+        self.peak_active = 0  # most pushes one primary had in flight
         for at, _action, _ids in self.events:
             call_at(self.env, max(at, self.env.now), self._event, (at, _action, _ids))
 
@@ -308,8 +311,10 @@ class Recovery:
                 still.append(job)
                 continue
             self.local_res[prim.id] = self.local_res.get(prim.id, 0) + 1
+            self.peak_local = max(self.peak_local, self.local_res[prim.id])
             for t in tids:
                 self.remote_res[t] = self.remote_res.get(t, 0) + 1
+                self.peak_remote = max(self.peak_remote, self.remote_res[t])
             job.primary = prim
             job.t_start = now
             self.running.setdefault(prim.id, []).append(job)
@@ -343,6 +348,7 @@ class Recovery:
                 return
             img, objno = job.objects.popleft()
             job.active += 1
+            self.peak_active = max(self.peak_active, active + 1)
             nbytes = img.shard_size
             if self.mclock:
                 cost = max(nbytes, self.mclock_min_cost) * len(job.targets)
@@ -533,6 +539,9 @@ class Recovery:
             "pgs_backfilled": self.pgs_backfilled,
             "pgs_backfilling": len(self.jobs),
             "ops_blocked_by_peering": self.peering_blocks,
+            "peak_backfills_local": self.peak_local,
+            "peak_backfills_remote": self.peak_remote,
+            "peak_pushes_active": self.peak_active,
             "phases": timeline.phases(t_start, self.t_first, t_end, now),
             "timeline": timeline.bins(1.0),
         }
