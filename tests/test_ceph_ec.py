@@ -201,7 +201,7 @@ def test_rbd_image_in_an_ec_pool_needs_a_replicated_metadata_pool() -> None:
 
 
 def test_ec_image_takes_k_plus_m_over_k_of_its_size() -> None:
-    sim, cl = _cluster(_params())
+    _sim, cl = _cluster(_params())
     img = cl.image("meta", "img")
     assert img.shard_size == (4 << 20) // K
     assert img.obj_base.shape == (img.n_objects, K + M)

@@ -19,7 +19,7 @@ from simulator.engine import Simulation
 from simulator.errors import ConfigError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fio_drive import ClosedLoop  # noqa: E402
+from fio_drive import ClosedLoop
 
 OBJ = 4 << 20
 
@@ -75,7 +75,7 @@ def _clean_out(cl: Cluster, pool) -> tuple[int, list]:
         ok = True
         for a, b in zip(before, after, strict=True):
             if pool.ec is not None:
-                ok &= all(x == y or x == osd for x, y in zip(a, b, strict=True))
+                ok &= all(x in (y, osd) for x, y in zip(a, b, strict=True))
             else:
                 ok &= (set(a) - set(b)) <= {osd}
         if ok:
