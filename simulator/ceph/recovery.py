@@ -29,17 +29,13 @@ before the next.
 ``Timeline`` records every client object op's latency at completion; ``phases()`` splits it at the
 first event and at the end of recovery into before / during / after (n, IOPS, mean, p50, p99), and
 ``bins()`` gives per-second figures for the latency-over-time plot (``python -m
-simulator.ceph.recovery OUT_DIR`` writes ``recovery_timeline.png`` for an experiment's runs).
+simulator.ceph.recovery_plot OUT_DIR`` writes ``recovery_timeline.png`` for an experiment's runs).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import sys
 from array import array
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,7 +49,7 @@ if TYPE_CHECKING:
     from simulator.ceph.cluster import Cluster
     from simulator.ceph.osd import PG, Osd
 
-__all__ = ["MCLOCK_RECOVERY_SHARE", "Recovery", "Timeline", "plot_timeline"]
+__all__ = ["MCLOCK_RECOVERY_SHARE", "Recovery", "Timeline"]
 
 _READ = int(Op.READ)
 _WRITE = int(Op.WRITE)
@@ -552,59 +548,3 @@ def _push_role(osd: Any, sh: Any, op: Any) -> None:  # pragma: no cover - pushes
 
 
 EXT_ROLES[RECOVERY_PUSH] = _push_role
-
-
-# ====================================================================== plot of an experiment's runs
-def plot_timeline(series: list[tuple[str, list[list[float]], list[float]]], path: str | Path, title: str = "") -> Path:
-    """p99 and mean client latency per second of each run (label, bins, event/recovery-end times)."""
-    from simulator.metrics.plots import new_figure, save_figure
-
-    fig, ax = new_figure(8.0, 4.5)
-    for label, bins, marks in series:
-        if not bins:
-            continue
-        b = np.asarray(bins, dtype=np.float64)
-        (line,) = ax.plot(b[:, 0], b[:, 3], label=f"{label} p99")
-        ax.plot(b[:, 0], b[:, 2], linestyle="--", color=line.get_color(), label=f"{label} mean")
-        for m in marks:
-            if m is not None and math.isfinite(m):
-                ax.axvline(m, color=line.get_color(), linestyle=":", linewidth=1)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("client latency (ms)")
-    ax.set_yscale("log")
-    ax.set_title(title or "client latency around the failure (dotted: failure, end of recovery)")
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
-
-
-def _main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m simulator.ceph.recovery OUT_DIR  (an experiment's output directory)", file=sys.stderr)
-        return 2
-    out = Path(argv[0])
-    runs = sorted((out / "runs").glob("p*_r*.json")) if (out / "runs").is_dir() else []
-    runs = [r for r in runs if not r.name.endswith(".timing.json")]
-    series = []
-    for r in runs:
-        try:
-            doc = json.loads(r.read_text())
-        except (OSError, ValueError):
-            print(f"{r}: not a run document", file=sys.stderr)
-            return 2
-        meta = doc.get("sim") or doc.get("sim_meta") or {}
-        rec = ((meta.get("cluster") or {}).get("recovery")) or {}
-        if not rec:
-            continue
-        labels = meta.get("labels") or {}
-        label = ", ".join(str(v) for v in labels.values()) or r.stem
-        series.append((label, rec.get("timeline") or [], [rec.get("t_first_event"), rec.get("t_recovered")]))
-    if not series:
-        print(f"{out}: no runs with recovery statistics", file=sys.stderr)
-        return 2
-    p = plot_timeline(series, out / "recovery_timeline.png")
-    print(p)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_main(sys.argv[1:]))
