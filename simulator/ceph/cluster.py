@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.ceph.autotune import Autotuner
 from simulator.ceph.bluestore import BlueStore
 from simulator.ceph.config import ClusterConfig, CpuConfig, NicConfig
 from simulator.ceph.ec import EcStats, shard_size
@@ -134,6 +135,12 @@ class Cluster(Component):
         if cfg.events:
             self.timeline = Timeline()
             self.recovery = Recovery(self)
+        #: BlueStore cache autotuning (bluestore.autotune.enabled): checked on the client path
+        self.autotune: Autotuner | None = None
+        self.next_tune = float("inf")
+        if cfg.bluestore.autotune.enabled and cfg.objectstore == "bluestore":
+            self.autotune = Autotuner(self)
+            self.next_tune = self.autotune.next
 
     # ================================================================== construction
     def _build_hosts(self) -> None:
@@ -593,6 +600,7 @@ class Cluster(Component):
             "pools": pools,
             "images": {f"{p}/{n}": img.stats() for (p, n), img in self.images.items()},
             **({"recovery": self.recovery.stats(self.timeline, getattr(self, "_t0", 0.0))} if self.recovery is not None else {}),
+            **({"autotune": self.autotune.stats()} if self.autotune is not None else {}),
         }
 
 

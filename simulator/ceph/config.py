@@ -19,6 +19,7 @@ __all__ = [
     "RELEASE_DEFAULTS",
     "BalancerConfig",
     "BlockLayerConfig",
+    "AutotuneConfig",
     "BlueStoreConfig",
     "CacheConfig",
     "ClientConfig",
@@ -369,6 +370,38 @@ class CacheConfig(ConfigModel):
     )
 
 
+class AutotuneConfig(ConfigModel):
+    """BlueStore cache autotuning toward osd_memory_target (simulator.ceph.autotune). Defaults: Ceph options
+    (src/common/options.cc: osd_memory_target 4 GiB, osd_memory_base 768 MiB, osd_memory_expected_fragmentation
+    0.15, osd_memory_cache_min 128 MiB; bluestore_cache_autotune_interval 5 s; Nautilus meta/kv ratios 0.4/0.4)."""
+
+    enabled: bool = Field(
+        False,
+        description=(
+            "size the data and onode caches from the memory target instead of cache.size / onode_cache_size "
+            "(bluestore_cache_autotune; Ceph's default is true, the model's false keeps profiles' fixed sizes) (default false)"
+        ),
+    )
+    memory_target: Bytes = Field("4GiB", gt=0, le=2**44, description="OSD memory target (osd_memory_target, default 4GiB)")
+    memory_base: Bytes = Field(
+        "768MiB", ge=0, description="memory the OSD needs besides its caches (osd_memory_base, default 768MiB)"
+    )
+    expected_fragmentation: float = Field(
+        0.15, ge=0, lt=1, description="heap fragmentation allowed for (osd_memory_expected_fragmentation, default 0.15)"
+    )
+    cache_min: Bytes = Field("128MiB", ge=0, description="smallest total cache (osd_memory_cache_min, default 128MiB)")
+    meta_ratio: float = Field(0.4, ge=0, le=1, description="largest share of the onode cache (bluestore_cache_meta_ratio, default 0.4)")
+    kv_ratio: float = Field(0.4, ge=0, le=1, description="share set aside for RocksDB's block cache (bluestore_cache_kv_ratio, default 0.4)")
+    interval: Seconds = Field("5s", gt=0, description="time between re-sizings (bluestore_cache_autotune_interval, default 5s)")
+    onode_bytes: Bytes = Field(4096, gt=0, description="memory of one cached onode with its extent map, bytes (default 4096, an estimate)")
+
+    @model_validator(mode="after")
+    def _ratios(self) -> AutotuneConfig:
+        if self.meta_ratio + self.kv_ratio > 1:
+            raise ValueError("meta_ratio + kv_ratio must not exceed 1")
+        return self
+
+
 class BlueStoreConfig(ConfigModel):
     """BlueStore on one OSD (with RocksDB/BlueFS for metadata and the deferred-write WAL)."""
 
@@ -459,6 +492,9 @@ class BlueStoreConfig(ConfigModel):
         4096, gt=0, description="granularity of device reads and cached buffers (checksum block), bytes (default 4096)"
     )
     cache: CacheConfig = Field(default_factory=CacheConfig, description="data buffer cache")
+    autotune: AutotuneConfig = Field(
+        default_factory=AutotuneConfig, description="cache autotuning toward osd_memory_target (off: the fixed sizes)"
+    )
 
 
 class PageCacheConfig(CacheConfig):
@@ -706,6 +742,7 @@ _COMMON_HDD = {"bluestore.deferred_batch_ops": 64, "bluestore.throttle_cost_per_
 #   recovery: osd_op_queue mclock_scheduler and osd_mclock_profile high_client_ops are Quincy 17.2 defaults
 #             (ceph-users, 2022-11, "Quincy 17.2.5 ... the default profile is the HIGH_CLIENT_OPS"); osd_recovery_max_active_ssd
 #             10 (Octopus+ option; kept to Quincy here)
+_PACIFIC_RATIOS = {"bluestore.autotune.meta_ratio": 0.45, "bluestore.autotune.kv_ratio": 0.45}
 _MCLOCK = {"recovery.op_queue": "mclock_scheduler", "recovery.mclock_profile": "high_client_ops"}
 _COMMON_SSD = {"bluestore.deferred_batch_ops": 16, "bluestore.throttle_cost_per_io": 4000,
                "osd.op_num_shards": 8, "osd.op_num_threads_per_shard": 2}
@@ -724,15 +761,15 @@ RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "pacific": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(1024 * _MiB * 0.06)},
+                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.06)},
+                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS},
     },
     "quincy": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_MCLOCK},
+                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_MCLOCK, "recovery.recovery_max_active": 10},
+                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK, "recovery.recovery_max_active": 10},
     },
 }
 

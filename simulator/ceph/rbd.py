@@ -88,6 +88,9 @@ class RbdImage(Device):
         cl = self.cluster
         client = cl.client
         now = self.env._now
+        if now >= cl.next_tune:  # BlueStore cache autotuning is due (never without autotune: inf)
+            cl.autotune.tick(now)
+            cl.next_tune = cl.autotune.next
         kind = req.op
         cost = cl.client_cfg.submit_cost
         if kind == _WRITE:
