@@ -72,7 +72,7 @@ def test_budget_converges_to_what_the_target_leaves() -> None:
     """Below the target the budget moves (1 - mapped/target) of the way to its maximum per interval:
     an idle OSD (mapped = base) approaches it geometrically."""
     at = {"memory_target": "2GiB", "memory_base": "512MiB", "expected_fragmentation": 0.15, "cache_min": "128MiB"}
-    sim, cl = _cluster(at)
+    _sim, cl = _cluster(at)
     tuner: Autotuner = cl.autotune
     mx = int((2 << 30) * 0.85 - 512 * MiB)
     assert tuner.max == mx

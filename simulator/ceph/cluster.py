@@ -119,13 +119,13 @@ class Cluster(Component):
         self.images: dict[tuple[str, str], RbdImage] = {}
         self._db_kinds: dict[int, tuple[Any, Any]] = {}
         self._build_hosts()
-        if cfg.client.host is not None:  # the client runs on an OSD host and shares its CPU (a one-host lab)
-            match = [h for h in self.hosts if h.name == cfg.client.host]
-            if not match:
-                raise ConfigError(f"no host named {cfg.client.host!r}", field="params.client.host")
-            self.client = match[0]
-        else:
-            self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
+        self.client = self._client_host(cfg.client, "params.client")
+        #: client hosts by name (the default `client` and `clients`), with their configs
+        self.clients: dict[str, tuple[Host, Any]] = {cfg.client.name: (self.client, cfg.client)}
+        for i, cc in enumerate(cfg.clients):
+            if cc.name in self.clients or cc.name in {h.name for h in self.hosts}:
+                raise ConfigError(f"duplicate client name {cc.name!r}", field=f"params.clients.{i}.name")
+            self.clients[cc.name] = (self._client_host(cc, f"params.clients.{i}"), cc)
         self._build_crush()
         self._build_pools()
         self._build_images()
@@ -143,6 +143,14 @@ class Cluster(Component):
             self.next_tune = self.autotune.next
 
     # ================================================================== construction
+    def _client_host(self, cc: Any, field: str) -> Host:
+        if cc.host is not None:  # the client runs on an OSD host and shares its CPU (e.g. a one-host lab)
+            match = [h for h in self.hosts if h.name == cc.host]
+            if not match:
+                raise ConfigError(f"no host named {cc.host!r}", field=f"{field}.host")
+            return match[0]
+        return Host(cc.name, self, cc.cpu, cc.nic)
+
     def _build_hosts(self) -> None:
         cfg = self.cfg
         bs_cfg = cfg.bluestore
@@ -364,11 +372,31 @@ class Cluster(Component):
                     field=f"{field}.data_pool",
                 )
             self._check_fits(ic, pool, field)
+            if ic.client is not None and ic.client not in self.clients:
+                raise ConfigError(
+                    f"image {ic.name!r}: no client host {ic.client!r} (clients: {', '.join(self.clients)})", field=f"{field}.client"
+                )
             cname = f"img_{ic.pool}_{ic.name}".replace(".", "_")
             img = RbdImage(cname, self, self, pool, ic, i)
+            img.client, img.client_cfg = self.clients[ic.client or self.cfg.client.name]
             if ic.prefilled:
                 self._prefill(img, field)
             self.images[key] = img
+        self._build_krbd()
+
+    def _build_krbd(self) -> None:
+        """Kernel-mapped images: a block layer (the rbd device's request queue) in front of each."""
+        self.krbd: dict[str, BlockLayer] = {}
+        taken = {c.name for c in self.children}
+        for i, kc in enumerate(self.cfg.krbd):
+            field = f"params.krbd.{i}"
+            img = self.images.get((kc.pool, kc.image))
+            if img is None:
+                raise ConfigError(f"no RBD image {kc.pool}/{kc.image} to map", field=f"{field}.image")
+            if kc.name in taken or kc.name in self.krbd:
+                raise ConfigError(f"duplicate device name {kc.name!r}", field=f"{field}.name")
+            bl = kc.block_layer.model_copy(update={"queue_depth": kc.queue_depth, "enabled": True})
+            self.krbd[kc.name] = BlockLayer(kc.name, self, img, bl)
 
     def _check_fits(self, ic: Any, pool: Pool, field: str) -> None:
         obj = 1 << ic.order
@@ -443,14 +471,16 @@ class Cluster(Component):
         op.pos = pos
         op.osd = prim
         payload = op.length if op.kind != _READ else 0
-        t = self.net.arrival(self.client, prim.host, t, payload)
+        t = self.net.arrival(op.image.client, prim.host, t, payload)
         ocfg = self.cfg.osd
         call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
         payload = op.length if op.kind == _READ else 0
-        t = self.net.arrival(host, self.client, t, payload)
-        t = self.client.cpu.book(t, self.client_cfg.complete_cost + self.client_cfg.cost_per_byte * payload)
+        img = op.image
+        t = self.net.arrival(host, img.client, t, payload)
+        ccfg = img.client_cfg
+        t = img.client.cpu.book(t, ccfg.complete_cost + ccfg.cost_per_byte * payload)
         if self.tracer is not None:
             self.tracer(op, t)
         if self.timeline is not None:
@@ -597,6 +627,8 @@ class Cluster(Component):
             "osds": osds,
             "hosts": {h.name: h.stats() for h in self.hosts},
             "client": self.client.stats(),
+            **({"clients": {n: h.stats() for n, (h, _) in self.clients.items()}} if len(self.clients) > 1 else {}),
+            **({"krbd": {n: d.stats() for n, d in self.krbd.items()}} if self.krbd else {}),
             "pools": pools,
             "images": {f"{p}/{n}": img.stats() for (p, n), img in self.images.items()},
             **({"recovery": self.recovery.stats(self.timeline, getattr(self, "_t0", 0.0))} if self.recovery is not None else {}),

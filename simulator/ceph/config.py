@@ -17,9 +17,9 @@ from simulator.units import Bytes, BytesPerSecond, Seconds
 
 __all__ = [
     "RELEASE_DEFAULTS",
+    "AutotuneConfig",
     "BalancerConfig",
     "BlockLayerConfig",
-    "AutotuneConfig",
     "BlueStoreConfig",
     "CacheConfig",
     "ClientConfig",
@@ -34,6 +34,7 @@ __all__ = [
     "FileStoreConfig",
     "HostConfig",
     "ImageConfig",
+    "KrbdConfig",
     "NetworkConfig",
     "NicConfig",
     "OsdConfig",
@@ -174,6 +175,23 @@ class ClientConfig(ConfigModel):
     )
 
 
+class KrbdConfig(ConfigModel):
+    """An image mapped by the kernel RBD client (``rbd map``): a block device ``/dev/rbdN`` with the Linux
+    block layer (request tags, I/O scheduler, at most ``queue_depth`` requests handed to the RBD
+    driver) in front of the image. fio reaches it as a file: ioengine=libaio, filename=<cluster>.<name>
+    (e.g. ceph.rbd0). Defaults: the krbd map option queue_depth 128 (rbd(8) "Kernel rbd (krbd) options");
+    blk-mq's default scheduler for a single hardware queue, mq-deadline."""
+
+    name: str = Field(pattern=_NAME, description="block device name, the component fio's filename= names (e.g. rbd0)")
+    pool: str = Field(description="pool of the image (its metadata pool when it has a data_pool)")
+    image: str = Field(description="image name")
+    queue_depth: int = Field(128, ge=1, le=4096, description="requests in flight to the RBD driver (rbd map -o queue_depth, default 128)")
+    block_layer: BlockLayerConfig = Field(
+        default_factory=BlockLayerConfig,
+        description="the rbd device's block layer (its queue_depth is set from queue_depth above)",
+    )
+
+
 class CrushRuleConfig(ConfigModel):
     """A replicated CRUSH rule: ``step take default [class X]; step chooseleaf firstn 0 type <fd>; emit``."""
 
@@ -298,6 +316,10 @@ class ImageConfig(ConfigModel):
     )
     prefilled: bool = Field(
         True, description="every object exists and is fully allocated before the runs, in object order (default true)"
+    )
+    client: str | None = Field(
+        None, pattern=_NAME,
+        description="the client host driving this image: one of `clients` by name; default the cluster's `client`",
     )
     data_pool: str | None = Field(
         None,
@@ -784,6 +806,11 @@ class ClusterConfig(ConfigModel):
 
     hosts: list[HostConfig] = Field(min_length=1, description="OSD hosts")
     client: ClientConfig = Field(default_factory=ClientConfig, description="the client host (fio + librbd)")
+    clients: list[ClientConfig] = Field(
+        default_factory=list,
+        description="further client hosts (each its own CPU and NIC, or on an OSD host via `host`); an image names its client",
+    )
+    krbd: list[KrbdConfig] = Field(default_factory=list, description="images mapped by the kernel RBD client (block devices)")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="network between and inside hosts")
     pools: list[PoolConfig] = Field(min_length=1, description="replicated pools")
     images: list[ImageConfig] = Field(default_factory=list, description="RBD images")

@@ -53,6 +53,9 @@ class RbdImage(Device):
         #: the role of a client op: CLIENT (replicated, the OSD's own path) or EC_CLIENT (simulator.ceph.ec)
         self.client_role = CLIENT if pool.ec is None else EC_CLIENT
         self.op_class = ObjOp if pool.ec is None else EcOp
+        #: the client host driving the image and its config (set by the cluster: ``client`` of the image)
+        self.client = cluster.client
+        self.client_cfg = cluster.cfg.client
         self.n_objects = -(-cfg.size // self.obj_size)
         self.id = cfg.id or default_image_id(pool.name, cfg.name)
         self.key_base = (index + 1) << 36
@@ -86,15 +89,16 @@ class RbdImage(Device):
     # ------------------------------------------------------------------ Device interface
     def _start(self, req: Request) -> None:
         cl = self.cluster
-        client = cl.client
+        client = self.client
         now = self.env._now
         if now >= cl.next_tune:  # BlueStore cache autotuning is due (never without autotune: inf)
             cl.autotune.tick(now)
             cl.next_tune = cl.autotune.next
         kind = req.op
-        cost = cl.client_cfg.submit_cost
+        ccfg = self.client_cfg
+        cost = ccfg.submit_cost
         if kind == _WRITE:
-            cost += cl.client_cfg.cost_per_byte * req.size
+            cost += ccfg.cost_per_byte * req.size
         if kind == _FLUSH or req.size <= 0:
             self._complete_after(req, client.cpu.book(now, cost) - now)
             return
