@@ -109,3 +109,19 @@ def test_client_and_krbd_errors_name_the_field() -> None:
     with pytest.raises(ConfigError) as e:
         _cluster(_params(clients=[{"name": "x", "host": "nohost"}]))
     assert e.value.field == "params.clients.0.host"
+
+
+def test_a_direct_io_file_on_krbd_maps_onto_the_device_at_its_offset() -> None:
+    sim, cl = _cluster(_params(krbd=[{"name": "rbd0", "pool": "p", "image": "img", "file_size": "64MiB", "file_offset": "8MiB"}]))
+    f = cl.krbd["rbd0_file"]
+    assert f.path == "cluster.rbd0_file" and f.capacity == 64 << 20
+    seen = []
+    img = cl.image("p", "img")
+    orig = img._start
+    img._start = lambda req: (seen.append(req.offset), orig(req))
+    r = ClosedLoop(sim, f, qd=4, rw="randwrite", n_ios=300, seed=5).run()
+    assert r.completions_total == r.submitted
+    assert len(seen) == r.submitted and all((8 << 20) <= o < (72 << 20) for o in seen)
+    with pytest.raises(ConfigError) as e:
+        _cluster(_params(krbd=[{"name": "rbd0", "pool": "p", "image": "img", "file_size": "2GiB"}]))
+    assert e.value.field == "params.krbd.0.file_size"

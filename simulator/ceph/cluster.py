@@ -396,7 +396,14 @@ class Cluster(Component):
             if kc.name in taken or kc.name in self.krbd:
                 raise ConfigError(f"duplicate device name {kc.name!r}", field=f"{field}.name")
             bl = kc.block_layer.model_copy(update={"queue_depth": kc.queue_depth, "enabled": True})
-            self.krbd[kc.name] = BlockLayer(kc.name, self, img, bl)
+            dev = self.krbd[kc.name] = BlockLayer(kc.name, self, img, bl)
+            if kc.file_size is not None:
+                if kc.file_offset + kc.file_size > img.capacity:
+                    raise ConfigError(
+                        f"file of {kc.file_size} bytes at {kc.file_offset} does not fit on {kc.pool}/{kc.image} "
+                        f"({img.capacity} bytes)", field=f"{field}.file_size",
+                    )
+                self.krbd[f"{kc.name}_file"] = Partition(f"{kc.name}_file", self, dev, kc.file_offset, kc.file_size)
 
     def _check_fits(self, ic: Any, pool: Pool, field: str) -> None:
         obj = 1 << ic.order

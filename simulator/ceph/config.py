@@ -190,6 +190,15 @@ class KrbdConfig(ConfigModel):
         default_factory=BlockLayerConfig,
         description="the rbd device's block layer (its queue_depth is set from queue_depth above)",
     )
+    file_size: Bytes | None = Field(
+        None, gt=0,
+        description=(
+            "a preallocated file of this size in a filesystem on the device, read and written with direct IO: "
+            "the component <name>_file, one contiguous extent at file_offset (XFS-like; no metadata IO) "
+            "(default none)"
+        ),
+    )
+    file_offset: Bytes = Field("1MiB", ge=0, description="device offset of the file's extent, bytes (default 1MiB)")
 
 
 class CrushRuleConfig(ConfigModel):
