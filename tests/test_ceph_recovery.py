@@ -91,7 +91,11 @@ def test_recovery_moves_exactly_the_failed_osds_data_and_ends(ec: bool) -> None:
     pool = cl.pools["ec" if ec else "rbd"]
     n_obj, n_bytes = _held(cl, osd)
     assert n_obj > 30
+    sources: list[bool] = []
+    push = cl.recovery._push
+    cl.recovery._push = lambda job, img, objno: (sources.append(job.primary.up and job.primary.id != osd), push(job, img, objno))
     sim.run(until=60.0)
+    assert len(sources) == n_obj and all(sources)  # every push led by a surviving primary
     r = cl.stats()["recovery"]
     assert r["pgs_backfilling"] == 0 and math.isfinite(r["recovery_s"])
     assert r["recovered_bytes"] == n_bytes

@@ -298,7 +298,7 @@ class Recovery:
         while self.waiting:
             job = self.waiting.popleft()
             pg = job.pg
-            prim = pg.acting[pg.ppos] if pg.ppos >= 0 else next((o for o in pg.acting if o.up), None)
+            prim = next((o for o in pg.acting if o.up), None)  # the acting primary: the first up OSD
             if prim is None:
                 still.append(job)
                 continue
