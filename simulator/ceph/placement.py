@@ -18,7 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from simulator import nbcache
+from simulator.ceph import hashing as _hashing
 from simulator.ceph.hashing import nb_crush_hash32_2, nb_crush_hash32_3, pg_num_mask
+
+nbcache.invalidate_stale(__file__, _hashing.__file__)  # the placement kernels inline the CRUSH hash
 
 __all__ = ["NONE", "CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
 
