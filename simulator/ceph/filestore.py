@@ -202,7 +202,7 @@ class FileStore(ObjectStore):
         self.cache = make_cache(pc.policy, pc.size // self.unit, pc.kin_ratio, pc.kout_ratio)
         self.buffered_read = pc.buffered_read
         self.buffered_write = pc.buffered_write
-        self.writing: dict[int, int] = {}  # (BlueStore's unapplied deferred blocks; none here)
+        self.writing: dict[int, list[tuple[int, int]]] = {}  # (BlueStore's unapplied deferred writes; none here)
         self.onodes = LruCache(cfg.inode_cache_size)  # inode + dentry cache (the OSD's "onode" interface)
         self.meta_miss_read = cfg.inode_miss_read
         self.meta_miss_cost = cfg.inode_miss_cost
