@@ -9,6 +9,7 @@ the whole range (the reference too: per unit, the trims would be interleaved).
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 
 from hypothesis import given, settings
@@ -118,7 +119,7 @@ def check_index(c) -> None:
     seen = 0
     for key, (starts, runs) in c._idx.items():
         assert starts == [r.a for r in runs] and starts
-        for r, n in zip(runs, runs[1:]):
+        for r, n in itertools.pairwise(runs):
             assert r.b <= n.a
         for r in runs:
             assert r.key == key and r.lst is not None
