@@ -114,7 +114,7 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
             progress(min(1.0, (sim.env.now - _t0) / _h))
 
         _ticker(sim, horizon, done, rep)
-    sim.env.run(until=done)
+    sim.run(until=done)  # with the collector quietened (engine.gc_quiet)
     return wl.results(), sim.env.now - t0
 
 
