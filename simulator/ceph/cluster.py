@@ -25,7 +25,7 @@ from simulator.ceph.hashing import pg_num_mask
 from simulator.ceph.osd import PG, ObjOp, Osd
 from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
 from simulator.ceph.rbd import RbdImage
-from simulator.ceph.resources import CpuPool, Link, Network
+from simulator.ceph.resources import CpuPool, Link, Network, call_at
 from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
 from simulator.devices.blocklayer import BlockLayer
@@ -390,7 +390,7 @@ class Cluster(Component):
         payload = op.length if op.kind != _READ else 0
         t = self.net.arrival(self.client, prim.host, t, payload)
         ocfg = self.cfg.osd
-        prim.deliver(op, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload))
+        call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
         payload = op.length if op.kind == _READ else 0

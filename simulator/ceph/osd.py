@@ -119,14 +119,13 @@ class _Shard:
     known length at a known time (``lazy``: (t_end, pg)) and are released without an event of
     their own unless an op is waiting for them (``wake_at``: time of the scheduled release)."""
 
-    __slots__ = ("free", "inflight", "lazy", "q", "wake_at")
+    __slots__ = ("free", "lazy", "q", "wake_at")
 
     def __init__(self, threads: int):
         self.free = threads
         self.q: deque[ObjOp] = deque()
         self.lazy: list[tuple[float, PG]] = []
         self.wake_at = -1.0
-        self.inflight = 0  # messages on their way to this shard with an arrival event of their own
 
 
 class Osd(Component):
@@ -169,36 +168,15 @@ class Osd(Component):
         self.replies = 0
 
     # ------------------------------------------------------------------ queueing
-    def deliver(self, op: ObjOp, t: float) -> None:
-        """A message carrying ``op`` is sent now and decoded by this OSD's messenger at ``t``.
-
-        When the op's shard has an idle worker now, nothing queued, no earlier message still on its
-        way to it and the op's PG is not being processed, the worker is taken for the op at once and
-        its processing is booked from ``t`` (arrival and processing in one event, or none for a
-        commit reply); otherwise the message arrives as an event at ``t`` and is queued then. The
-        worker is thus reserved from the send time: an op sent later but decoded before ``t`` by
-        the same shard waits behind this one (the same booking-order approximation as the CPU's;
-        docs/ceph-model.md)."""
-        sh = self.shards[op.pg.shard_seed % self.nshards]
-        if sh.lazy:
-            self._settle(sh)
-        if sh.free > 0 and not sh.inflight and not sh.q and op.pg not in self.busy_pgs:
-            self._dispatch(sh, op, t)
-        else:
-            sh.inflight += 1
-            call_at(self.env, t, self.on_op, op)
-
     def on_op(self, ev: Any) -> None:
-        op = ev._value
-        self.shards[op.pg.shard_seed % self.nshards].inflight -= 1
-        self.enqueue(op)
+        self.enqueue(ev._value)
 
     def enqueue(self, op: ObjOp) -> None:
         sh = self.shards[op.pg.shard_seed % self.nshards]
         if sh.lazy:
             self._settle(sh)
         if sh.free > 0 and not sh.q and op.pg not in self.busy_pgs:
-            self._dispatch(sh, op, self.env._now)
+            self._dispatch(sh, op)
         else:
             sh.q.append(op)
             if sh.lazy:
@@ -256,7 +234,7 @@ class Osd(Component):
                     return
             else:
                 q.popleft()
-            self._dispatch(sh, op, self.env._now)
+            self._dispatch(sh, op)
 
     def _release(self, op: ObjOp) -> None:
         self._free(op.shard, op.pg)
@@ -271,9 +249,7 @@ class Osd(Component):
             if sh.q and sh.lazy:
                 self._arm(sh)
 
-    def _dispatch(self, sh: _Shard, op: ObjOp, now: float) -> None:
-        """A worker of ``sh`` takes ``op`` at ``now`` (the current time, or a message's decode time
-        already booked: :meth:`deliver`)."""
+    def _dispatch(self, sh: _Shard, op: ObjOp) -> None:
         sh.free -= 1
         self.busy_pgs.add(op.pg)
         op.shard = sh
@@ -287,7 +263,7 @@ class Osd(Component):
                 base = op.image.obj_base[op.objno, op.pos]
                 bs = self.bs
                 if base < 0:  # object does not exist: zeros, no IO
-                    t = self.cpu.book(now, self._cost(cfg.read_cost))
+                    t = self.cpu.book(env._now, self._cost(cfg.read_cost))
                     self._reply_client(op, t)
                     self._release_at(sh, op.pg, t)
                     return
@@ -298,22 +274,22 @@ class Osd(Component):
                     cost += bs.meta_miss_cost
                 if hit:  # served from the cache: the worker's job and the reply time are known now
                     cost += bs.hit_cost
-                    t = self.cpu.book(now, cost)
+                    t = self.cpu.book(env._now, cost)
                     self._reply_client(op, t)
                     self._release_at(sh, op.pg, t)
                 else:
                     op.onode_hit = onode_hit
-                    call_at(env, self.cpu.book(now, cost), self._read_miss, op)
+                    call_at(env, self.cpu.book(env._now, cost), self._read_miss, op)
             else:
-                call_at(env, self.cpu.book(now, self._cost(cfg.write_cost)), self._write_prepared, op)
+                call_at(env, self.cpu.book(env._now, self._cost(cfg.write_cost)), self._write_prepared, op)
         elif role == SUBOP:
             self.subops += 1
-            call_at(env, self.cpu.book(now, self._cost(cfg.subop_cost)), self._write_prepared, op)
+            call_at(env, self.cpu.book(env._now, self._cost(cfg.subop_cost)), self._write_prepared, op)
         else:
             # a replica's commit reply: the worker holds the PG for reply_cost; the write is
             # answered once every reply and the local commit are in (no event of its own)
             self.replies += 1
-            t = self.cpu.book(now, self._cost(cfg.reply_cost))
+            t = self.cpu.book(env._now, self._cost(cfg.reply_cost))
             prim = op.primary_op
             if t > prim.t_local:
                 prim.t_local = t
@@ -371,7 +347,7 @@ class Osd(Component):
                 per_byte = cfg.msgr_cost_per_byte * payload
                 t = self.cpu.book(now, cfg.msgr_send_cost + per_byte)
                 t = net.arrival(self.host, r.host, t, payload)
-                r.deliver(sub, r.cpu.book(t, cfg.msgr_recv_cost + per_byte))
+                call_at(env, r.cpu.book(t, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
                 pending += 1
             op.pending = pending
             bs.write(op, self._base(op), pg, self._local_committed)
@@ -408,7 +384,7 @@ class Osd(Component):
         t = self.cpu.book(now, cfg.commit_cost + cfg.msgr_send_cost)
         t = self.cluster.net.arrival(self.host, posd.host, t, 0)
         sub.role = REPLY
-        posd.deliver(sub, posd.cpu.book(t, cfg.msgr_recv_cost))
+        call_at(env, posd.cpu.book(t, cfg.msgr_recv_cost), posd.on_op, sub)
 
     # ------------------------------------------------------------------ to the client
     def _reply_client(self, op: ObjOp, t: float) -> None:
