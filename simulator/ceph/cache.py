@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LruCache", "LruExtentCache", "TwoQExtentCache", "make_cache"]
+__all__ = ["LruCache", "LruDataCache", "LruExtentCache", "TwoQCache", "TwoQExtentCache", "make_cache"]
 
 
 class LruCache:
@@ -537,6 +537,11 @@ class LruExtentCache(_ExtentCache):
         if over > 0:
             self._trim_front(lst, over, None)
 
+    def _evict(self) -> None:
+        """Drop the oldest unit."""
+        if self._l.units:
+            self._trim_front(self._l, 1, None)
+
     def clear(self) -> None:
         self._l.clear()
         self._idx.clear()
@@ -624,6 +629,11 @@ class TwoQExtentCache(_ExtentCache):
         self._out.clear()
         self._hot.clear()
         self._idx.clear()
+
+
+#: the data caches by their Ceph names
+TwoQCache = TwoQExtentCache
+LruDataCache = LruExtentCache
 
 
 def make_cache(policy: str, capacity: int, kin_ratio: float, kout_ratio: float) -> LruExtentCache | TwoQExtentCache:
