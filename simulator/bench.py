@@ -6,6 +6,7 @@ hdd-sptf-qd32       one HDD (7.2K), SPTF, 4 KiB random read, QD32 — device + I
 hdd-fio-qd32        the same with fio's statistics (the full path of an experiment run)
 queue-fio-qd16      the workload layer alone against an ideal queue device
 ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated client IO/s
+ceph-randrw-4m      croit MACH.2 pool, 4 MiB randrw, QD16 over 2 GiB (cache range operations), --ios / 100 IOs
 jobstats-add        the statistics hot path alone (IOs recorded per second)
 *-compiled          hdd-sptf-qd32, hdd-fio-qd32 and queue-fio-qd16 through the compiled core
 Numba compilation is excluded (each case warms up first). Every case drives its device with the
@@ -85,6 +86,12 @@ def _ceph(n: int) -> float:
     return bench_ceph_randwrite_qd64(n)
 
 
+def _ceph_4m(n: int) -> float:
+    from simulator.ceph.bench import bench_ceph_randrw_4m
+
+    return bench_ceph_randrw_4m(max(1, n // 100))
+
+
 _RR = {"name": "bench", "rw": "randread", "bs": "4k"}
 _HDD = {"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"policy": "sptf", "depth": 32}}}
 #: the device + driver case: libaio without submission latency, offsets uniform with replacement
@@ -114,6 +121,7 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
         ),
     ),
     "ceph-randwrite-qd64": ("Ceph croit MACH.2 pool, 4KiB randwrite QD64 (client IOs)", _ceph),
+    "ceph-randrw-4m": ("Ceph croit MACH.2 pool, 4MiB randrw QD16, 2 GiB (client IOs; --ios / 100 of them)", _ceph_4m),
     "jobstats-add": ("statistics only: JobStats.add + HDR flush per recorded IO", _jobstats_add),
 }
 from simulator.ceph.scale import SCALE_CASES  # noqa: E402  (light module: builds nothing at import)

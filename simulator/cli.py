@@ -112,6 +112,11 @@ def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int
         f"{run.workers} worker process{'es' if run.workers != 1 else ''} ({cores} cores)"
         + (f"; results in {run.out_dir}/ ({len(res.written)} files + runs/)" if run.out_dir else "")
     )
+    from simulator.experiment.execute import core_usage
+
+    usage = core_usage(run.outputs, run.wall_s, run.workers, cores)
+    if usage:
+        console.print(usage)
 
 
 @app.command("run")

@@ -81,7 +81,7 @@ class Autotuner:
         unit = bs.unit
         onode_b = int(cfg.onode_bytes)
         used = len(bs.cache) * unit + len(bs.onodes) * onode_b
-        mapped = int(cfg.memory_base) + used + len(bs.writing) * unit
+        mapped = int(cfg.memory_base) + used + sum(b - a for runs in bs.writing.values() for a, b in runs) * unit
         target = int(cfg.memory_target)
         b = self.budget[id(bs)]
         if mapped < target:

@@ -49,7 +49,7 @@ import numpy as np
 
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_later
-from simulator.ceph.store import BLOCK_BITS, ObjectStore
+from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -182,8 +182,8 @@ class BlueStore(ObjectStore):
         self.hit_cost = cfg.cache_hit_cost
         self.buffered_read = cc.buffered_read
         self.buffered_write = cc.buffered_write
-        #: blocks of deferred writes not yet applied: readable from their 'writing' buffers
-        self.writing: dict[int, int] = {}
+        #: deferred writes not yet applied, readable from their 'writing' buffers: objkey -> unit runs
+        self.writing: dict[int, list[tuple[int, int]]] = {}
         # throttles (BlueStore::throttle_bytes / throttle_deferred_bytes): txc costs
         self.cost_per_io = int(cfg.throttle_cost_per_io)
         self.tb = Throttle(cfg.throttle_bytes)
@@ -458,14 +458,14 @@ class BlueStore(ObjectStore):
         off = op.off
         # the written range leaves the buffer cache (or replaces it when buffered writes are on)
         u = self.unit
-        kbase = op.objkey << BLOCK_BITS
+        key = op.objkey
+        ua = off // u
+        ub = (off + length - 1) // u + 1
         c = self.cache
         if self.buffered_write and op.kind == _WRITE:
-            for k in range(kbase + off // u, kbase + (off + length - 1) // u + 1):
-                c.insert(k)
+            c.insert_range(key, ua, ub)
         elif len(c):
-            for k in range(kbase + off // u, kbase + (off + length - 1) // u + 1):
-                c.discard(k)
+            c.discard_range(key, ua, ub)
         if op.kind == _TRIM or length == 0:
             txc.wal_bytes = cfg.kv_txc_bytes
             txc.io_done = True
@@ -477,9 +477,11 @@ class BlueStore(ObjectStore):
             txc.dlen = dlen
             txc.wal_bytes = cfg.kv_txc_bytes + dlen
             txc.io_done = True
-            w = self.writing
-            for k in range(kbase + off // u, kbase + (off + length - 1) // u + 1):
-                w[k] = w.get(k, 0) + 1
+            w = self.writing.get(key)
+            if w is None:
+                self.writing[key] = [(ua, ub)]
+            else:
+                w.append((ua, ub))
         else:
             new = self.alloc(length)
             if off == 0 and length >= op.obj_size:
@@ -725,18 +727,19 @@ class BlueStore(ObjectStore):
         batch = state[2]
         osr.running = False
         self.io_since_flush = True
-        w = self.writing
+        writing = self.writing
         u = self.unit
         costs = 0
         for t in batch:  # the deferred data is on disk: its writing buffers go
             costs += t.cost
             op = t.op
-            kbase = op.objkey << BLOCK_BITS
+            key = op.objkey
             off = op.off
-            for k in range(kbase + off // u, kbase + (off + op.length - 1) // u + 1):
-                c = w.pop(k, 1) - 1
-                if c > 0:
-                    w[k] = c
+            w = writing[key]
+            if len(w) == 1:
+                del writing[key]
+            else:
+                w.remove((off // u, (off + op.length - 1) // u + 1))
         self.deferred_txcs -= len(batch)
         dt = self.dt
         dt.cur -= costs

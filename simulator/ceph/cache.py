@@ -1,17 +1,17 @@
-"""BlueStore's in-memory caches of one OSD, keyed by integers (block key = object key x blocks per
-object + block index; all buffers have the same size, the read unit).
+"""The in-memory caches of one OSD's object store.
 
-* :class:`TwoQCache` — Nautilus' ``TwoQCache`` for data buffers (bluestore_cache_type = 2q): new
-  buffers enter *warm_in* (FIFO, a hit there does not promote — "somewhat counter-intuitively" as
-  the source says); buffers trimmed from warm_in leave a ghost key in *warm_out*; a buffer re-read
-  while its ghost is in warm_out enters *hot* (LRU). Limits: kin = size x kin_ratio for warm_in
-  (slack borrowed from/lent to hot as in ``_trim``), hot gets the rest, warm_out holds at most
-  size x kout_ratio / buffer size ghosts.
-* :class:`LruCache` — plain LRU (bluestore_cache_type = lru), also used for onodes.
+* Data (buffer / page cache), in units of the read unit, on *runs* of units per object as BlueStore
+  keeps its buffers (a 4 MiB IO is a few run operations, not 1,024 lookups):
+  :class:`TwoQExtentCache` — Nautilus' ``TwoQCache`` (bluestore_cache_type = 2q): new units enter
+  *warm_in* (FIFO, a hit there does not promote — "somewhat counter-intuitively" as the source
+  says); units trimmed from warm_in leave ghosts in *warm_out*; units re-read while their ghosts are
+  in warm_out enter *hot* (LRU). :class:`LruExtentCache` — plain LRU (bluestore_cache_type = lru).
+* Metadata (onodes, inodes), one integer key per object: :class:`LruCache`, an LRU whose bulk
+  pre-filled part is compact.
 
-The lists are OrderedDicts: the oldest entry leaves with ``popitem(last=False)`` and a hit moves to
-the young end with ``move_to_end``, both O(1). (A plain dict's ``next(iter(d))`` after many deletions
-from its front scans the deleted slots until the next resize: quadratic for large caches.)
+The onode lists are OrderedDicts: the oldest entry leaves with ``popitem(last=False)`` and a hit
+moves to the young end with ``move_to_end``, both O(1). (A plain dict's ``next(iter(d))`` after many
+deletions from its front scans the deleted slots until the next resize: quadratic for large caches.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LruCache", "TwoQCache", "make_cache"]
+__all__ = ["LruCache", "LruDataCache", "LruExtentCache", "TwoQCache", "TwoQExtentCache", "make_cache"]
 
 
 class LruCache:
@@ -214,84 +214,430 @@ class LruCache:
         self._cold_reset()
 
 
-class TwoQCache:
-    __slots__ = ("_hot", "_in", "_out", "capacity", "hits", "kin", "kout", "misses")
+class _Ext:
+    """A run of consecutive cached units ``[a, b)`` of object ``key``, a node of one LRU list
+    (``lst``; oldest unit first inside the run)."""
 
-    def __init__(self, capacity: int, kin_ratio: float = 0.5, kout_ratio: float = 0.5):
-        self.capacity = int(capacity)  # buffers
-        self.kin = int(capacity * kin_ratio)
-        self.kout = int(capacity * kout_ratio)
-        self._in: OrderedDict[int, None] = OrderedDict()
-        self._out: OrderedDict[int, None] = OrderedDict()
-        self._hot: OrderedDict[int, None] = OrderedDict()
+    __slots__ = ("a", "b", "key", "lst", "next", "prev")
+
+    def __init__(self, key: int, a: int, b: int):
+        self.key = key
+        self.a = a
+        self.b = b
+        self.lst: _List | None = None
+        self.prev: _Ext | None = None
+        self.next: _Ext | None = None
+
+
+class _List:
+    """A doubly linked list of runs, oldest first, and the number of units it holds."""
+
+    __slots__ = ("head", "tail", "units")
+
+    def __init__(self) -> None:
+        self.head: _Ext | None = None
+        self.tail: _Ext | None = None
+        self.units = 0
+
+    def append(self, n: _Ext) -> None:
+        n.lst = self
+        n.next = None
+        n.prev = t = self.tail
+        if t is None:
+            self.head = n
+        else:
+            t.next = n
+        self.tail = n
+        self.units += n.b - n.a
+
+    def insert_after(self, ref: _Ext, n: _Ext) -> None:
+        n.lst = self
+        n.prev = ref
+        n.next = nx = ref.next
+        ref.next = n
+        if nx is None:
+            self.tail = n
+        else:
+            nx.prev = n
+        self.units += n.b - n.a
+
+    def insert_before(self, ref: _Ext, n: _Ext) -> None:
+        n.lst = self
+        n.next = ref
+        n.prev = pv = ref.prev
+        ref.prev = n
+        if pv is None:
+            self.head = n
+        else:
+            pv.next = n
+        self.units += n.b - n.a
+
+    def remove(self, n: _Ext) -> None:
+        pv, nx = n.prev, n.next
+        if pv is None:
+            self.head = nx
+        else:
+            pv.next = nx
+        if nx is None:
+            self.tail = pv
+        else:
+            nx.prev = pv
+        n.prev = n.next = n.lst = None
+        self.units -= n.b - n.a
+
+    def clear(self) -> None:
+        self.head = self.tail = None
+        self.units = 0
+
+
+class _ExtentCache:
+    """Cached units of objects as runs (extents), as BlueStore keeps its data buffers: a read, a
+    write or a trim of ``n`` units costs a few run operations, not ``n`` lookups. Every run is in
+    one LRU list; ``_idx`` maps an object key to its runs sorted by start (``starts`` and ``runs``,
+    non-overlapping). A range operation first cuts the runs at its ends; a cut run's tail stays
+    next to it in its list (the units keep their LRU order, oldest first within a run, as if they
+    had been inserted one by one in increasing order).
+
+    The per-key methods (``insert``, ``discard``, ``contains_all``, ``touch_all``, ``in``) take the
+    keys of :mod:`simulator.ceph.store` (``objkey << BLOCK_BITS`` + unit) and map to ranges of one
+    unit; :class:`simulator.ceph.store.ObjectStore` uses the range methods."""
+
+    _BITS = 17  # simulator.ceph.store.BLOCK_BITS (not imported: store imports nothing from here)
+    _MASK = (1 << 17) - 1
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = int(capacity)  # units
         self.hits = 0
         self.misses = 0
+        self._idx: dict[int, tuple[list[int], list[_Ext]]] = {}
 
-    def __len__(self) -> int:
-        return len(self._in) + len(self._hot)
+    # ---------------------------------------------------------------- the per-object index
+    def _cut(self, key: int, x: int) -> None:
+        """Make ``x`` a run boundary of object ``key`` (split the run that strictly contains it)."""
+        e = self._idx.get(key)
+        if e is None:
+            return
+        starts, runs = e
+        i = bisect_left(starts, x + 1) - 1  # last run starting at or before x
+        if i < 0:
+            return
+        r = runs[i]
+        if r.a < x < r.b:
+            t = _Ext(key, x, r.b)
+            lst = r.lst
+            lst.units -= r.b - x  # insert_after adds the tail's units back
+            r.b = x
+            lst.insert_after(r, t)
+            starts.insert(i + 1, x)
+            runs.insert(i + 1, t)
 
+    def _span(self, key: int, a: int, b: int) -> tuple[int, int]:
+        """Indexes [i, j) of the runs of ``key`` inside [a, b) (after cutting at a and b)."""
+        self._cut(key, a)
+        self._cut(key, b)
+        e = self._idx.get(key)
+        if e is None:
+            return 0, 0
+        starts = e[0]
+        return bisect_left(starts, a), bisect_left(starts, b)
+
+    def _drop(self, r: _Ext) -> None:
+        """Remove run ``r`` from its list and from the index."""
+        r.lst.remove(r)
+        e = self._idx[r.key]
+        starts, runs = e
+        i = bisect_left(starts, r.a)
+        del starts[i]
+        del runs[i]
+        if not starts:
+            del self._idx[r.key]
+
+    def _add(self, key: int, a: int, b: int, lst: _List) -> _Ext:
+        """A new run [a, b) of ``key`` (no run overlaps it) at the young end of ``lst``."""
+        r = _Ext(key, a, b)
+        lst.append(r)
+        e = self._idx.get(key)
+        if e is None:
+            self._idx[key] = ([a], [r])
+        else:
+            i = bisect_left(e[0], a)
+            e[0].insert(i, a)
+            e[1].insert(i, r)
+        return r
+
+    def _trim_front(self, lst: _List, n: int, to: _List | None) -> None:
+        """Take the ``n`` oldest units off ``lst``; to the young end of ``to`` (ghosts) or gone."""
+        while n > 0:
+            r = lst.head
+            k = r.b - r.a
+            if k <= n:
+                n -= k
+                if to is None:
+                    self._drop(r)
+                else:
+                    lst.remove(r)
+                    to.append(r)
+            else:  # the oldest units of the run
+                x = r.a + n
+                if to is None:
+                    e = self._idx[r.key]
+                    e[0][bisect_left(e[0], r.a)] = x
+                    r.a = x
+                    lst.units -= n
+                else:
+                    self._cut(r.key, x)  # r becomes [a, x): the whole run goes
+                    lst.remove(r)
+                    to.append(r)
+                n = 0
+
+    def _live(self, r: _Ext) -> bool:
+        raise NotImplementedError
+
+    def contains_range(self, key: int, a: int, b: int) -> bool:
+        """True if every unit of [a, b) of object ``key`` is cached (ghosts do not count)."""
+        e = self._idx.get(key)
+        if e is None:
+            return False
+        starts, runs = e
+        i = bisect_left(starts, a + 1) - 1
+        if i < 0:
+            return False
+        cur = a
+        n = len(runs)
+        live = self._live
+        while i < n:
+            r = runs[i]
+            i += 1
+            if r.b <= cur:  # the run before a
+                continue
+            if r.a > cur or not live(r):
+                return False
+            cur = r.b
+            if cur >= b:
+                return True
+        return False
+
+    def missing(self, key: int, a: int, b: int) -> list[tuple[int, int]]:
+        """The sub-ranges of [a, b) of object ``key`` that are not cached."""
+        e = self._idx.get(key)
+        if e is None:
+            return [(a, b)]
+        starts, runs = e
+        i = max(0, bisect_left(starts, a + 1) - 1)
+        out = []
+        cur = a
+        live = self._live
+        for j in range(i, len(runs)):
+            r = runs[j]
+            if r.a >= b:
+                break
+            if r.b <= cur or not live(r):
+                continue
+            if r.a > cur:
+                out.append((cur, r.a))
+            cur = r.b
+            if cur >= b:
+                break
+        if cur < b:
+            out.append((cur, b))
+        return out
+
+    # ---------------------------------------------------------------- per-key compatibility
     def __contains__(self, key: int) -> bool:
-        return key in self._in or key in self._hot
+        k = key & self._MASK
+        return self.contains_range(key >> self._BITS, k, k + 1)
 
     def contains_all(self, keys: range) -> bool:
-        i, h = self._in, self._hot
-        return all(k in i or k in h for k in keys)
+        if not len(keys):
+            return True
+        k = keys[0] & self._MASK
+        return self.contains_range(keys[0] >> self._BITS, k, k + len(keys))
 
     def touch_all(self, keys: range) -> None:
-        h = self._hot
-        for k in keys:
-            if k in h:
-                h.move_to_end(k)
+        if len(keys):
+            k = keys[0] & self._MASK
+            self.touch_range(keys[0] >> self._BITS, k, k + len(keys))
 
     def insert(self, key: int) -> None:
-        if self.capacity <= 0:
-            return
-        if key in self._in:
-            return
-        h = self._hot
-        if key in h:
-            h.move_to_end(key)
-            return
-        if key in self._out:
-            del self._out[key]
-            h[key] = None
-        else:
-            self._in[key] = None
-        self._trim()
+        k = key & self._MASK
+        self.insert_range(key >> self._BITS, k, k + 1)
 
     def discard(self, key: int) -> None:
-        """Drop a buffer (and its ghost): its data was overwritten."""
-        if self._in.pop(key, 1) is None:
+        k = key & self._MASK
+        self.discard_range(key >> self._BITS, k, k + 1)
+
+    def touch_range(self, key: int, a: int, b: int) -> None:
+        raise NotImplementedError
+
+    def insert_range(self, key: int, a: int, b: int) -> None:
+        raise NotImplementedError
+
+    def discard_range(self, key: int, a: int, b: int) -> None:
+        """Drop units [a, b) of object ``key`` (and their ghosts): the data was overwritten."""
+        e = self._idx.get(key)
+        if e is None:
             return
-        if self._hot.pop(key, 1) is None:
+        i, j = self._span(key, a, b)
+        if i < j:
+            for r in e[1][i:j]:
+                r.lst.remove(r)
+            del e[0][i:j]
+            del e[1][i:j]
+            if not e[0]:
+                del self._idx[key]
+
+    def runs(self) -> int:
+        """Number of runs (memory: one small object each)."""
+        return sum(len(e[0]) for e in self._idx.values())
+
+
+class LruExtentCache(_ExtentCache):
+    """Plain LRU on runs of units (bluestore_cache_type = lru)."""
+
+    def __init__(self, capacity: int):
+        super().__init__(capacity)
+        self._l = _List()
+
+    def __len__(self) -> int:
+        return self._l.units
+
+    def _live(self, r: _Ext) -> bool:
+        return True
+
+    def touch_range(self, key: int, a: int, b: int) -> None:
+        e = self._idx.get(key)
+        if e is None:
             return
-        self._out.pop(key, None)
+        i, j = self._span(key, a, b)
+        lst = self._l
+        for r in e[1][i:j]:
+            lst.remove(r)
+            lst.append(r)
+
+    def insert_range(self, key: int, a: int, b: int) -> None:
+        if self.capacity <= 0 or b <= a:
+            return
+        lst = self._l
+        e = self._idx.get(key)
+        if e is None:
+            self._add(key, a, b, lst)
+        else:
+            i, j = self._span(key, a, b)
+            have = e[1][i:j]
+            cur = a
+            for r in have:
+                if r.a > cur:
+                    self._add(key, cur, r.a, lst)
+                lst.remove(r)
+                lst.append(r)
+                cur = r.b
+            if cur < b:
+                self._add(key, cur, b, lst)
+        over = lst.units - self.capacity
+        if over > 0:
+            self._trim_front(lst, over, None)
+
+    def _evict(self) -> None:
+        """Drop the oldest unit."""
+        if self._l.units:
+            self._trim_front(self._l, 1, None)
+
+    def clear(self) -> None:
+        self._l.clear()
+        self._idx.clear()
+
+
+class TwoQExtentCache(_ExtentCache):
+    """Nautilus' ``TwoQCache`` for data buffers (bluestore_cache_type = 2q) on runs of units: new
+    units enter *warm_in* (FIFO, a hit there does not promote — "somewhat counter-intuitively" as
+    the source says); units trimmed from warm_in leave ghosts in *warm_out*; units re-read while
+    their ghosts are in warm_out enter *hot* (LRU). Limits: kin = size x kin_ratio units for
+    warm_in (slack borrowed from/lent to hot as in ``_trim``), hot gets the rest, warm_out holds at
+    most size x kout_ratio ghost units. A range insert trims once, after the whole range (per unit
+    the trims are interleaved; the kept units are the same unless one range overflows a list)."""
+
+    def __init__(self, capacity: int, kin_ratio: float = 0.5, kout_ratio: float = 0.5):
+        super().__init__(capacity)
+        self.kin = int(capacity * kin_ratio)
+        self.kout = int(capacity * kout_ratio)
+        self._in = _List()
+        self._out = _List()
+        self._hot = _List()
+
+    def __len__(self) -> int:
+        return self._in.units + self._hot.units
+
+    def _live(self, r: _Ext) -> bool:
+        return r.lst is not self._out
+
+    def touch_range(self, key: int, a: int, b: int) -> None:
+        e = self._idx.get(key)
+        if e is None:
+            return
+        i, j = self._span(key, a, b)
+        h = self._hot
+        for r in e[1][i:j]:
+            if r.lst is h:
+                h.remove(r)
+                h.append(r)
+
+    def insert_range(self, key: int, a: int, b: int) -> None:
+        if self.capacity <= 0 or b <= a:
+            return
+        w_in = self._in
+        e = self._idx.get(key)
+        if e is None:
+            self._add(key, a, b, w_in)
+        else:
+            h = self._hot
+            i, j = self._span(key, a, b)
+            have = e[1][i:j]
+            cur = a
+            for r in have:
+                if r.a > cur:
+                    self._add(key, cur, r.a, w_in)
+                lst = r.lst
+                if lst is not w_in:  # hot: refresh; a ghost: back as hot
+                    lst.remove(r)
+                    h.append(r)
+                cur = r.b
+            if cur < b:
+                self._add(key, cur, b, w_in)
+        self._trim()
 
     def _trim(self) -> None:
         cap = self.capacity
         w_in, hot, out = self._in, self._hot, self._out
-        if len(w_in) + len(hot) <= cap:
+        n_in, n_hot = w_in.units, hot.units
+        if n_in + n_hot <= cap:
             return
         kin = self.kin
         khot = cap - kin
-        if len(hot) < khot:
-            kin += khot - len(hot)
-        elif len(w_in) < kin:
-            khot += kin - len(w_in)
-        while len(w_in) > kin:
-            out[w_in.popitem(last=False)[0]] = None
-        while len(hot) > khot:
-            hot.popitem(last=False)
-        while len(out) > self.kout:
-            out.popitem(last=False)
+        if n_hot < khot:
+            kin += khot - n_hot
+        elif n_in < kin:
+            khot += kin - n_in
+        if n_in > kin:
+            self._trim_front(w_in, n_in - kin, out)
+        if n_hot > khot:
+            self._trim_front(hot, n_hot - khot, None)
+        if out.units > self.kout:
+            self._trim_front(out, out.units - self.kout, None)
 
     def clear(self) -> None:
         self._in.clear()
         self._out.clear()
         self._hot.clear()
+        self._idx.clear()
 
 
-def make_cache(policy: str, capacity: int, kin_ratio: float, kout_ratio: float) -> LruCache | TwoQCache:
+#: the data caches by their Ceph names
+TwoQCache = TwoQExtentCache
+LruDataCache = LruExtentCache
+
+
+def make_cache(policy: str, capacity: int, kin_ratio: float, kout_ratio: float) -> LruExtentCache | TwoQExtentCache:
+    """The data cache (units of the read unit size) on runs of units."""
     if policy == "2q":
-        return TwoQCache(capacity, kin_ratio, kout_ratio)
-    return LruCache(capacity)
+        return TwoQExtentCache(capacity, kin_ratio, kout_ratio)
+    return LruExtentCache(capacity)

@@ -54,7 +54,7 @@ import numpy as np
 
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_at, call_later
-from simulator.ceph.store import BLOCK_BITS, ObjectStore
+from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -202,7 +202,7 @@ class FileStore(ObjectStore):
         self.cache = make_cache(pc.policy, pc.size // self.unit, pc.kin_ratio, pc.kout_ratio)
         self.buffered_read = pc.buffered_read
         self.buffered_write = pc.buffered_write
-        self.writing: dict[int, int] = {}  # (BlueStore's unapplied deferred blocks; none here)
+        self.writing: dict[int, list[tuple[int, int]]] = {}  # (BlueStore's unapplied deferred writes; none here)
         self.onodes = LruCache(cfg.inode_cache_size)  # inode + dentry cache (the OSD's "onode" interface)
         self.meta_miss_read = cfg.inode_miss_read
         self.meta_miss_cost = cfg.inode_miss_cost
@@ -554,10 +554,7 @@ class FileStore(ObjectStore):
             first = op.off // u
             last = (op.off + n - 1) // u
             if self.buffered_write:
-                kbase = key << BLOCK_BITS
-                ins = self.cache.insert
-                for k in range(kbase + first, kbase + last + 1):
-                    ins(k)
+                self.cache.insert_range(key, first, last + 1)
             pg = self.pages.get(key)
             if pg is None:
                 pg = self.pages[key] = (e.base, set())
@@ -573,9 +570,7 @@ class FileStore(ObjectStore):
                 self.peak_wb_ios = self.wb_ios
         elif op.kind != _READ and len(self.cache):  # trim: the range leaves the page cache
             u = self.unit
-            kbase = op.objkey << BLOCK_BITS
-            for k in range(kbase + op.off // u, kbase + (op.off + max(n, 1) - 1) // u + 1):
-                self.cache.discard(k)
+            self.cache.discard_range(op.objkey, op.off // u, (op.off + max(n, 1) - 1) // u + 1)
         self.omap_pending += cfg.omap_bytes
         self.logged[op.objkey] = e.base
         self.unapplied.discard(e.seq)

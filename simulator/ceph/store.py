@@ -3,8 +3,8 @@
 The OSD calls ``probe_read`` / ``probe_onode`` (cache lookups), ``read`` / ``read_onode`` (device
 reads on misses), ``admit`` (queue_transactions' throttles), ``write`` (queue a transaction, call
 back on commit), ``alloc`` / ``alloc_many`` / ``data_capacity`` (object placement), and reads
-``meta_miss_read`` / ``meta_miss_cost`` / ``hit_cost``. Cached data is keyed per read unit:
-``objkey << BLOCK_BITS`` + unit index.
+``meta_miss_read`` / ``meta_miss_cost`` / ``hit_cost``. Cached data is held as runs of read units
+per object (:mod:`simulator.ceph.cache`); a per-unit key is ``objkey << BLOCK_BITS`` + unit index.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ class ObjectStore(Component):
     cache: Any
     onodes: Any
     buffered_read: bool
-    writing: dict[int, int]
+    #: deferred writes not yet applied, readable from memory: objkey -> [first unit, end unit) runs
+    writing: dict[int, list[tuple[int, int]]]
 
     def keys(self, objkey: int, off: int, length: int) -> range:
         """Cache keys of the read units covering [off, off+length) of an object."""
@@ -35,17 +36,24 @@ class ObjectStore(Component):
         base = objkey << BLOCK_BITS
         return range(base + off // u, base + (off + length - 1) // u + 1)
 
+    def units(self, off: int, length: int) -> tuple[int, int]:
+        """The read units [a, b) covering [off, off+length) of an object."""
+        u = self.unit
+        return off // u, (off + max(length, 1) - 1) // u + 1
+
     def probe_read(self, objkey: int, off: int, length: int) -> bool:
         """True if every read unit of [off, off+length) of the object is in memory (cache, or a
         written block not yet on the device)."""
-        keys = self.keys(objkey, off, length)
+        u = self.unit
+        a = off // u
+        b = (off + length - 1) // u + 1
         c = self.cache
-        if c.contains_all(keys):
-            c.touch_all(keys)
+        if c.contains_range(objkey, a, b):
+            c.touch_range(objkey, a, b)
             c.hits += 1
             return True
-        w = self.writing
-        if w and all(k in w or k in c for k in keys):
+        runs = self.writing.get(objkey) if self.writing else None
+        if runs and _covered(c.missing(objkey, a, b), runs):
             c.hits += 1
             return True
         c.misses += 1
@@ -65,7 +73,21 @@ class ObjectStore(Component):
         req.event = None
         op = req.tag
         if self.buffered_read:
-            ins = self.cache.insert
-            for k in self.keys(op.objkey, op.off, op.length):
-                ins(k)
+            u = self.unit
+            self.cache.insert_range(op.objkey, op.off // u, (op.off + op.length - 1) // u + 1)
         req.parent(op)
+
+
+def _covered(gaps: list[tuple[int, int]], runs: list[tuple[int, int]]) -> bool:
+    """True if every range of ``gaps`` lies in the union of ``runs`` (few, unsorted)."""
+    rs = sorted(runs)
+    for a, b in gaps:
+        cur = a
+        for x, y in rs:
+            if x <= cur < y:
+                cur = y
+                if cur >= b:
+                    break
+        if cur < b:
+            return False
+    return True

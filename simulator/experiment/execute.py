@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,7 +114,7 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
             progress(min(1.0, (sim.env.now - _t0) / _h))
 
         _ticker(sim, horizon, done, rep)
-    sim.env.run(until=done)
+    sim.run(until=done)  # with the collector quietened (engine.gc_quiet)
     return wl.results(), sim.env.now - t0
 
 
@@ -223,6 +224,7 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
     checked = task.get("checked") or {}
 
     for index, labels, raw in task["points"]:
+        t_cpu = time.process_time()  # the point's CPU, building its system included
         prepared = checked.get(point_digest(raw)) if checked else None
         spec, jobs = prepared if prepared is not None else prepare_point(raw, source, exp_dir)
         jobs = _vary_offsets(jobs, task["replication"])
@@ -234,9 +236,38 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
         cb = (lambda f, _i=index: progress(_i, f)) if progress else None
         results, sim_s = run_jobs_on(sim, system, jobs, cb)
         wall = time.perf_counter() - t_wall
+        cpu = time.process_time() - t_cpu
         doc, row = _document(results, jobs, spec, seed, labels, system, sim_s)
         ios = int(sum(row.get(f"{d}.total_ios", 0) or 0 for d in ("read", "write", "trim")))
-        outputs.append(RunOutput(index, task["replication"], seed, labels, doc, row, wall, sim_s, ios))
+        extra = {"cpu_s": cpu, "chain": (task["replication"], task["points"][0][0], len(task["points"]))}
+        outputs.append(RunOutput(index, task["replication"], seed, labels, doc, row, wall, sim_s, ios, extra))
         if progress:
             progress(index, 1.0)
     return outputs
+
+
+def core_usage(outputs: list[RunOutput], wall_s: float, workers: int, cores: int) -> str | None:
+    """One line for the terminal: how many cores the runs of this invocation kept busy (their CPU
+    seconds over the invocation's wall seconds) and, when a ``persist_state`` chain (the points of
+    one replication run in order on one simulated system) was the longest task, that critical chain.
+    None when no run was executed here (all reused)."""
+    ran = [o for o in outputs if "cpu_s" in o.extra]
+    if not ran or wall_s <= 0:
+        return None
+    cpu = sum(o.extra["cpu_s"] for o in ran)
+    chains: dict[tuple, list[RunOutput]] = {}
+    for o in ran:
+        chains.setdefault(tuple(o.extra["chain"]), []).append(o)
+    line = (f"cores used: {cpu / wall_s:.2f} of {min(workers, cores)} available to {workers} worker"
+            f"{'s' if workers != 1 else ''} ({cpu:.1f} CPU s in {wall_s:.1f} s wall, {cores} cores on the machine)")
+    key, runs = max(chains.items(), key=lambda kv: sum(o.wall_s for o in kv[1]))
+    if key[2] > 1:
+        w = sum(o.wall_s for o in runs)
+        line += (f"; critical chain: replication {key[0]}, {len(runs)} points in order on one system (persist_state)"
+                 f" {w:.1f} s = {100 * w / wall_s:.0f} % of the wall")
+        if workers > 1 and len(chains) < workers:
+            line += f"; only {len(chains)} chain{'s' if len(chains) != 1 else ''} to spread over {workers} workers"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if load is not None and load > cores:
+        line += f"; the machine was busy (load average {load:.1f} on {cores} cores): wall times include waiting"
+    return line
