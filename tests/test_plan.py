@@ -74,7 +74,7 @@ def small_plan(tmp: Path, **over) -> Path:
             "name": "flash", "host": ["box", "slowbox"], "drive": ["nvme2"], "osds_per_host": [2],
             "protection": [{"replicated": 2}], "nic": ["nic10g", "nic20m"], "hosts": {"min": 2, "max": 3},
         }]},
-        "simulation": {"hosts": 2, "ramp": "0.3s", "runtime_min": "1s", "runtime_max": "2s", "ios_per_probe": 1500,
+        "simulation": {"hosts": 2, "ramp": "0.3s", "runtime_min": "0.6s", "runtime_max": "1.5s", "ios_per_probe": 1000,
                        "max_probes": 4, "rel_tol": 0.3, "max_data_per_osd": "8GiB"},
     }
     for k, v in over.items():
@@ -265,3 +265,28 @@ def test_dask_scheduler_at_an_address_gives_the_process_pool_answer(tmp_path):
     b = {(c.shape.key, c.hosts): (c.status, c.sustainable) for c in remote.candidates}
     assert a == b  # same seed, same runs: common random numbers make the answer independent of where it ran
     assert all(math.isfinite(c.cost) for c in remote.candidates)
+
+
+def test_slice_keeps_per_osd_data_fill_and_cache_ratio(tmp_path):
+    from simulator.ceph.config import ClusterConfig
+    from simulator.plan.simulate import _cluster_params, slice_layout
+
+    spec, catalog, _ = load_plan(small_plan(tmp_path, requirement={
+        "usable_capacity": "100TB", "workload": [{"rw": "randwrite", "bs": "4k", "clients": 40}],
+        "slo": {"percentile": 99, "latency": "50ms", "target_iops": 5000}, "failure": {"survive": "none"}},
+        space={"shapes": [{"name": "h", "host": ["box"], "drive": ["hdd10"], "osds_per_host": [12],
+                           "protection": [{"replicated": 3}], "nic": ["nic10g"]}]}))
+    (shape,) = enumerate_shapes(spec, catalog)
+    lay = slice_layout(shape, spec, h_ref=10)
+    assert lay["hosts"] == 3 and lay["clients"] == [12]  # 40 clients x 3/10
+    # full cluster: 100 TB x 3 copies over 120 OSDs = 2.5 TB per OSD = 25 % of a 10 TB drive
+    assert lay["fill"] == pytest.approx(0.25)
+    scale = lay["data_scale"]
+    assert lay["data_per_osd"] == pytest.approx(8 * 2**30)  # max_data_per_osd of the small plan
+    assert scale == pytest.approx(8 * 2**30 / 2.5e12)
+    # the simulated HDD shrinks with the data: the data still covers 25 % of its stroke
+    assert lay["drive_capacity"] == pytest.approx(8 * 2**30 / 0.25, rel=1e-3)
+    # the slice's images hold the slice's share of the scaled data
+    assert sum(lay["clients"]) * lay["image_size"] == pytest.approx(100e12 * 3 / 10 * scale, rel=0.01)
+    base = ClusterConfig.model_validate(_cluster_params(shape, 1, 1, 1, spec, []))
+    assert lay["bluestore"]["onode_cache_size"] == round(base.bluestore.onode_cache_size * scale) > 1

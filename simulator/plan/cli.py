@@ -31,10 +31,13 @@ def plan_main(file: Path, out: Path | None, workers: int | None, scheduler: str,
             raise Interrupted("interrupted (finished searches, if any, are kept)") from None
     render(res, console)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cpu = sum(float(u.get("cpu_s", 0.0)) for u in res.units.values())
+    ios = sum(int(u.get("ios", 0)) for u in res.units.values())
     console.print(
         f"{res.simulated} configurations simulated ({res.resumed} reused from an earlier invocation; --fresh reruns them), "
         f"{len(res.candidates)} candidates, {res.wall_s:.0f} s wall on {res.workers} worker process"
         f"{'es' if res.workers != 1 else ''} ({os.cpu_count()} cores, load average {load:.1f}); "
+        f"the searches took {cpu:.0f} CPU s for {ios:,} simulated IOs; "
         f"results in {res.out_dir}/ (candidates.csv, plan.json, pareto.png)",
         highlight=False,
     )
