@@ -152,7 +152,7 @@ def test_pruning_never_drops_a_candidate_that_simulation_accepts(tmp_path):
     from simulator.plan.simulate import probe, slice_layout
 
     spec, catalog, _ = load_plan(small_plan(tmp_path))
-    cands, units, _ = plan_candidates(spec, catalog)
+    cands, _units, _ = plan_candidates(spec, catalog)
     pruned = [c for c in cands if c.status == "pruned" and c.reason.startswith("bound")]
     kept = [c for c in cands if c.status == "pending"]
     assert {c.bottleneck for c in pruned} == {"network", "cpu"}
