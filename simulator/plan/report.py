@@ -109,6 +109,17 @@ def render(result: Any, console: Any) -> None:
     console.print(rej)
     for n in result.notes:
         console.print(f"note: {n}", highlight=False)
+    lays = [u["layout"] for u in result.units.values() if u.get("layout")]
+    if lays:
+        sim = spec.simulation
+        scales = [lay.get("data_scale", 1.0) for lay in lays]
+        console.print(
+            f"note: scaled simulation: each configuration as a slice of {min(lay['hosts'] for lay in lays)}-"
+            f"{max(lay['hosts'] for lay in lays)} hosts carrying its share of the load; {float(sim.ramp):g} s warm-up + "
+            f"{float(sim.runtime_min):g}-{float(sim.runtime_max):g} s measured per probe; data per simulated OSD scaled by "
+            f"{min(scales):.3g}-{max(scales):.3g} (caches and HDD stroke scaled with it); see docs/user-guide.md",
+            highlight=False,
+        )
     if any(c.shape.illustrative_prices() for c in result.candidates):
         console.print("note: some prices are illustrative (models/catalog marks them): compare configurations, do not quote them",
                       highlight=False)
