@@ -287,10 +287,11 @@ def _final(probes: list[Probe]) -> dict[float, Probe]:
 
 def _interpolate(a: Probe, b: Probe, bound: float) -> float | None:
     """Where ``1/metric`` reaches ``1/bound`` on the line through the two bracket ends, kept in the
-    middle 80 % of the bracket; None when a metric is not a positive finite number."""
+    middle 80 % of the bracket; None (bisect) when a metric is not a positive finite number or the
+    failing end's metric is within the bound."""
     ma, mb = a.metric, b.metric
-    if not (0 < ma < math.inf and 0 < mb < math.inf) or ma >= mb:
-        return None
+    if not (0 < ma < math.inf and 0 < mb < math.inf) or ma >= mb or mb <= bound:
+        return None  # (b failed for another reason than its metric, e.g. saturation: nothing to interpolate)
     ga, gb = 1.0 / ma - 1.0 / bound, 1.0 / mb - 1.0 / bound
     if ga == gb:
         return None

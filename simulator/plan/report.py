@@ -95,6 +95,9 @@ def render(result: Any, console: Any) -> None:
                   + (" *" if c.detail.get("undecided") else ""),
                   "-" if p is None else (f"{p:.1f}" + (f" ±{(pci[1] - pci[0]) / 2:.1f}" if pci else "")), bn)
     console.print(t)
+    if any(c.detail.get("undecided") for c in best[: spec.report_top]):
+        console.print("* meets by the point estimate; the CI at the target load straddles the bound (more probes or "
+                      "simulation.refine would decide it)", highlight=False)
     if not best:
         console.print("[bold red]no candidate meets the SLO[/] (see the rejections below)")
     rej = Table(title="rejected and unsimulated candidates (host counts grouped per configuration)", title_justify="left")
