@@ -95,6 +95,10 @@ def render(result: Any, console: Any) -> None:
                   + (" *" if c.detail.get("undecided") else ""),
                   "-" if p is None else (f"{p:.1f}" + (f" ±{(pci[1] - pci[0]) / 2:.1f}" if pci else "")), bn)
     console.print(t)
+    if len(best) >= 2 and best[1].cost <= best[0].cost * 1.05 and best[1].shape.key != best[0].shape.key:
+        console.print(f"note: the two cheapest configurations are within {100 * (best[1].cost / best[0].cost - 1):.1f} % of "
+                      "each other: closer than the prices (illustrative) are good; compare them on their other merits "
+                      "(latency margin, bottleneck, headroom on pareto.png)", highlight=False)
     if any(c.detail.get("undecided") for c in best[: spec.report_top]):
         console.print("* meets by the point estimate; the CI at the target load straddles the bound (more probes or "
                       "simulation.refine would decide it)", highlight=False)
@@ -184,6 +188,11 @@ def plot_pareto(result: Any, path: Path) -> Path | None:
         ax.errorbar(x, y, xerr=xerr, color=colours[fam], alpha=0.45, lw=0.8, marker=".", ms=3,
                     label=None if fam in labelled else fam)
         labelled.add(fam)
+        open_ = [c for c in cs if c.sustainable[2] is None]  # the search never failed: "at least"
+        if open_:
+            ax.plot([c.sustainable[1] for c in open_], [c.cost / 1e3 for c in open_], ">", color=colours[fam], ms=4,
+                    mfc="none", alpha=0.7, label=None if "atleast" in labelled else "at least (no probe failed)")
+            labelled.add("atleast")
     front = pareto_front(cands)
     ax.plot([c.sustainable[1] for c in front], [c.cost / 1e3 for c in front], "k--", lw=1, label="Pareto front")
     best = result.meeting()

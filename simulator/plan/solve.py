@@ -241,16 +241,21 @@ def apply_results(cands: list[Candidate], units: dict[str, dict[str, Any]], resu
             c.detail["p_ms_ci"] = list(ref.ci) if ref.ci else None
             c.detail["util"] = ref.info.get("util")
             c.bottleneck = ref.info.get("bottleneck", "")
+        pct = f"p{spec.requirement.slo.percentile:g}"
         if sr.load is not None and sr.load >= need * (1 - 1e-9):
             if sr.lower is not None and sr.lower >= need * (1 - 1e-9):
                 c.status, c.reason = "meets", f"sustains >= {lower:,.0f} IOPS at the SLO (CI-decided)"
             else:
                 c.status, c.reason = "meets", f"sustains ~{est:,.0f} IOPS at the SLO (point estimate; CI undecided at the target)"
                 c.detail["undecided"] = True
+        elif sr.load is None:
+            low = min(sr.probes, key=lambda p: p.load)
+            c.status, c.reason = "fails", (f"{pct} {low.metric:.0f} ms > bound even at {low.load * h:,.0f} IOPS "
+                                           f"({low.info.get('bottleneck', '?')})")
+            c.bottleneck = low.info.get("bottleneck", "")
+            c.detail["util"] = low.info.get("util")
         elif sr.upper is not None and sr.upper <= need * (1 + 1e-9):
-            c.status, c.reason = "fails", f"p{spec.requirement.slo.percentile:g} over the bound at {target:,.0f} IOPS"
-        elif sr.load is None and sr.status == "infeasible":
-            c.status, c.reason = "fails", f"p{spec.requirement.slo.percentile:g} over the bound already at {sr.probes[0].load * h:,.0f} IOPS"
+            c.status, c.reason = "fails", f"sustains ~{(est or 0):,.0f} IOPS < target (CI-decided)"
         else:
             c.status, c.reason = "fails", f"sustains ~{(est or 0):,.0f} IOPS < target (point estimate)"
         if c.status == "fails" and fail_probe is not None and fail_probe.info.get("saturated"):
