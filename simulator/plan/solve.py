@@ -41,17 +41,18 @@ _UNIT_FILE = re.compile(r"^[0-9a-f]{12}\.json$")
 
 
 def ec_simulated() -> bool:
-    """Whether the Ceph model on this branch simulates erasure-coded pools (the planner's EC hook)."""
-    from simulator.ceph.config import PoolConfig
-
-    return any(k in PoolConfig.model_fields for k in ("erasure_code", "ec_profile", "ec"))
+    """Whether the planner builds erasure-coded pools for its slices. Not yet: the Ceph model gained
+    EC pools (pools[].type/erasure) after the planner was written; wiring them into
+    ``simulate._cluster_params`` is the remaining step. Until then EC candidates are reported as
+    not simulated, never simulated as replicated."""
+    return False
 
 
 def recovery_simulated() -> bool:
-    """Whether the Ceph model simulates OSD/host failure and recovery traffic."""
-    from simulator.ceph.config import ClusterConfig
-
-    return any(k in ClusterConfig.model_fields for k in ("failures", "failure", "recovery"))
+    """Whether the planner injects a failure and simulates the SLO during recovery. Not yet (the
+    Ceph model's ``recovery``/``events`` are not driven by the planner): such candidates are
+    reported as not simulated."""
+    return False
 
 
 def load_plan(path: Path) -> tuple[PlanSpec, Catalog, Path]:
@@ -183,14 +184,14 @@ def plan_candidates(spec: PlanSpec, catalog: Catalog, ceilings: dict[str, dict[s
         if s.protection.ec is not None and not ec_simulated():
             for c in survivors:
                 c.status, c.reason = "not-simulated", (
-                    "not yet simulated: erasure-coded pools are not in the Ceph model yet (issue 'Ceph features for "
-                    "planners'); cost and capacity are exact, IOPS unknown")
+                    "not yet simulated: the planner does not build erasure-coded pools yet (the Ceph model's EC "
+                    "pools are new); cost and capacity are exact, IOPS unknown")
             continue
         if r.failure.slo_during_recovery and not recovery_simulated():
             for c in survivors:
                 c.status, c.reason = "not-simulated", (
-                    "not yet simulated: the SLO must hold during recovery, and failure/recovery is not in the Ceph "
-                    "model yet (issue 'Ceph features for planners')")
+                    "not yet simulated: the SLO must hold during recovery, and the planner does not inject "
+                    "failures/recovery into its runs yet")
             continue
         h_ref = min(c.hosts for c in survivors)
         h_max = max(c.hosts for c in survivors)
@@ -209,7 +210,7 @@ def plan_candidates(spec: PlanSpec, catalog: Catalog, ceilings: dict[str, dict[s
         })
         units[s.digest] = unit
     if any(s.protection.ec is not None for s in shapes) and not ec_simulated():
-        notes.append("erasure-coded candidates: not yet simulated (no EC pools in the Ceph model yet); shown with cost and capacity")
+        notes.append("erasure-coded candidates: not yet simulated (the planner does not build EC pools yet); shown with cost and capacity")
     return cands, units, notes
 
 
