@@ -3,6 +3,7 @@
     simrun experiments/mach2_vs_single.yaml          # = simrun run FILE
     simrun run FILE [--set key=value ...] [--out DIR] [--workers N] [--scheduler processes|dask]
     simrun check FILE                                # validate only
+    simrun plan PLAN.yaml [--out DIR] [--workers N] [--scheduler dask --address tcp://HOST:PORT]
     simrun schema [--kind hdd]                       # JSON schema of experiments / device kinds
     simrun fio JOBFILE --device PROFILE [--set ...]  # a real fio job file against a simulated device
     simrun bench                                     # simulated IOs per wall second
@@ -34,7 +35,7 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
-_SUBCOMMANDS = {"run", "check", "schema", "fio", "bench", "calibrate", "compare", "measure", "validate", "--help", "-h", "--version"}
+_SUBCOMMANDS = {"run", "plan", "check", "schema", "fio", "bench", "calibrate", "compare", "measure", "validate", "--help", "-h", "--version"}
 
 
 def _fail(e: SimError) -> None:
@@ -136,6 +137,28 @@ def run_cmd(
         _fail(ConfigError("dask is not installed: pip install 'dask[distributed]', or use --scheduler processes",
                           source="command line", field="--scheduler"))
     _run(file, set_ or [], out, workers, scheduler, quiet, not fresh)
+
+
+@app.command("plan")
+def plan_cmd(
+    file: Annotated[Path, typer.Argument(help="plan YAML (requirement, search space, simulation; see docs/user-guide.md)")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output directory (default out/<name>)")] = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="parallel worker processes (default: all cores)")] = None,
+    scheduler: Annotated[str, typer.Option(help="processes (local pool) or dask")] = "processes",
+    address: Annotated[Optional[str], typer.Option(help="with --scheduler dask: an existing scheduler, tcp://HOST:PORT")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="ignore finished searches in the output directory (no resume)")] = False,
+) -> None:
+    """Find the cheapest Ceph cluster that meets a latency target (capacity planning)."""
+    from simulator.plan.cli import plan_main
+
+    if scheduler == "dask" and not _have_dask():
+        _fail(ConfigError("dask is not installed: pip install 'dask[distributed]', or use --scheduler processes",
+                          source="command line", field="--scheduler"))
+    try:
+        plan_main(file, out, workers, scheduler, address, quiet, not fresh, console, err_console)
+    except SimError as e:
+        _fail(e)
 
 
 @app.command("check")

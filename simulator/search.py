@@ -9,7 +9,8 @@ confidence interval.
 The search
 ----------
 * It first probes ``lo`` (nothing below is tried: if ``lo`` fails the answer is "infeasible") and
-  ``hi`` (if ``hi`` passes the answer is "at least hi", status ``above-range``).
+  ``hi`` (if ``hi`` passes the answer is "at least hi", status ``above-range``); with ``expand`` it
+  gallops from ``lo`` up by that factor first and probes ``hi`` only if nothing failed on the way.
 * It then narrows the bracket ``[a, b]`` = (highest passing load, lowest failing load, by the point
   verdicts). With a ``bound`` and metrics on both ends it steps by linear interpolation of
   ``1/metric`` (exact for an M/M/1 percentile, whose inverse falls linearly with the arrival rate;
@@ -144,13 +145,16 @@ def highest_load(
     bound: float | None = None,
     refine: Callable[[float, int], Probe] | None = None,
     max_refine: int = 1,
+    expand: float | None = None,
 ) -> SearchResult:
     """The highest load in ``[lo, hi]`` whose probe passes, for a metric that grows with the load.
 
     ``evaluate(load) -> Probe``; ``bound``: the target the probes' ``ok`` was judged against (enables
     the CI logic); ``refine(load, level) -> Probe``: a more precise probe at the same load (a longer
     run), tried up to ``max_refine`` times on an undecided probe. ``max_probes`` counts every call
-    of ``evaluate`` and ``refine``. See the module docstring for the method.
+    of ``evaluate`` and ``refine``. ``expand`` (> 1): gallop up from ``lo`` by this factor before
+    probing ``hi`` (cheaper when probes far above the threshold are expensive, as overloaded
+    simulations are). See the module docstring for the method.
     """
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi < lo:
         raise ValueError(f"need 0 < lo <= hi, got lo={lo}, hi={hi}")
@@ -158,6 +162,8 @@ def highest_load(
         raise ValueError(f"rel_tol must be in (0, 1), got {rel_tol}")
     if max_probes < 2:
         raise ValueError("max_probes must be at least 2")
+    if expand is not None and not expand > 1:
+        raise ValueError(f"expand must be > 1, got {expand}")
     if integer:
         lo, hi = float(math.ceil(lo)), float(math.floor(hi))
         if hi < lo:
@@ -188,9 +194,22 @@ def highest_load(
         return result("infeasible", None)
     if hi == lo:
         return result("above-range", lo)
-    p_hi = run(hi)
-    if p_hi.ok:
-        return result("above-range", hi)
+    p_hi = None
+    if expand is not None:
+        x = lo * expand
+        while x < hi and len(probes) < max_probes - 1:
+            if integer:
+                x = float(max(round(x), p_lo.load + 1))
+            p = run(x)
+            if not p.ok:
+                p_hi = p
+                break
+            p_lo = p
+            x = p.load * expand
+    if p_hi is None:
+        p_hi = run(hi)
+        if p_hi.ok:
+            return result("above-range", hi)
 
     def narrow_enough(x: float, y: float) -> bool:
         return y - x <= (max(1.0, rel_tol * y) if integer else rel_tol * y)
@@ -268,10 +287,11 @@ def _final(probes: list[Probe]) -> dict[float, Probe]:
 
 def _interpolate(a: Probe, b: Probe, bound: float) -> float | None:
     """Where ``1/metric`` reaches ``1/bound`` on the line through the two bracket ends, kept in the
-    middle 80 % of the bracket; None when a metric is not a positive finite number."""
+    middle 80 % of the bracket; None (bisect) when a metric is not a positive finite number or the
+    failing end's metric is within the bound."""
     ma, mb = a.metric, b.metric
-    if not (0 < ma < math.inf and 0 < mb < math.inf) or ma >= mb:
-        return None
+    if not (0 < ma < math.inf and 0 < mb < math.inf) or ma >= mb or mb <= bound:
+        return None  # (b failed for another reason than its metric, e.g. saturation: nothing to interpolate)
     ga, gb = 1.0 / ma - 1.0 / bound, 1.0 / mb - 1.0 / bound
     if ga == gb:
         return None

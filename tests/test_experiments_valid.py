@@ -11,7 +11,8 @@ import yaml
 
 from simulator.experiment.load import load_experiment, project_root
 
-EXPERIMENTS = sorted((project_root() / "experiments").glob("*.yaml"))
+# plan_*.yaml are capacity-planning files for `simrun plan` (validated in tests/test_plan.py)
+EXPERIMENTS = sorted(p for p in (project_root() / "experiments").glob("*.yaml") if not p.stem.startswith("plan_"))
 
 
 def test_there_are_experiments() -> None:

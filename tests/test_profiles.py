@@ -8,7 +8,8 @@ import yaml
 
 from simulator.devices.registry import device_kinds, load_profile, models_dir, resolve_params
 
-PROFILES = sorted(p for p in models_dir().rglob("*.yaml"))
+# models/catalog holds the planner's parts catalogue (simulator.plan.catalog), not device profiles
+PROFILES = sorted(p for p in models_dir().rglob("*.yaml") if p.relative_to(models_dir()).parts[0] != "catalog")
 
 
 def _leaves(d, pre=""):

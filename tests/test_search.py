@@ -49,6 +49,17 @@ def test_integer_search_finds_the_exact_integer():
     assert len(set(calls)) == len(calls)  # no load probed twice
 
 
+def test_galloping_never_probes_far_above_the_threshold():
+    calls: list[float] = []
+    r = highest_load(step(37.0, calls), 1, 10_000, expand=2.0, rel_tol=0.01, max_probes=40)
+    assert r.load <= 37.0 < r.upper and r.upper - r.load <= 0.01 * r.upper
+    assert max(calls) <= 2 * 37.0  # the first failure is at most one step above the threshold
+    assert 10_000 not in calls
+    calls.clear()
+    r = highest_load(step(5000.0, calls), 1, 100, expand=3.0)
+    assert r.status == "above-range" and r.load == 100 and calls[-1] == 100
+
+
 def test_infeasible_and_above_range():
     r = highest_load(step(5.0), 10, 100)
     assert r.status == "infeasible" and r.load is None and not r.feasible and len(r.probes) == 1

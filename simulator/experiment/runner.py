@@ -273,14 +273,16 @@ def _quiet_pool_manager() -> None:
 
 
 def _pool_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutput], None],
-              on_progress: Callable[[int, int, float], None]) -> None:
+              on_progress: Callable[[int, int, float], None], worker: Callable[[dict], list] | None = None) -> None:
+    """Run ``worker(task)`` (default: one experiment task) for every task on a process pool; each
+    returns a list whose items go to ``on_output``. Ctrl-C stops the pool (see below)."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn" if os.name == "nt" else "fork")
     q = ctx.Queue()
     pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_init_worker, initargs=(q, os.getpid()))
     try:
-        futs = [pool.submit(_worker, t) for t in pending]
+        futs = [pool.submit(worker or _worker, t) for t in pending]
         remaining = set(futs)
         while remaining:
             while True:
@@ -317,15 +319,31 @@ def _pool_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutpu
         q.close()
 
 
-def _dask_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutput], None]) -> None:
+def _dask_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutput], None],
+              worker: Callable[..., list] | None = None, address: str | None = None) -> None:
+    """The tasks on dask.distributed: a LocalCluster of ``n_workers`` processes, or the existing
+    scheduler at ``address`` (tcp://host:port)."""
     try:
         from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as das_completed
     except ImportError:
         raise ConfigError("--scheduler dask needs dask.distributed (pip install 'storage-perf-simulator[dask]')",
                           source="command line", field="--scheduler") from None
+    fn = worker or _worker
+    args = () if worker is not None else (None,)
+    if address is not None:
+        try:
+            client = Client(address, timeout=10)
+        except OSError as e:
+            raise ConfigError(f"cannot reach the dask scheduler at {address}: {e}", source="command line", field="--address") from None
+        with client:
+            futs = [client.submit(fn, t, *args, pure=False) for t in pending]
+            for fut in das_completed(futs):
+                for o in fut.result():
+                    on_output(o)
+        return
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True) as cluster, Client(cluster) as client:
-        futs = [client.submit(_worker, t, None, pure=False) for t in pending]
+        futs = [client.submit(fn, t, *args, pure=False) for t in pending]
         for fut in das_completed(futs):
             for o in fut.result():
                 on_output(o)
