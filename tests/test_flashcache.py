@@ -46,7 +46,7 @@ def test_repeated_working_set_smaller_than_the_cache_reaches_hit_ratio_one():
     tail = [h for t, h, n in series if t >= 40]
     assert min(tail) > 0.999
     assert fc.valid_bytes == 16 * MIB
-    assert fc.stats()["flash_cache"]["evicted_bytes"] == 0
+    assert fc.stats()["flash_cache"]["evicted_regions"] == 0
 
 
 def test_uniform_scan_over_a_span_much_larger_than_the_cache_hits_size_over_span():
@@ -74,7 +74,7 @@ def test_access_count_admission_does_not_promote_a_single_miss():
     assert fc.valid_bytes == 0
     # a second pass promotes (second miss of each region), a third one hits everything
     assert fc.warm(offs) == 0
-    assert fc.valid_bytes == 512 * 4096
+    assert fc.valid_bytes == 512 * 65536  # whole regions
     assert fc.warm(offs) == 512
 
 
@@ -83,30 +83,34 @@ def test_large_and_sequential_reads_are_not_promoted():
     fc = cache(sim, size="64MiB", admission="on_miss", max_admit_size="64KiB")
     fc.warm([(Op.READ, 0, 128 * 1024)])
     assert fc.valid_bytes == 0
-    fc.warm([(Op.READ, MIB, 4096), (Op.READ, MIB + 4096, 4096)])  # the second continues the first
-    assert fc.valid_bytes == 4096
+    fc.warm([(Op.READ, MIB, 4096), (Op.READ, 2 * MIB + 4096, 4096), (Op.READ, 2 * MIB + 8192, 4096)])
+    assert fc.valid_bytes == 2 * 65536  # the third read continues the second: not counted
+    fc.warm([(Op.READ, 3 * MIB + 4096, 4096)] * 2)  # a repeated read is not sequential
+    assert fc.valid_bytes == 3 * 65536
 
 
 def test_writes_invalidate_and_go_to_the_backing_device():
     sim = new_sim(4)
     fc = cache(sim, size="64MiB", admission="on_miss")
     fc.warm([(Op.READ, i * 8192, 8192) for i in range(0, 64, 2)])
-    assert fc.valid_bytes == 32 * 8192
+    assert fc.valid_bytes == 8 * 65536  # eight whole regions
     back = fc.backing
     # an 8 KiB write over one cached read, and a 512-byte write inside another block
     for r in (Request(Op.WRITE, 0, 8192), Request(Op.WRITE, 4 * 8192 + 512, 512)):
         fc.submit(r)
     sim.run()
     assert back.completed[Op.WRITE] == 2
-    assert fc.valid_bytes == 32 * 8192 - 8192 - 4096
+    assert fc.valid_bytes == 8 * 65536 - 8192 - 4096
     assert fc.invalidated_bytes == 8192 + 4096
     # the first read is now a miss (goes to the backing device), an untouched one a hit
     r1, r2 = Request(Op.READ, 0, 8192), Request(Op.READ, 2 * 8192, 8192)
     fc.submit(r1)
     fc.submit(r2)
     sim.run()
-    assert back.completed[Op.READ] == 1
     assert fc.hits == 1 and fc.misses == 1
+    # the miss went to the backing device and refreshed its region with one background fill read
+    assert fc.fills == 1 and back.completed[Op.READ] == 2
+    assert fc.valid_bytes == 8 * 65536  # both writes were in region 0, now wholly valid again
 
 
 def test_hits_are_faster_than_misses_and_latency_covers_service():
@@ -132,10 +136,11 @@ def test_promotions_compete_with_hits_for_the_dies():
     fc = cache(sim, size="64MiB", admission="on_miss", nand={"dies": 1, "channels": 1}, controller_time=0)
     fc.warm([(Op.READ, 0, 4096)])  # resident, on die 0
     nand = fc.cfg.nand
-    miss = Request(Op.READ, 10 * MIB, 32768)  # a miss that promotes 32 KiB (one multi-plane page)
+    miss = Request(Op.READ, 10 * MIB, 65536)  # a miss covering a whole region: promoted without a fill
     fc.submit(miss)
     sim.run()
-    t_prog_end = sim.env.now + nand.program_latency
+    assert fc.fills == 0
+    t_prog_end = sim.env.now + 2 * nand.program_latency  # 64 KiB = two multi-plane pages
     hit = Request(Op.READ, 0, 4096)
     fc.submit(hit)
     sim.run()
@@ -169,12 +174,14 @@ def test_every_io_completes_exactly_once_through_nested_caches():
     top.submit = counting_submit
     _, (r,) = run_jobs(AIO, [{"rw": "randrw", "bs": "16k", "iodepth": 32, "size": "64MiB", "time_based": 1, "runtime": 10000, "number_ios": 6000, "filename": "t"}], {"t": top}, sim)
     assert r.n == 6000 and counts == [6000, 6000] and not any(state.values())
+    sim.run()  # the caches' own fill reads still in flight
     raid = top.backing
     assert sum(top.completed) == 6000
-    assert sum(raid.completed) == 6000 - top.hits  # every miss and write reached the RAID, once
+    # every miss and write reached the RAID once, plus the cache's own fill reads
+    assert sum(raid.completed) == 6000 - top.hits + top.fills
     members = raid.members
     assert sum(sum(m.completed) for m in members) == sum(raid.member_ios)
-    assert sum(sum(m.backing.completed) for m in members) == sum(raid.member_ios) - sum(m.hits for m in members)
+    assert sum(sum(m.backing.completed) for m in members) == sum(raid.member_ios) - sum(m.hits - m.fills for m in members)
     assert top._inside == 0 and all(m._inside == 0 for m in members)
     assert top.hits > 0 and sum(m.hits for m in members) > 0
 

@@ -56,9 +56,10 @@ class FlashReadCacheConfig(ConfigModel):
     region: Bytes = Field(
         "64KiB",
         ge=4096,
-        le=2**26,
-        description="tracking granule: recency, access counts and placement are kept per region of this size; "
-        "validity per 4KiB block inside it (default 64KiB, at most 256 blocks)",
+        le=2**18,
+        description="allocation unit: a region is promoted whole (the part the miss did not read is fetched from "
+        "the backing device), recency and access counts are kept per region, validity per 4KiB block inside it; "
+        "bytes, 4KiB..256KiB (default 64KiB)",
     )
     admission: Literal["on_miss", "access_count"] = Field(
         "access_count",
@@ -102,8 +103,8 @@ class FlashReadCacheConfig(ConfigModel):
         "32MiB",
         ge=0,
         le=2**34,
-        description="promotion data waiting for NAND programs beyond which new promotions are dropped, bytes "
-        "(default 32MiB)",
+        description="promotion data not yet programmed (being fetched or waiting for a die) beyond which new "
+        "promotions are dropped, bytes (default 32MiB)",
     )
     nand: NandConfig = Field(default_factory=NandConfig, description="the NAND array")
     series_interval: Seconds = Field(
@@ -114,8 +115,6 @@ class FlashReadCacheConfig(ConfigModel):
     def _check(self) -> FlashReadCacheConfig:
         if self.region % 4096:
             raise ValueError("region must be a multiple of 4KiB")
-        if self.region // 4096 > 256:
-            raise ValueError("region must be at most 1MiB (256 blocks of 4KiB)")
         if self.nand.dies % self.nand.channels:
             raise ValueError("nand.dies must be a multiple of nand.channels")
         if self.size < self.region:

@@ -4,69 +4,69 @@ Requests keep their identity through the cache (as through a partition): a read 
 trim or a flush is the host's own request handed to the backing device, whose completion event is the
 request's event; the cache's callback runs first (accounting, admission). A hit is served by the
 cache with one event of its own. So one IO costs one event, and every IO completes exactly once.
+The directory (lookup, admission, eviction, invalidation) lives in :mod:`.core` (numba kernels
+over arrays), used alike by the timed path and by the functional warm-up.
 
 Mechanisms (parameters in :class:`~simulator.devices.flashcache.config.FlashReadCacheConfig`):
 
-* **Lookup.** Validity is kept per 4 KiB block inside regions of ``region`` bytes. A read hits when
-  every block it touches is valid; otherwise the whole read goes to the backing device (no partial
-  hits).
+* **Lookup.** The cache allocates whole regions of ``region`` bytes and keeps validity per 4 KiB
+  block. A read hits when every block it touches is valid; otherwise the whole read goes to the
+  backing device (no partial hits).
 * **Admission.** Only reads up to ``max_admit_size`` that do not continue the previous read
-  (``skip_sequential``) are eligible. ``on_miss``: an eligible miss promotes the blocks it read
-  completely. ``access_count``: a region not in the cache is promoted on its ``admit_after``-th miss
-  while it is remembered in a ghost LRU list of ``ghost_regions`` entries; a region already in the
-  cache takes its newly read blocks at once. Promotion happens when the miss completes (the data is
-  in the drive's buffer), costs no backing IO and costs NAND program time.
+  (``skip_sequential``) are eligible. ``on_miss``: an eligible miss promotes the regions it touched.
+  ``access_count``: a region not in the cache is promoted on its ``admit_after``-th miss while it is
+  remembered in a ghost LRU list of ``ghost_regions`` entries. A region already in the cache (some
+  blocks invalidated by writes) is refreshed at once. A promoted region is made wholly valid: the
+  part the miss did not read is fetched from the backing device by a background read (it competes
+  with host IO there), then the region is programmed into the NAND.
 * **Eviction.** ``lru`` or segmented LRU (``slru``): promoted regions enter a probationary segment; a
-  hit moves a region to the protected segment (at most ``protected_fraction`` x ``size`` bytes, its
-  LRU demoted back); eviction takes the probationary LRU first. Capacity counts valid bytes.
-* **Writes and trims** invalidate the blocks they touch (whole blocks) and go to the backing device.
-* **Timing.** A hit takes the firmware (``controller_time``, one hit at a time), then a read of the
-  region's die (``read_latency`` per multi-plane page; the die is a FIFO server shared with
-  programs), then the transfer over the die's channel. Promotions are written log-structured, one
-  die after the other, each occupying its die for ``program_latency`` per multi-plane page: they
-  compete with hits for the dies. When more than ``max_pending_promotion`` bytes wait for programs,
-  new promotions are dropped (counted). No process and no event per NAND operation: the dies and
-  channels are timelines (time at which each becomes free).
+  hit moves a region to the protected segment (at most ``protected_fraction`` of the regions, its
+  LRU demoted back); eviction takes the probationary LRU first.
+* **Writes and trims** invalidate the blocks they touch and go to the backing device.
+* **Timing.** A hit takes the firmware (``controller_time``, one hit at a time), then a read on the
+  die of each region it touches (``read_latency`` per multi-plane page; the die is a FIFO server
+  shared with programs), then the transfer over the die's channel. Promotions are programmed
+  log-structured, one die after the other, each occupying its die for ``program_latency`` per
+  multi-plane page: they compete with hits for the dies. When more than ``max_pending_promotion``
+  bytes are being fetched or wait for their program, misses promote nothing (``throttled_misses``;
+  they still count for admission). Dies and channels are timelines (the time each becomes
+  free): no process and no event per NAND operation.
 * **Warm-up** is visible in the hit-ratio series (bins of ``series_interval``); :meth:`warm` replays
-  an access sequence through lookup/admission/eviction without timing (a preconditioning phase).
+  an access sequence through the directory without timing (a preconditioning phase).
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections import deque
 from typing import Any
 
+import numpy as np
 import simpy
 
 from simulator.devices.base import Device, Op, PassThroughBusy, Request
+from simulator.devices.flashcache import core
 from simulator.devices.flashcache.config import FlashReadCacheConfig
 from simulator.engine import Component, succeed_at
 
 __all__ = ["FlashReadCache", "build_flash_read_cache"]
 
 _READ, _WRITE, _TRIM, _FLUSH = int(Op.READ), int(Op.WRITE), int(Op.TRIM), int(Op.FLUSH)
-_BLK = 4096
+
+
+class _Fill(Request):
+    """The cache's own background read of a promoted region."""
+
+    __slots__ = ("die",)
 
 
 class FlashReadCache(PassThroughBusy, Device):
-    """``FlashReadCache(cfg, name, parent, backing=None)``: ``backing`` (a built device whose
-    component parent is this cache) replaces ``cfg.backing`` (Python API, tests)."""
+    """``FlashReadCache(cfg, name, parent, backing=None)``: ``backing`` (a built device) replaces
+    ``cfg.backing`` (Python API, tests)."""
 
-    def __init__(
-        self,
-        cfg: FlashReadCacheConfig,
-        name: str,
-        parent: Component | None,
-        *,
-        backing: Device | None = None,
-        make_backing: Any = None,
-    ):
+    def __init__(self, cfg: FlashReadCacheConfig, name: str, parent: Component | None, *, backing: Device | None = None):
         super().__init__(name, parent)
         self.cfg = cfg
-        if make_backing is not None:
-            backing = make_backing(self)
         if backing is None:
             from simulator.devices.registry import build_device
 
@@ -75,19 +75,14 @@ class FlashReadCache(PassThroughBusy, Device):
         self.capacity = backing.capacity
         self.sector_size = backing.sector_size
         self._on = cfg.enabled
-        self._size = int(cfg.size)
         self._region = int(cfg.region)
-        self._rblocks = self._region // _BLK
-        self._count_mode = cfg.admission == "access_count"
-        self._admit_after = cfg.admit_after
-        self._ghost_max = cfg.ghost_regions or max(1, self._size // self._region)
-        self._slru = cfg.eviction == "slru"
-        self._prot_max = int(cfg.protected_fraction * self._size)
-        self._max_admit = int(cfg.max_admit_size)
-        self._skip_seq = cfg.skip_sequential
-        self._ctl = float(cfg.controller_time)
+        ghost = cfg.ghost_regions or max(1, int(cfg.size) // self._region)
         n = cfg.nand
-        self._dies = n.dies
+        self._S, self._H, self._G, self._GH, self._M = core.new_state(
+            self._region, int(cfg.size), cfg.admit_after, cfg.admission == "access_count", cfg.eviction == "slru",
+            cfg.protected_fraction, int(cfg.max_admit_size), cfg.skip_sequential, ghost, n.dies,
+        )
+        self._ctl = float(cfg.controller_time)
         self._per_ch = n.dies // n.channels
         self._unit = int(n.page_size) * n.planes
         self._tr = float(n.read_latency)
@@ -95,22 +90,17 @@ class FlashReadCache(PassThroughBusy, Device):
         self._ch_rate = float(n.channel_rate)
         self._max_pending = int(cfg.max_pending_promotion)
         self._interval = float(cfg.series_interval)
-        # state
-        self._prob: OrderedDict[int, list[int]] = OrderedDict()  # region -> [mask, die]
-        self._prot: OrderedDict[int, list[int]] = OrderedDict()
-        self._ghost: OrderedDict[int, int] = OrderedDict()
-        self.valid_bytes = 0
-        self._prot_bytes = 0
         self._die_free = [0.0] * n.dies
         self._ch_free = [0.0] * n.channels
         self._ctl_free = 0.0
-        self._rr = 0
-        self._pending: deque[tuple[float, int]] = deque()
+        self._programs: deque[tuple[float, int]] = deque()
         self._pending_bytes = 0
-        self._last_end = -1
+        self._dies = np.zeros(64, dtype=np.int64)
+        self._out = np.zeros((64, 3), dtype=np.int64)
         self.series: dict[int, list[int]] = {}
         self._cb = self._done
         self._hit_cb = self._hit_done
+        self._fill_cb = self._filled
         self._zero_counters()
 
     # ------------------------------------------------------------------ accounting
@@ -118,16 +108,31 @@ class FlashReadCache(PassThroughBusy, Device):
         self.hits = 0
         self.misses = 0
         self.hit_bytes = 0
-        self.promotions = 0
-        self.promoted_bytes = 0
-        self.dropped_promotions = 0
-        self.invalidated_bytes = 0
-        self.evicted_bytes = 0
+        self.throttled_misses = 0
+        self.fills = 0
+        self._base = [int(self._M[i]) for i in (core.M_PROMO, core.M_EVICT, core.M_INVAL)]
 
     def reset_stats(self) -> None:
         super().reset_stats()
-        if hasattr(self, "_prob"):
+        if hasattr(self, "_M"):
             self._zero_counters()
+
+    @property
+    def valid_bytes(self) -> int:
+        """Bytes of valid data in the cache."""
+        return int(self._M[core.M_VALID])
+
+    @property
+    def regions(self) -> int:
+        return int(self._M[core.M_NP] + self._M[core.M_NR])
+
+    @property
+    def promotions(self) -> int:
+        return int(self._M[core.M_PROMO]) - self._base[0]
+
+    @property
+    def invalidated_bytes(self) -> int:
+        return int(self._M[core.M_INVAL]) - self._base[2]
 
     def stats(self) -> dict[str, Any]:
         s = super().stats()
@@ -138,12 +143,13 @@ class FlashReadCache(PassThroughBusy, Device):
             "hit_ratio": self.hits / looked if looked else 0.0,
             "hit_bytes": self.hit_bytes,
             "promotions": self.promotions,
-            "promoted_bytes": self.promoted_bytes,
-            "dropped_promotions": self.dropped_promotions,
+            "promoted_bytes": self.promotions * self._region,
+            "fills": self.fills,
+            "throttled_misses": self.throttled_misses,
             "invalidated_bytes": self.invalidated_bytes,
-            "evicted_bytes": self.evicted_bytes,
+            "evicted_regions": int(self._M[core.M_EVICT]) - self._base[1],
             "valid_bytes": self.valid_bytes,
-            "regions": len(self._prob) + len(self._prot),
+            "regions": self.regions,
         }
         return s
 
@@ -155,25 +161,40 @@ class FlashReadCache(PassThroughBusy, Device):
             out.append((b * self._interval, h / (h + m), h + m))
         return out
 
+    def _count(self, now: float, hit: bool) -> None:
+        b = int(now / self._interval)
+        row = self.series.get(b)
+        if row is None:
+            row = self.series[b] = [0, 0]
+        row[0 if hit else 1] += 1
+
+    def _room(self, need: int = 8) -> None:
+        M = self._M
+        if M[core.M_FREE] < 0:
+            self._S, self._H = core.grow(self._S, self._H, need, int(M[core.M_USED]))
+        if M[core.M_GFREE] < 0:
+            self._G, self._GH = core.grow(self._G, self._GH, need, int(M[core.M_GUSED]))
+
     # ------------------------------------------------------------------ the interface
     def submit(self, req: Request) -> simpy.Event:
-        env = self.env
-        now = env._now
+        now = self.env._now
         self._qarea += self._inside * (now - self._tq)
         self._tq = now
         if self._inside == 0:
             self._mark_busy(now)
         self._inside += 1
         op = req.op
-        if op == _READ and self._on and req.size > 0:
-            self.check_range(req)
-            if self._lookup(req.offset, req.size):
-                return self._hit(req, now)
-            self._count(now, False)
-            self.misses += 1
-        elif op in (_WRITE, _TRIM) and self._on:
-            self.check_range(req)
-            self._invalidate(req.offset, req.size)
+        if self._on and req.size > 0:
+            if op == _READ:
+                self.check_range(req)
+                n = core.read(self._S, self._H, self._M, req.offset, req.size, self._dies)
+                if n >= 0:
+                    return self._hit(req, now, n)
+                self._count(now, False)
+                self.misses += 1
+            elif op in (_WRITE, _TRIM):
+                self.check_range(req)
+                core.invalidate(self._S, self._H, self._M, req.offset, req.size)
         ev = self.backing.submit(req)
         ev.callbacks.append(self._cb)
         return ev
@@ -184,18 +205,17 @@ class FlashReadCache(PassThroughBusy, Device):
     def _done(self, ev: Any) -> None:
         req: Request = ev._value
         if req.op == _READ and self._on and req.size > 0:
-            self._miss_done(req.offset, req.size, self.env._now)
+            self._admit(req.offset, req.size, self.env._now)
         self._finish(req)
 
     def _hit_done(self, ev: Any) -> None:
         self._finish(ev._value)
 
     # ------------------------------------------------------------------ hits
-    def _hit(self, req: Request, now: float) -> simpy.Event:
+    def _hit(self, req: Request, now: float, n: int) -> simpy.Event:
         self.hits += 1
         self.hit_bytes += req.size
         self._count(now, True)
-        self._last_end = req.offset + req.size
         t = self._ctl_free
         if t < now:
             t = now
@@ -205,10 +225,15 @@ class FlashReadCache(PassThroughBusy, Device):
         worst = 0.0
         df = self._die_free
         cf = self._ch_free
-        for r, a, b in self._pieces(req.offset, req.size):
-            ent = self._touch(r)
-            d = ent[1]
-            nbytes = b - a
+        rg = self._region
+        off = req.offset
+        end = off + req.size
+        dies = self._dies
+        for i in range(n):
+            b = min(end, (off // rg + 1) * rg)
+            nbytes = b - off
+            off = b
+            d = int(dies[i])
             tread = self._tr * math.ceil(nbytes / self._unit)
             xfer = nbytes / self._ch_rate
             s = df[d]
@@ -226,187 +251,66 @@ class FlashReadCache(PassThroughBusy, Device):
             if tread + xfer > worst:
                 worst = tread + xfer
         req.t_start = now
+        req.t_submit = now
         req.service = self._ctl + worst
         ev = req.event = simpy.Event(self.env)
-        req.t_submit = now
         ev.callbacks.append(self._hit_cb)
         return succeed_at(self.env, ev, done - now, req)
 
-    def _count(self, now: float, hit: bool) -> None:
-        b = int(now / self._interval)
-        row = self.series.get(b)
-        if row is None:
-            row = self.series[b] = [0, 0]
-        row[0 if hit else 1] += 1
-
-    # ------------------------------------------------------------------ cache state
-    def _pieces(self, off: int, size: int):
-        """(region, start, end) of the read, cut at region boundaries."""
+    # ------------------------------------------------------------------ promotion
+    def _admit(self, off: int, size: int, now: float) -> None:
+        pend = self._programs
+        while pend and pend[0][0] <= now:
+            self._pending_bytes -= pend.popleft()[1]
         rg = self._region
-        end = off + size
-        while off < end:
-            r = off // rg
-            e = min(end, (r + 1) * rg)
-            yield r, off, e
-            off = e
-
-    def _mask(self, r: int, a: int, b: int, whole: bool) -> int:
-        """Blocks of region ``r`` touched by [a, b) (``whole``: only blocks covered completely)."""
-        base = r * self._region
-        if whole:
-            lo = -(-(a - base) // _BLK)
-            hi = (b - base) // _BLK
-        else:
-            lo = (a - base) // _BLK
-            hi = -(-(b - base) // _BLK)
-        if hi <= lo:
-            return 0
-        return ((1 << (hi - lo)) - 1) << lo
-
-    def _entry(self, r: int) -> list[int] | None:
-        ent = self._prob.get(r)
-        if ent is None:
-            ent = self._prot.get(r)
-        return ent
-
-    def _lookup(self, off: int, size: int) -> bool:
-        for r, a, b in self._pieces(off, size):
-            ent = self._entry(r)
-            if ent is None:
-                return False
-            m = self._mask(r, a, b, False)
-            if ent[0] & m != m:
-                return False
-        return True
-
-    def _touch(self, r: int) -> list[int]:
-        """A hit on region ``r``: recency (and promotion to the protected segment)."""
-        prob = self._prob
-        ent = prob.get(r)
-        if ent is None:
-            self._prot.move_to_end(r)
-            return self._prot[r]
-        if not self._slru:
-            prob.move_to_end(r)
-            return ent
-        del prob[r]
-        self._prot[r] = ent
-        nb = ent[0].bit_count() * _BLK
-        self._prot_bytes += nb
-        while self._prot_bytes > self._prot_max and len(self._prot) > 1:
-            rr, e2 = self._prot.popitem(last=False)
-            self._prot_bytes -= e2[0].bit_count() * _BLK
-            prob[rr] = e2
-        return ent
-
-    def _invalidate(self, off: int, size: int) -> None:
-        if not (self._prob or self._prot) or size <= 0:
-            return
-        for r, a, b in self._pieces(off, size):
-            ent = self._entry(r)
-            if ent is None:
-                continue
-            m = self._mask(r, a, b, False) & ent[0]
-            if not m:
-                continue
-            nb = m.bit_count() * _BLK
-            ent[0] &= ~m
-            self.valid_bytes -= nb
-            self.invalidated_bytes += nb
-            if r in self._prot:
-                self._prot_bytes -= nb
-                if not ent[0]:
-                    del self._prot[r]
-            elif not ent[0]:
-                del self._prob[r]
-
-    def _miss_done(self, off: int, size: int, now: float | None) -> None:
-        """Admission after a read miss (``now`` None: functional warm-up, no NAND timing)."""
-        eligible = size <= self._max_admit and not (self._skip_seq and off == self._last_end)
-        self._last_end = off + size
-        if not eligible:
-            return
-        for r, a, b in self._pieces(off, size):
-            m = self._mask(r, a, b, True)
-            if not m:
-                continue
-            ent = self._entry(r)
-            if ent is None and self._count_mode:
-                g = self._ghost
-                c = g.pop(r, 0) + 1
-                if c < self._admit_after:
-                    g[r] = c
-                    if len(g) > self._ghost_max:
-                        g.popitem(last=False)
-                    continue
-            self._promote(r, m, ent, now)
-
-    def _promote(self, r: int, m: int, ent: list[int] | None, now: float | None) -> None:
-        if ent is not None:
-            m &= ~ent[0]
-            if not m:
-                return
-        nb = m.bit_count() * _BLK
-        die = self._rr
-        if now is not None:
-            pend = self._pending
-            while pend and pend[0][0] <= now:
-                self._pending_bytes -= pend.popleft()[1]
-            if self._pending_bytes + nb > self._max_pending:
-                self.dropped_promotions += 1
-                return
-            df = self._die_free
-            s = df[die]
-            if s < now:
-                s = now
-            df[die] = s + self._tprog * math.ceil(nb / self._unit)
-            pend.append((df[die], nb))
-            self._pending_bytes += nb
-        self._rr = (die + 1) % self._dies
-        self.promotions += 1
-        self.promoted_bytes += nb
-        if ent is None:
-            self._prob[r] = [m, die]
-        else:
-            ent[0] |= m
-            ent[1] = die
-            if r in self._prot:
-                self._prot_bytes += nb
-        self.valid_bytes += nb
-        self._evict()
-
-    def _evict(self) -> None:
-        while self.valid_bytes > self._size:
-            if self._prob:
-                _, ent = self._prob.popitem(last=False)
+        allow = 1 if self._pending_bytes + rg * (size // rg + 2) <= self._max_pending else 0
+        self._room()
+        k = core.miss(self._S, self._H, self._G, self._GH, self._M, off, size, allow, self._out)
+        if not allow:
+            self.throttled_misses += 1
+        out = self._out
+        for i in range(k):
+            r, d, fill = int(out[i, 0]), int(out[i, 1]), int(out[i, 2])
+            self._pending_bytes += rg
+            if fill:
+                self.fills += 1
+                f = _Fill(_READ, r * rg, min(rg, self.capacity - r * rg))
+                f.die = d
+                self.backing.submit(f).callbacks.append(self._fill_cb)
             else:
-                _, ent = self._prot.popitem(last=False)
-                self._prot_bytes -= ent[0].bit_count() * _BLK
-            nb = ent[0].bit_count() * _BLK
-            self.valid_bytes -= nb
-            self.evicted_bytes += nb
+                self._program(d, now)
+
+    def _filled(self, ev: Any) -> None:
+        self._program(ev._value.die, self.env._now)
+
+    def _program(self, d: int, now: float) -> None:
+        df = self._die_free
+        s = df[d]
+        if s < now:
+            s = now
+        df[d] = s + self._tprog * math.ceil(self._region / self._unit)
+        self._programs.append((df[d], self._region))
 
     # ------------------------------------------------------------------ preconditioning
-    def warm(self, ops: Iterable[tuple[int, int, int]]) -> int:
-        """Replay ``(op, offset, size)`` accesses through lookup, admission, eviction and invalidation
-        without simulated time (a preconditioning phase); returns the number of read hits. The
-        statistics counters are left as they were."""
+    def warm(self, ops: Any, offsets: Any = None, sizes: Any = None) -> int:
+        """Replay accesses through the directory without simulated time (a preconditioning phase):
+        either one iterable of ``(op, offset, size)`` or three arrays. Returns the read hits. The
+        hit/miss counters of the statistics window are left as they were."""
         if not self._on:
             return 0
-        hits = 0
-        saved = (self.promotions, self.promoted_bytes, self.invalidated_bytes, self.evicted_bytes)
-        for op, off, size in ops:
-            if op == _READ:
-                if self._lookup(off, size):
-                    hits += 1
-                    for r, _a, _b in self._pieces(off, size):
-                        self._touch(r)
-                    self._last_end = off + size
-                else:
-                    self._miss_done(off, size, None)
-            elif op in (_WRITE, _TRIM):
-                self._invalidate(off, size)
-        self.promotions, self.promoted_bytes, self.invalidated_bytes, self.evicted_bytes = saved
+        if offsets is None:
+            rows = np.asarray(list(ops), dtype=np.int64).reshape(-1, 3)
+            ops, offsets, sizes = rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy()
+        ops = np.ascontiguousarray(ops, dtype=np.int64)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+        i, hits, n = 0, 0, len(ops)
+        while i < n:
+            self._room(2 * core.HEADROOM)
+            i, h = core.warm(self._S, self._H, self._G, self._GH, self._M, ops, offsets, sizes, i)
+            hits += int(h)
+        # warm-up promotions/evictions/invalidations are not part of the statistics window
+        self._base = [int(self._M[j]) for j in (core.M_PROMO, core.M_EVICT, core.M_INVAL)]
         return hits
 
 
