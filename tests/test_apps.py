@@ -112,11 +112,12 @@ def test_oltp_mix_hot_share_and_log():
     assert all(x[3] == 8192 and x[2] % 8192 == 0 for x in data)
     vols = np.bincount([x[0] for x in data], minlength=3)
     assert all(within(v, len(data), 1 / 3) for v in vols)
-    # hot share: a page is hot when its index maps back below the hot count
-    pages = th.pages[0]
-    inv = pow(th.mult[0], -1, pages)
-    hot = sum(1 for x in data if x[0] == 0 and (x[2] // 8192) * inv % pages < th.hot[0])
+    # hot share: a page is hot when it lies in the first part of its band period
+    st, bw = th.stride[0], th.band[0]
+    assert bw == round(st * 0.2)
+    hot = sum(1 for x in data if x[0] == 0 and (x[2] // 8192) % st < bw)
     assert within(hot, int(vols[0]), 0.8)
+    assert max(x[2] for x in data) < 300 * 10**9
 
 
 def test_oltp_through_the_runner_exactly_once():

@@ -19,8 +19,8 @@ time series, per-thread end times).
 * **OLTP** (:class:`OltpConfig`): ``threads`` outstanding IOs (one per database worker thread);
   each data IO is ``io_size`` on one of the data volumes (chosen uniformly), a read with probability
   r/(r+1) for reads:writes = r; ``hot_access`` of the IOs go to ``hot_data`` of each volume's pages
-  (scattered over the volume by a multiplicative hash, not packed together), the rest to the
-  other pages. After every ``1 / log_per_write`` data writes the thread issues a log write: sequential
+  (``hot_bands`` contiguous bands spread evenly over the volume: tables and indexes whose hot rows
+  sit together, not one block at the start), uniformly inside; the rest to the other pages. After every ``1 / log_per_write`` data writes the thread issues a log write: sequential
   on the log volume (one log shared by every thread), ``log_io_size`` bytes, FUA (write-through to
   durable media, as SQL Server's log writes).
 * **VDI boot storm** (:class:`VdiBootConfig`): ``desktops`` desktops powered on ``interval`` seconds
@@ -104,6 +104,9 @@ class OltpConfig(ConfigModel):
     read_write_ratio: float = Field(9.7, gt=0, le=1e6, description="data reads per data write (default 9.7)")
     hot_data: float = Field(0.2, gt=0, le=1, description="share of each volume's pages that is hot, 0..1 (default 0.2)")
     hot_access: float = Field(0.8, ge=0, le=1, description="share of data IOs to the hot pages, 0..1 (default 0.8)")
+    hot_bands: int = Field(
+        10, ge=1, le=10_000, description="the hot pages form this many equal contiguous bands spread evenly over each volume (default 10)"
+    )
     log_io_size: Bytes = Field("8KiB", ge=512, le=2**24, description="log write size, bytes (default 8KiB)")
     log_per_write: float = Field(1.0, ge=0, le=64, description="log writes per data write (default 1)")
 
@@ -273,13 +276,6 @@ class _WebUser:
 
 
 # --------------------------------------------------------------------------- OLTP
-def _coprime_multiplier(n: int) -> int:
-    a = int(n * 0.6180339887498949) | 1
-    while math.gcd(a, n) != 1:
-        a += 2
-    return a
-
-
 class _OltpLog:
     """The one log of the database: a sequential pointer over the log volume."""
 
@@ -298,9 +294,11 @@ class _OltpThread:
     def __init__(self, cfg: OltpConfig, caps: Sequence[int], log: _OltpLog | None, rng: np.random.Generator):
         self.nvol = len(cfg.data)
         self.size = int(cfg.io_size)
-        self.pages = [c // self.size for c in caps]
-        self.hot = [max(1, int(p * cfg.hot_data)) for p in self.pages]
-        self.mult = [_coprime_multiplier(p) for p in self.pages]
+        nb = cfg.hot_bands
+        self.stride = [max(1, c // self.size // nb) for c in caps]  # pages per band period
+        self.pages = [s * nb for s in self.stride]
+        self.band = [max(1, min(s, round(s * cfg.hot_data))) for s in self.stride]  # hot pages per period
+        self.hot = [b * nb for b in self.band]
         self.p_read = cfg.read_write_ratio / (cfg.read_write_ratio + 1.0)
         self.hot_access = cfg.hot_access
         self.log = log
@@ -323,11 +321,15 @@ class _OltpThread:
         v = min(int(self._uni() * self.nvol), self.nvol - 1)
         n = self.pages[v]
         h = self.hot[v]
+        st = self.stride[v]
+        bw = self.band[v]
         if self._uni() < self.hot_access or h >= n:
             k = min(int(self._uni() * h), h - 1)
+            page = (k // bw) * st + k % bw  # inside a hot band
         else:
-            k = h + min(int(self._uni() * (n - h)), n - h - 1)
-        page = k * self.mult[v] % n  # hot pages scattered over the volume
+            k = min(int(self._uni() * (n - h)), n - h - 1)
+            cw = st - bw
+            page = (k // cw) * st + bw + k % cw  # between the bands
         if self._uni() < self.p_read:
             self.counts[0] += 1
             return v, _READ, page * self.size, self.size, False
