@@ -11,7 +11,8 @@ import yaml
 
 from simulator.experiment.load import load_experiment, project_root
 
-EXPERIMENTS = sorted((project_root() / "experiments").glob("*.yaml"))
+# application studies (top-level ``study:``) have their own runner and test (tests/test_apps_study.py)
+EXPERIMENTS = sorted(p for p in (project_root() / "experiments").glob("*.yaml") if "study" not in yaml.safe_load(p.read_text()))
 
 
 def test_there_are_experiments() -> None:

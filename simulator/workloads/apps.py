@@ -240,34 +240,64 @@ def web_files(cfg: WebServerConfig, rng: np.random.Generator) -> tuple[np.ndarra
     return offsets, sizes, np.sort(order[:nhot]), np.sort(order[nhot:])
 
 
+def pick_files(files: tuple, share: float, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` file requests: a hot file (uniform over the hot set) with probability ``share``, else a
+    cold one; returns file indices (negative: hot, as -1 - index, so callers can count them)."""
+    _, _, hot, cold = files
+    u = rng.random((2, n))
+    is_hot = u[0] < share
+    out = np.empty(n, dtype=np.int64)
+    if len(hot):
+        out[is_hot] = -1 - hot[np.minimum((u[1][is_hot] * len(hot)).astype(np.int64), len(hot) - 1)]
+    if len(cold):
+        out[~is_hot] = cold[np.minimum((u[1][~is_hot] * len(cold)).astype(np.int64), len(cold) - 1)]
+    return out
+
+
+def web_stream(files: tuple, cfg: WebServerConfig, rng: np.random.Generator, nfiles: int) -> tuple[np.ndarray, np.ndarray]:
+    """The IOs (offsets, sizes) of ``nfiles`` whole-file reads, in order (a warm-up stream)."""
+    offsets, sizes = files[0], files[1]
+    f = pick_files(files, _hot_share(files, cfg), rng, nfiles)
+    f = np.where(f < 0, -1 - f, f)
+    mx = int(cfg.max_io)
+    k = (sizes[f] + mx - 1) // mx
+    idx = np.repeat(np.arange(nfiles), k)
+    j = np.arange(len(idx)) - np.repeat(np.cumsum(k) - k, k)
+    off = offsets[f][idx] + j * mx
+    size = np.minimum(mx, sizes[f][idx] - j * mx)
+    return off, size
+
+
+def _hot_share(files: tuple, cfg: WebServerConfig) -> float:
+    if not len(files[2]):
+        return 0.0
+    return cfg.hot_share if len(files[3]) else 1.0
+
+
 class _WebUser:
     def __init__(self, files: tuple, cfg: WebServerConfig, rng: np.random.Generator):
-        self.offsets, self.sizes, self.hot, self.cold = files
-        self.share = cfg.hot_share if len(self.cold) else 1.0
-        if not len(self.hot):
-            self.share = 0.0
+        self.files = files
+        self.offsets, self.sizes = files[0], files[1]
+        self.share = _hot_share(files, cfg)
         self.max_io = int(cfg.max_io)
         self.rng = rng
-        self._u: list[float] = []
+        self._picks: list[int] = []
         self.pos = 0
         self.left = 0
         self.files_read = 0
         self.hot_reads = 0
 
-    def _uni(self) -> float:
-        if not self._u:
-            self._u = self.rng.random(4096).tolist()
-        return self._u.pop()
-
     def next_io(self, now: float):
         if self.left <= 0:
-            hot = self._uni() < self.share
-            pool = self.hot if hot else self.cold
-            i = int(pool[min(int(self._uni() * len(pool)), len(pool) - 1)])
+            if not self._picks:
+                self._picks = pick_files(self.files, self.share, self.rng, 1024)[::-1].tolist()
+            i = self._picks.pop()
+            if i < 0:
+                i = -1 - i
+                self.hot_reads += 1
             self.pos = int(self.offsets[i])
             self.left = int(self.sizes[i])
             self.files_read += 1
-            self.hot_reads += hot
         n = min(self.left, self.max_io)
         off = self.pos
         self.pos += n
@@ -295,47 +325,47 @@ class _OltpThread:
         self.nvol = len(cfg.data)
         self.size = int(cfg.io_size)
         nb = cfg.hot_bands
-        self.stride = [max(1, c // self.size // nb) for c in caps]  # pages per band period
-        self.pages = [s * nb for s in self.stride]
-        self.band = [max(1, min(s, round(s * cfg.hot_data))) for s in self.stride]  # hot pages per period
-        self.hot = [b * nb for b in self.band]
+        self.stride = np.array([max(1, c // self.size // nb) for c in caps], dtype=np.int64)  # pages per band period
+        self.pages = self.stride * nb
+        self.band = np.array([max(1, min(s, round(s * cfg.hot_data))) for s in self.stride], dtype=np.int64)
+        self.hot = self.band * nb
         self.p_read = cfg.read_write_ratio / (cfg.read_write_ratio + 1.0)
         self.hot_access = cfg.hot_access
         self.log = log
         self.log_every = cfg.log_per_write
         self._credit = 0.0
         self.rng = rng
-        self._u: list[float] = []
+        self._buf: list[tuple[int, int, int]] = []
         self.counts = [0, 0, 0]  # data reads, data writes, log writes
 
-    def _uni(self) -> float:
-        if not self._u:
-            self._u = self.rng.random(4096).tolist()
-        return self._u.pop()
+    def data_block(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``n`` data IOs: (volume, op, offset) arrays (the one generator of the data IOs)."""
+        u = self.rng.random((4, n))
+        v = np.minimum((u[0] * self.nvol).astype(np.int64), self.nvol - 1)
+        npg, h, st, bw = self.pages[v], self.hot[v], self.stride[v], self.band[v]
+        hot = (u[1] < self.hot_access) | (h >= npg)
+        kh = np.minimum((u[2] * h).astype(np.int64), h - 1)
+        cw = np.maximum(st - bw, 1)
+        kc = np.minimum((u[2] * np.maximum(npg - h, 1)).astype(np.int64), np.maximum(npg - h - 1, 0))
+        page = np.where(hot, (kh // bw) * st + kh % bw, (kc // cw) * st + bw + kc % cw)
+        op = np.where(u[3] < self.p_read, _READ, _WRITE)
+        return v, op, page * self.size
 
     def next_io(self, now: float):
         if self.log is not None and self._credit >= 1.0:
             self._credit -= 1.0
             self.counts[2] += 1
             return self.nvol, _WRITE, self.log.next(), self.log.size, True
-        v = min(int(self._uni() * self.nvol), self.nvol - 1)
-        n = self.pages[v]
-        h = self.hot[v]
-        st = self.stride[v]
-        bw = self.band[v]
-        if self._uni() < self.hot_access or h >= n:
-            k = min(int(self._uni() * h), h - 1)
-            page = (k // bw) * st + k % bw  # inside a hot band
-        else:
-            k = min(int(self._uni() * (n - h)), n - h - 1)
-            cw = st - bw
-            page = (k // cw) * st + bw + k % cw  # between the bands
-        if self._uni() < self.p_read:
+        if not self._buf:
+            v, op, off = self.data_block(4096)
+            self._buf = list(zip(v[::-1].tolist(), op[::-1].tolist(), off[::-1].tolist(), strict=True))
+        v, op, off = self._buf.pop()
+        if op == _READ:
             self.counts[0] += 1
-            return v, _READ, page * self.size, self.size, False
-        self.counts[1] += 1
-        self._credit += self.log_every
-        return v, _WRITE, page * self.size, self.size, False
+        else:
+            self.counts[1] += 1
+            self._credit += self.log_every
+        return v, op, off, self.size, False
 
 
 # --------------------------------------------------------------------------- VDI
