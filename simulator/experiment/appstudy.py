@@ -530,7 +530,7 @@ def run_study(spec: StudySpec, out_dir: Path | None, workers: int | None = None,
                 tasks.append((task_hotband, (raw, label, th)))
         if spec.webserver is not None:
             tasks.append((task_web, (raw, label)))
-    with ProcessPoolExecutor(max_workers=nw, max_tasks_per_child=4) as pool:
+    with ProcessPoolExecutor(max_workers=nw) as pool:
         oltp_load = [pool.submit(_task, task_oltp_load, raw, th) for th in spec.oltp.threads] if spec.oltp is not None else []
         futs = [pool.submit(_task, f, *a) for f, a in tasks]
         threads = None
