@@ -71,7 +71,7 @@ def test_queue_parameters_are_recovered(tmp_path):
         f = tmp_path / f"randread-qd{qd}.json"
         _write_run(f, truth, {"name": f"qd{qd}", "rw": "randread", "bs": "4k", "iodepth": qd, "ioengine": "libaio",
                               "time_based": 1, "runtime": "3s", "direct": 1}, seed=7)
-        files.append(str(f))
+        files.append(f.name)
     out = calibrate(_spec(tmp_path, files), progress=False, date="2000-01-01")
     mean = out.fit.values["devices.0.params.service.mean"]
     cv = out.fit.values["devices.0.params.service.cv"]

@@ -163,6 +163,10 @@ add("calib-profile-name-escape", {"s.yaml": y({**CAL, "output": {"profile": "../
     ["output.profile", "profile name"], ["calibrate", "{d}/s.yaml", "-q"], source="s.yaml")
 add("calib-report-absolute", {"s.yaml": y({**CAL, "output": {"report": "/tmp/simrun-evil-report"}}), "t.csv": "qd,read.iops\n1,100\n"},
     ["output.report", "inside"], ["calibrate", "{d}/s.yaml", "-q"], source="s.yaml")
+add("calib-csv-absolute", {"s.yaml": y({**CAL, "targets": [{"csv": "/etc/hostname", "options": {"rw": "randread"}}]})},
+    ["targets.0.csv", "relative"], ["calibrate", "{d}/s.yaml", "-q"], source="s.yaml")
+add("calib-files-dotdot", {"s.yaml": y({**CAL, "targets": [{"files": "../m*.json"}]}), "../m1.json": "{}"},
+    ["targets.0.files", "inside"], ["calibrate", "{d}/s.yaml", "-q"], source="s.yaml")
 add("jobfile-garbage-no-echo", {"j.fio": f"[j]\nrw=randread\n{CANARY} :: secret line\n"}, ["line 3", "malformed line"],
     ["fio", "{d}/j.fio", "--device", HDD], source="j.fio")
 add("jobfile-value-no-echo", {"j.fio": f"[j]\nbs={CANARY}\n"}, ["[j] bs (line 2)", "cannot read"], ["fio", "{d}/j.fio", "--device", HDD],

@@ -63,6 +63,31 @@ def test_command_line_device_may_be_any_path(tmp_path):
     assert doc["jobs"][0]["read"]["total_ios"] in (100, 101)
 
 
+def test_nested_profile_file_resolves_beside_the_file_that_names_it(tmp_path, monkeypatch):
+    """A RAID profile naming its member drive by a relative file resolves it beside the RAID profile
+    (and an experiment's nested reference beside the experiment), whatever the working directory."""
+    monkeypatch.setenv("SIMRUN_USER_MODELS", str(tmp_path / "none"))
+    prof = tmp_path / "prof"
+    prof.mkdir()
+    (prof / "q.yaml").write_text(yaml.safe_dump({"kind": "queue", "params": QUEUE_PARAMS}))
+    raid = {"kind": "raid", "params": {"level": 0, "members": {"count": 2, "device": {"profile": "q.yaml"}}}}
+    (prof / "r.yaml").write_text(yaml.safe_dump(raid))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    _, cfg, _ = registry.resolve_params({"profile": str(prof / "r.yaml")}, trusted=True)
+    assert cfg.members.device["profile"] == str((prof / "q.yaml").resolve())
+    member, mcfg, origin = registry.resolve_params(cfg.members.device)
+    assert member.kind == "queue" and mcfg.service.value == pytest.approx(2e-3) and origin == str((prof / "q.yaml").resolve())
+    # written in an experiment: relative to the experiment's directory
+    p = _exp(tmp_path, {"kind": "raid", "params": {"level": 0, "members": {"count": 2, "device": {"profile": "prof/q.yaml"}}}})
+    r = runner.invoke(app, ["check", str(p)])
+    assert r.exit_code == 0, r.output
+    _, cfg2, _ = registry.resolve_params({"kind": "raid", "params": raid["params"] | {"members": {"count": 2, "device": {"profile": "prof/q.yaml"}}}},
+                                         source=str(p), field="system.devices.0")
+    assert cfg2.members.device["profile"] == str((prof / "q.yaml").resolve())
+
+
 @pytest.mark.parametrize("ref", ["../q.yaml", "/tmp/q.yaml", "sub/../../q.yaml"])
 def test_profile_file_in_a_file_stays_in_its_directory(tmp_path, ref):
     (tmp_path / "q.yaml").write_text(yaml.safe_dump({"kind": "queue", "params": {}}))

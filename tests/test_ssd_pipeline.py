@@ -133,3 +133,28 @@ def test_pipeline_every_io_completes_once_and_latency_covers_service(over):
     assert all(seen.get(id(r)) == 1 for r in reqs)
     assert not bad
     assert sum(dev.completed) == len(reqs)
+
+
+# ------------------------------------------------------------------ group commit of the write log (ack_commit)
+def test_group_commit_one_job_pays_one_commit_many_jobs_share_commits():
+    """With a commit time o that dwarfs the rest of a job's cycle, a commit starts as soon as one write
+    is ready and the others join the next: in steady state the jobs split into two groups served by
+    alternating commits, so N jobs complete N writes every 2 o (deterministic, exact); one job pays
+    its whole cycle plus one commit."""
+    o = 200e-6
+    over = plp(ftl_update="2us", write_latency="1us", ack_commit=f"{o}s")
+    cfg = make(over).cfg
+    one = run_jobs(make(over), 1, 0.1, warmup=0.01, host_overhead=SLAT)
+    assert one.iops == pytest.approx(1 / (cycle(cfg) + o), rel=0.005)
+    assert one.mean_lat == pytest.approx(cycle(cfg) + o, rel=0.005)
+    for n in (2, 4, 8):
+        x = run_jobs(make(over), n, 0.1, warmup=0.01, host_overhead=SLAT).iops
+        assert x == pytest.approx(n / (2 * o), rel=0.01), n
+    # the commit never caps the rate by itself: the curve keeps rising with N (no knee) ...
+    assert run_jobs(make(over), 16, 0.1, warmup=0.01, host_overhead=SLAT).iops > 1.9 * run_jobs(
+        make(over), 8, 0.1, warmup=0.01, host_overhead=SLAT).iops
+    # ... until the per-command FTL stage does: 1 / ftl_update
+    slow = plp(ftl_update="30us", write_latency="1us", ack_commit=f"{o}s")
+    x = run_jobs(make(slow), 24, 0.1, warmup=0.01, host_overhead=SLAT).iops
+    assert x == pytest.approx(1 / 30e-6, rel=0.01)
+

@@ -38,7 +38,7 @@ Metrics: every metric of a summary row (``<dir>.iops``, ``<dir>.bw_MBps``, ``<di
 whose cell is empty is still simulated (a prediction of an unpublished figure).
 
 Paths: inputs (``experiment``, ``files``, ``csv``) are looked up relative to the spec file, then to
-the project root. ``output.profile`` is a profile reference under ``models/`` (``local/x``) or a
+the project root, and must resolve inside one of them (not absolute, no ``..`` leading out). ``output.profile`` is a profile reference under ``models/`` (``local/x``) or a
 path ending in ``.yaml`` (relative to the spec file); ``output.report`` is relative to the spec
 file (a case's report goes to ``<report>/<case>/``). Paths written into a profile or a report are
 relative to that file's directory. Every problem is a :class:`ConfigError` naming the spec file and the field.
@@ -517,32 +517,54 @@ class LoadedSpec:
     def source(self) -> str:
         return str(self.path)
 
-    def find(self, p: str, field: str) -> Path:
+    def _read_roots(self) -> tuple[Path, ...]:
         from simulator.experiment.load import project_root
 
+        return (self.dir, project_root())
+
+    def _confined_read(self, p: str, field: str) -> None:
+        """A path written in the spec that the calibration READS: relative (it must then resolve
+        inside the spec's directory or the project, see :meth:`_inside_roots`)."""
         q = Path(p)
-        for cand in [q] if q.is_absolute() else [self.dir / q, project_root() / q]:
-            if cand.exists():
+        if q.is_absolute() or "\\" in p:
+            raise ConfigError(
+                "an input path in a spec must be relative to the spec's directory (or the project root), "
+                "with no '..' leading out; copy the measured files beside the spec",
+                source=self.source,
+                field=field,
+            )
+
+    def _inside_roots(self, path: Path) -> bool:
+        """``path`` resolves (symlinks followed) inside the spec's directory or the project root."""
+        try:
+            r = path.resolve()
+            return any(r.is_relative_to(root.resolve()) for root in self._read_roots())
+        except (OSError, RuntimeError, ValueError):
+            return False
+
+    def find(self, p: str, field: str) -> Path:
+        self._confined_read(p, field)
+        for base in self._read_roots():
+            cand = base / p
+            if cand.exists() and self._inside_roots(cand):
                 return cand
-        raise ConfigError(f"{p!r} not found (relative to the spec file or the project root)", source=self.source, field=field)
+        raise ConfigError(
+            f"{p!r} not found inside the spec's directory or the project (relative to either; "
+            "nothing outside them is read)", source=self.source, field=field)
 
     def files(self, t: TargetSpec, field: str) -> list[Path]:
-        from simulator.experiment.load import project_root
-
         pats = [t.files] if isinstance(t.files, str) else list(t.files or [])
         out: list[Path] = []
         for pat in pats:
-            hits: list[str] = []
-            if Path(pat).is_absolute():
-                hits = sorted(_glob.glob(pat))
-            else:
-                for base in (self.dir, project_root()):
-                    hits = sorted(_glob.glob(str(base / pat)))
-                    if hits:
-                        break
+            self._confined_read(pat, field)
+            hits: list[Path] = []
+            for base in self._read_roots():
+                hits = [Path(h) for h in sorted(_glob.glob(str(base / pat))) if self._inside_roots(Path(h))]
+                if hits:
+                    break
             if not hits:
-                raise ConfigError(f"no files match {pat!r}", source=self.source, field=field)
-            out += [Path(h) for h in hits if Path(h) not in out]
+                raise ConfigError(f"no files match {pat!r} inside the spec's directory or the project", source=self.source, field=field)
+            out += [h for h in hits if h not in out]
         return out
 
     def _inside_dir(self, value: str, field: str) -> Path:

@@ -236,6 +236,7 @@ def load_profile(
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise ConfigError("params must be a mapping of parameters", source=str(path), field="params")
+    params = _anchor_nested_profiles(params, path.parent, str(path), "params", confined=True)
     sources = data.get("sources") or {}
     if not isinstance(sources, dict):
         raise ConfigError("sources must be a mapping of parameter -> where the figure comes from", source=str(path), field="sources")
@@ -269,24 +270,35 @@ def load_profile(
     }
 
 
-def _confine_nested_profiles(params: Any, base_dir: Path | None, source: str | None, where: str) -> None:
-    """Every ``profile:`` nested in a kind's parameters (a cluster's drives, DB devices) obeys the
-    rule of the file that wrote it: a name in the library, or a file inside that file's directory."""
-    stack: list[tuple[Any, str]] = [(params, where)]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, dict):
-            for k, v in node.items():
-                sub = f"{path}.{k}"
-                if k == "profile" and isinstance(v, str):
+def _anchor_nested_profiles(params: Any, base_dir: Path | None, source: str | None, where: str, *, confined: bool) -> Any:
+    """A copy of ``params`` in which every nested ``profile:`` that names a file (a cluster's drives,
+    DB devices, RAID members) is anchored to ``base_dir``, the directory of the file that wrote it,
+    so it resolves the same from any working directory. ``confined``: the file must also lie inside
+    that directory (a name in the library is left as it is)."""
+    if base_dir is None:
+        return params
+    if isinstance(params, dict):
+        out: dict[Any, Any] = {}
+        for k, v in params.items():
+            sub = f"{where}.{k}"
+            if k == "profile" and isinstance(v, str):
+                is_file = v.endswith((".yaml", ".yml"))
+                if confined:
                     try:
-                        profile_path(v, base_dir, confined=True)
+                        path = profile_path(v, base_dir, confined=True)
                     except ConfigError as e:
                         raise ConfigError(e.message, source=source, field=sub) from None
-                else:
-                    stack.append((v, sub))
-        elif isinstance(node, list):
-            stack.extend((v, f"{path}.{i}") for i, v in enumerate(node))
+                    if is_file:
+                        v = str(path.resolve())
+                elif is_file and not Path(v).is_absolute():
+                    v = str((base_dir / v).resolve())
+                out[k] = v
+            else:
+                out[k] = _anchor_nested_profiles(v, base_dir, source, sub, confined=confined)
+        return out
+    if isinstance(params, list):
+        return [_anchor_nested_profiles(v, base_dir, source, f"{where}.{i}", confined=confined) for i, v in enumerate(params)]
+    return params
 
 
 def _base_dir_of(source: str | None) -> Path | None:
@@ -329,10 +341,11 @@ def resolve_params(
     if spec.get("params"):
         if not isinstance(spec["params"], dict):
             raise ConfigError("params must be a mapping of parameters", source=source, field=f"{field}.params" if field else "params")
-        params = deep_merge(params, spec["params"])
+        own = _anchor_nested_profiles(
+            spec["params"], _base_dir_of(source), source, f"{field}.params" if field else "params", confined=not trusted
+        )
+        params = deep_merge(params, own)
     dk = device_kind(kind_name)
-    if not trusted and _base_dir_of(source) is not None:
-        _confine_nested_profiles(params, _base_dir_of(source), source, f"{field}.params" if field else "params")
     cfg = validate(dk.config, params, source=source if spec.get("params") else origin, prefix=f"{field}.params" if field else "params")
     return dk, cfg, origin
 

@@ -155,6 +155,15 @@ class ControllerConfig(ConfigModel):
         description="FTL cores (or mapping-table partitions updated in parallel), count 1..64; "
         "ftl_cores / ftl_update caps the write command rate (default 1: one core, one lock)",
     )
+    ack_commit: Seconds = Field(
+        "0s",
+        ge=0,
+        le=0.1,
+        description="group commit after the FTL stage: a write is acknowledged when the next commit of the "
+        "write log (journal of mapping updates in protected DRAM) ends; one commit at a time, each covering "
+        "every write whose FTL update ended before it started, taking this fixed time whatever it covers, "
+        "seconds, 0..100ms (default 0 = no commit step: the ack follows the FTL stage)",
+    )
     write_bandwidth: BytesPerSecond | None = Field(
         None,
         gt=0,

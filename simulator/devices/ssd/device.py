@@ -12,15 +12,21 @@ The write pipeline
 A write passes a tandem of stations, each with its own parallelism, as controller firmware does:
 ``hil`` (``interface.command_overhead`` on ``interface.hil_cores``), the link (one transfer at a
 time per direction), the buffer stage (``controller.write_latency``, hardware DMA: no limit), the
-FTL stage (``controller.ftl_update`` on ``controller.ftl_cores``), then the acknowledgement: a PLP
-drive (or one that does not honour flushes) acknowledges when the FTL stage ends; a write-through or
+FTL stage (``controller.ftl_update`` on ``controller.ftl_cores``), optionally the group commit of the
+write log (``controller.ack_commit``: one commit at a time, of fixed duration, covering every write whose
+FTL update ended before it started; computed ahead like the stations), then the acknowledgement: a PLP
+drive (or one that does not honour flushes) acknowledges when the FTL stage (or its commit) ends; a write-through or
 FUA write of a non-PLP drive waits for the forced flush (data program across channels and dies, then
 the metadata commit). A multi-server station is computed ahead with one "free from" time per server
 (an arriving command takes the server that frees first, FIFO in arrival order), so the pipeline costs
 no events; the completion is one event per IO. With N closed-loop jobs the sync-write rate therefore
 grows like N / (1-job cycle) until the slowest stage's capacity
 (``SSDConfig.write_bound``: min of hil_cores/command_overhead, link_rate/bs, ftl_cores/ftl_update, the
-sustained NAND program rate) and stays there.
+sustained NAND program rate) and stays there. The group commit never caps the rate by itself (a commit
+covers all waiting writes): with a commit time that dominates the 1-job cycle, N jobs split into
+groups served by alternating commits and the curve keeps rising, about N / (2 x commit), past the
+point where a per-command stage of the same 1-job latency would have saturated, until the FTL
+stage's capacity.
 
 Durability semantics (what completes a request)
 ------------------------------------------------
@@ -202,6 +208,9 @@ class SSD(Device):
         self._dir_out = 1 if ifc.duplex else 0
         self._hil = _Station(ifc.hil_cores)
         self._ftl_stage = _Station(ctl.ftl_cores)
+        self._commit_start = -1.0  # group commit of the write log (controller.ack_commit)
+        self._commit_end = 0.0
+        self.commits = 0
         self._be_free = 0.0  # controller back end (write_bandwidth)
         self._be_bw = self.cfg.controller.write_bandwidth
         self._t_busy0 = 0.0
@@ -319,6 +328,9 @@ class SSD(Device):
         t_link = self._link(t, req.size, 0)
         t_buf = self._ftl_stage.serve(t_link + ctl.write_latency, ctl.ftl_update)
         req.service = ifc.command_overhead + req.size / ifc.link_rate + ctl.write_latency + ctl.ftl_update
+        if ctl.ack_commit > 0:
+            t_buf = self._group_commit(t_buf, ctl.ack_commit)
+            req.service += ctl.ack_commit
         page = None
         for lpn in self._units(req):
             page = self._place(lpn, t_buf)
@@ -327,6 +339,19 @@ class SSD(Device):
             self._flush_join(req, page, t_buf)
         else:
             self._complete_after(req, t_buf - now)
+
+    def _group_commit(self, t: float, cost: float) -> float:
+        """End of the write-log commit covering an FTL update that ended at ``t``: the last commit
+        if it had not started by ``t`` (it covers every update ended before its start), else a new
+        one starting when both ``t`` and the last commit's end are reached. Computed ahead (no event):
+        the cost of a commit does not depend on how many writes it covers."""
+        if t <= self._commit_start:
+            return self._commit_end
+        s = t if t > self._commit_end else self._commit_end
+        self._commit_start = s
+        self._commit_end = s + cost
+        self.commits += 1
+        return self._commit_end
 
     def _place(self, lpn: int, ready: float) -> _Page:
         pg = self._open
