@@ -64,8 +64,13 @@ class IometerSpec(ConfigModel):
 
 class HotbandSpec(ConfigModel):
     volume: dict[str, Any] = Field(description="raid parameters")
-    jobs: list[dict[str, Any]] = Field(min_length=1, description="fio jobs of one hot-band worker set (fio option names)")
-    threads: list[int] = Field(description="values of numjobs swept (worker threads)")
+    jobs: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="fio jobs of one worker set, numjobs multiplied by the threads swept; default none = the SNIA "
+        "Emerald hot band of simulator.workloads.hotband at iodepth = threads",
+    )
+    region: tuple[float, float] = Field((0.0, 100.0), description="(start %, end %) of the volume the hot band covers")
+    threads: list[int] = Field(description="worker threads swept (numjobs multiplier, or the hot band's outstanding IOs)")
     target_latency_ms: float = Field(5.0, gt=0, le=1000, description="mean latency target, ms (default 5)")
     runtime: float = Field(2.0, gt=0, le=3600, description="measured seconds per point")
     ramp: float = Field(0.5, ge=0, le=3600, description="seconds before measuring")
@@ -179,7 +184,7 @@ def _check_refs(spec: StudySpec, source: str) -> None:
         app_config({"app": "webserver", **spec.webserver.app}, source, "webserver.app.")
     if spec.vdi is not None:
         app_config({"app": "vdi_boot", **spec.vdi.app}, source, "vdi.app.")
-    if spec.hotband is not None:
+    if spec.hotband is not None and spec.hotband.jobs:
         from simulator.workloads.options import resolve_jobs
 
         resolve_jobs({}, [dict(j, filename="vol") for j in spec.hotband.jobs], source, prefix="hotband.jobs.")
@@ -364,10 +369,23 @@ def task_iometer(spec: dict, label: str, mix: str, qd: int) -> dict[str, Any]:
     return {"workload": "iometer", "config": label, "mix": mix, "qd": qd, **r}
 
 
+def hotband_jobs(hb: HotbandSpec, threads: int) -> list[dict[str, Any]]:
+    """The fio jobs of one hot-band point (raises ImportError while the SNIA hot band is missing)."""
+    if hb.jobs:
+        return [dict(j, numjobs=int(j.get("numjobs", 1)) * threads) for j in hb.jobs]
+    from simulator.workloads.hotband import hotband_job
+
+    job = hotband_job(threads, runtime=hb.runtime, ramp_time=hb.ramp, region=tuple(hb.region))
+    return [job]
+
+
 def task_hotband(spec: dict, label: str, threads: int) -> dict[str, Any]:
     s = StudySpec.model_validate(spec)
     hb = s.hotband
-    jobs = [dict(j, numjobs=int(j.get("numjobs", 1)) * threads) for j in hb.jobs]
+    try:
+        jobs = hotband_jobs(hb, threads)
+    except ImportError as e:
+        return {"workload": "hotband", "config": label, "threads": threads, "missing": f"SNIA hot band not available: {e}"}
 
     def pre(vol: Any) -> None:
         n = hb.precondition.requests
@@ -588,7 +606,7 @@ def _findings(spec: StudySpec, results: list[dict[str, Any]]) -> dict[str, dict[
         rs = [r for r in results if r.get("config") == label]
         wr = [r for r in rs if r["workload"] == "iometer" and spec.iometer and spec.iometer.mixes[r["mix"]] <= 0]
         out["random_write_iops"][label] = max(wr, key=lambda r: r["qd"])["iops"] if wr else None
-        hb = [r for r in rs if r["workload"] == "hotband"]
+        hb = [r for r in rs if r["workload"] == "hotband" and "missing" not in r]
         out["hotband_iops_at_target"][label] = _interp_at_target(hb, spec.hotband.target_latency_ms) if hb else None
         web = [p for r in rs if r["workload"] == "webserver" for p in r["points"]]
         out["webserver_iops"][label] = max(web, key=lambda r: r["users"])["iops"] if web else None
@@ -682,7 +700,7 @@ def _plots(spec: StudySpec, out_dir: Path, results: list[dict[str, Any]]) -> Non
                 ax.set_ylabel(yl)
             axes[0][0].legend(fontsize=7)
             save(fig, fname)
-    hb = [r for r in results if r["workload"] == "hotband"]
+    hb = [r for r in results if r["workload"] == "hotband" and "missing" not in r]
     if hb:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
         for lb in labels:
@@ -767,6 +785,9 @@ def run_study_cli(file: Path, sets: list[tuple[str, Any]], out: Path | None, wor
             cells += [f(r["simulated"]), f(r["published"]), f(r["error"], True)]
         t.add_row(title, *cells)
     console.print(t)
+    missing = sorted({r["missing"] for r in doc["results"] if "missing" in r})
+    for m in missing:
+        console.print(f"missing: {m}")
     for n in spec.notes:
         console.print(f"note: {n}")
     console.print(f"{len(doc['results'])} runs in {doc['wall_s']:.1f} s wall on {doc['workers']} workers; results in {out_dir}/")
