@@ -791,3 +791,23 @@ def run_study_cli(file: Path, sets: list[tuple[str, Any]], out: Path | None, wor
     for n in spec.notes:
         console.print(f"note: {n}")
     console.print(f"{len(doc['results'])} runs in {doc['wall_s']:.1f} s wall on {doc['workers']} workers; results in {out_dir}/")
+
+
+def markdown_table(spec: StudySpec, rows: list[dict[str, Any]]) -> str:
+    """The key-findings table as Markdown (docs/validation.md)."""
+
+    def f(v: Any, pct: bool = False) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        return f"{100 * v:+.0f}%" if pct else (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}")
+
+    head = "| metric | " + " | ".join(f"{lb} simulated | published | error" for lb in spec.configs) + " |"
+    sep = "|---|" + "---|---|---|" * len(spec.configs)
+    lines = [head, sep]
+    for m, title in METRICS:
+        cells = []
+        for lb in spec.configs:
+            r = next(x for x in rows if x["metric"] == m and x["config"] == lb)
+            cells += [f(r["simulated"]), f(r["published"]), f(r["error"], True)]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
