@@ -575,6 +575,11 @@ def _task(fn: Callable, *args: Any) -> dict[str, Any]:
     t = time.perf_counter()
     try:
         r = fn(*args)
+    except Exception as e:  # one failed task is reported, the others still count
+        import traceback
+
+        r = {"workload": fn.__name__.removeprefix("task_"), "config": args[1] if len(args) > 1 else None,
+             "missing": f"task {fn.__name__}{args[1:]!r} failed: {type(e).__name__}: {e}", "traceback": traceback.format_exc()}
     finally:
         gc.collect()
     r["wall_s"] = time.perf_counter() - t
@@ -582,7 +587,7 @@ def _task(fn: Callable, *args: Any) -> dict[str, Any]:
 
 
 def _pick_load(loads: list[dict[str, Any]], target: float) -> int:
-    best = min(loads, key=lambda r: abs(r["lat_mean_ms"] - target))
+    best = min((r for r in loads if "missing" not in r), key=lambda r: abs(r["lat_mean_ms"] - target))
     return int(best["threads"])
 
 
@@ -603,7 +608,7 @@ def _interp_at_target(points: list[dict[str, Any]], target: float) -> float | No
 def _findings(spec: StudySpec, results: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {m: {} for m, _ in METRICS}
     for label in spec.configs:
-        rs = [r for r in results if r.get("config") == label]
+        rs = [r for r in results if r.get("config") == label and "missing" not in r]
         wr = [r for r in rs if r["workload"] == "iometer" and spec.iometer and spec.iometer.mixes[r["mix"]] <= 0]
         out["random_write_iops"][label] = max(wr, key=lambda r: r["qd"])["iops"] if wr else None
         hb = [r for r in rs if r["workload"] == "hotband" and "missing" not in r]
@@ -679,6 +684,7 @@ def _plots(spec: StudySpec, out_dir: Path, results: list[dict[str, Any]]) -> Non
     import matplotlib.pyplot as plt
 
     labels = list(spec.configs)
+    results = [r for r in results if "missing" not in r]
 
     def save(fig: Any, name: str) -> None:
         fig.tight_layout()

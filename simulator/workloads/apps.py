@@ -605,6 +605,12 @@ def _network_link(sim: Simulation, dev: Device, cfg: WebServerConfig, parent: Co
     from simulator.devices.raid.path import HbaPath, PathPort
 
     pc = HbaPathConfig(channels=1, lanes=1, lane_rate=float(cfg.link_rate), efficiency=cfg.link_efficiency)
-    host = Component("webhost", parent if parent is not None else sim.root)
+    par = parent if parent is not None else sim.root
+    taken = {c.name for c in par.children}
+    nm, k = "webhost", 1
+    while nm in taken:  # one link per run: successive runs on one system get their own
+        k += 1
+        nm = f"webhost{k}"
+    host = Component(nm, par)
     path = HbaPath(pc, "nic", host)
     return PathPort("link", host, path, lambda port: dev)
