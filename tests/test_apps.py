@@ -176,3 +176,14 @@ def test_bad_app_is_one_clear_error():
     with pytest.raises(ConfigError) as e:
         app_config({"app": "oltp", "data": ["a"], "read_write_ratio": -1}, source="x.yaml")
     assert "read_write_ratio" in str(e.value)
+
+
+def test_successive_web_runs_on_one_system():
+    """Each run puts its own network link in front of the volume (a sweep over users keeps the system)."""
+    sim = Simulation(7)
+    dev = queue(sim, "web", "2TB", mean=1e-3, servers=16)
+    cfg = WebServerConfig(files=1000, hot_bytes="200MB")
+    a = run_app(sim, cfg.model_copy(update={"users": 2}), {"web": dev}, runtime=0.5)
+    b = run_app(sim, cfg.model_copy(update={"users": 8}), {"web": dev}, runtime=0.5)
+    assert a.extra["completed"] == a.extra["submitted"] and b.extra["completed"] == b.extra["submitted"]
+    assert b.iops > a.iops  # more users, more IO from the same 16-server volume
