@@ -76,6 +76,17 @@ def _progress_ctx(enabled: bool):
 
 def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int], scheduler: str, quiet: bool, resume: bool) -> None:
     """``simrun run``: the experiment layer's one lifecycle entry, with a progress bar and tables."""
+    from simulator.experiment.appstudy import is_study
+
+    if is_study(file):  # an application study (study: app_study): its own runner
+        from simulator.experiment.appstudy import run_study_cli
+        from simulator.experiment.load import parse_sets
+
+        try:
+            run_study_cli(file, parse_sets(sets), out, workers, console)
+        except SimError as e:
+            _fail(e)
+        return
     from simulator.experiment import lifecycle
     from simulator.experiment.load import parse_sets
     from simulator.experiment.report import render_tables
@@ -167,8 +178,18 @@ def check_cmd(
     set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override a dotted key")] = None,
 ) -> None:
     """Validate an experiment (every sweep point, every device) without running it."""
+    from simulator.experiment.appstudy import is_study
     from simulator.experiment.load import load_experiment, parse_sets
 
+    if is_study(file):
+        from simulator.experiment.appstudy import load_study
+
+        try:
+            spec = load_study(file, parse_sets(set_ or []))
+        except SimError as e:
+            _fail(e)
+        console.print(f"{file}: OK — application study, {len(spec.configs)} configurations")
+        return
     try:
         exp = load_experiment(file, parse_sets(set_ or []))
     except SimError as e:

@@ -11,8 +11,12 @@ import yaml
 
 from simulator.experiment.load import load_experiment, project_root
 
-# plan_*.yaml are capacity-planning files for `simrun plan` (validated in tests/test_plan.py)
-EXPERIMENTS = sorted(p for p in (project_root() / "experiments").glob("*.yaml") if not p.stem.startswith("plan_"))
+# plan_*.yaml are capacity-planning files for `simrun plan` (validated in tests/test_plan.py);
+# application studies (top-level ``study:``) have their own runner and test (tests/test_apps_study.py)
+EXPERIMENTS = sorted(
+    p for p in (project_root() / "experiments").glob("*.yaml")
+    if not p.stem.startswith("plan_") and "study" not in yaml.safe_load(p.read_text())
+)
 
 
 def test_there_are_experiments() -> None:

@@ -84,6 +84,13 @@ KIND_TABLE: dict[str, tuple[str, str, str, str]] = {
         "RAID volume (jbod, 0, 1, 10, 5, 6) over member devices of any kind: chunk mapping, left-symmetric parity, "
         "RMW/reconstruct/full-stripe writes, degraded mode, controller write-back cache and read-ahead, SAS path",
     ),
+    "flash_read_cache": (
+        "simulator.devices.flashcache",
+        "FlashReadCacheConfig",
+        "build_flash_read_cache",
+        "flash read cache (on-drive TurboBoost or host-side) in front of any device: admission by repeated "
+        "access, segmented LRU, NAND dies/channels, promotion cost, invalidation by writes",
+    ),
     "ceph_cluster": (
         "simulator.ceph.cluster",
         "ClusterConfig",

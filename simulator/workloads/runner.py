@@ -219,6 +219,8 @@ class JobThread(Component):
         self._rate_rand = (
             [self._stream(_S_RATE + d, f"rate{d}") for d in range(3)] if self._rate is not None else None
         )
+        # an application IO source (simulator.workloads.apps) decides file, direction, offset, size, FUA
+        self._app = workload.io_source(self) if workload.io_source is not None else None
         self._cb = self._on_done
         self._submit_cb = self._on_slat
         self._refill = self._fill if self._rate is None else self._pump
@@ -604,7 +606,15 @@ class JobThread(Component):
             return ddir < 0 or (
                 self._inflight < self._depth and self._blocker is None and not self._stall and self._issue(ddir, size)
             )
-        if self._streams is not None:
+        fua = self._fua
+        if self._app is not None:
+            io = self._app.next_io(now)
+            if io is None:  # the application is done (e.g. a desktop has booted)
+                self._stop()
+                return False
+            fi, ddir, off, bs, fua = io
+            f = self.files[fi]
+        elif self._streams is not None:
             # sim_mix: the stream by weight, then its direction, size and offset
             r = self._mix_rand
             st = self._streams[bisect_right(self._mix_cum, r.random())] if len(self._streams) > 1 else self._streams[0]
@@ -623,7 +633,7 @@ class JobThread(Component):
             else:
                 bs = self._bs[ddir]
             off = f.gen.next(ddir, bs)
-        req = FioRequest(ddir, off, bs, self._fua and ddir == 1)
+        req = FioRequest(ddir, off, bs, fua and ddir == 1)
         req.t_issue = now
         self._inflight += 1
         self._if_bytes += bs
@@ -828,8 +838,13 @@ class Workload(Component):
         name: str = "workload",
         stats_factory: Callable[..., Any] | None = None,
         merge: Callable[[list], Any] | None = None,
+        io_source: Callable[[JobThread], Any] | None = None,
     ):
         parent = parent if parent is not None else sim.root
+        #: ``io_source(thread)`` -> an object with ``next_io(now)`` returning (file index, op, offset,
+        #: size, fua) or None (stop), or None for a plain fio thread: application workloads
+        #: (:mod:`simulator.workloads.apps`) drive devices through this same runner
+        self.io_source = io_source
         taken = {c.name for c in parent.children}
         base = _component_name(name)
         nm, n = base, 1
