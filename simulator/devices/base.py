@@ -178,6 +178,14 @@ class PassThroughBusy:
     def _mark_busy(self, now: float) -> None:
         self._busy_since = now
 
+    def _enter_inside(self, now: float) -> None:
+        """Device.submit's queue-depth accounting for a request entering a pass-through device."""
+        self._qarea += self._inside * (now - self._tq)  # type: ignore[attr-defined]
+        self._tq = now
+        if self._inside == 0:  # type: ignore[attr-defined]
+            self._mark_busy(now)
+        self._inside += 1  # type: ignore[attr-defined]
+
     def _finish(self, req: Request) -> None:
         super()._finish(req)  # type: ignore[misc]
         if self._inside == 0:  # type: ignore[attr-defined]

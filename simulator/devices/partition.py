@@ -46,12 +46,7 @@ class Partition(PassThroughBusy, Device):
         if req.op != _FLUSH:
             self.check_range(req)
             req.offset += self.start
-        now = self.env._now
-        self._qarea += self._inside * (now - self._tq)
-        self._tq = now
-        if self._inside == 0:
-            self._mark_busy(now)
-        self._inside += 1
+        self._enter_inside(self.env._now)
 
     def submit(self, req: Request) -> simpy.Event:
         self._enter(req)

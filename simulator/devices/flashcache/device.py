@@ -178,11 +178,7 @@ class FlashReadCache(PassThroughBusy, Device):
     # ------------------------------------------------------------------ the interface
     def submit(self, req: Request) -> simpy.Event:
         now = self.env._now
-        self._qarea += self._inside * (now - self._tq)
-        self._tq = now
-        if self._inside == 0:
-            self._mark_busy(now)
-        self._inside += 1
+        self._enter_inside(now)
         op = req.op
         if self._on and req.size > 0:
             if op == _READ:
