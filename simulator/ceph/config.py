@@ -184,6 +184,13 @@ class ClientConfig(ConfigModel):
         0.0, ge=0,
         description="client CPU per byte of data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
     )
+    write_cost: Seconds = Field(
+        0.0, ge=0, le=0.01,
+        description=(
+            "extra client CPU to issue a write beyond submit_cost. Source: the Ceph lab's fio rbd client used 268 us "
+            "per 4 KiB write and 98 us per read at QD1 (calibration/ceph-lab/data/points.csv); seconds (default 0)"
+        ),
+    )
     host: str | None = Field(
         None, pattern=_NAME,
         description=(

@@ -85,7 +85,7 @@ class RbdImage(Device):
         kind = req.op
         cost = cl.client_cfg.submit_cost
         if kind == _WRITE:
-            cost += cl.client_cfg.cost_per_byte * req.size
+            cost += cl.client_cfg.cost_per_byte * req.size + cl.client_cfg.write_cost
         if kind == _FLUSH or req.size <= 0:
             self._complete_after(req, client.cpu.book(now, cost) - now)
             return
