@@ -7,6 +7,7 @@ hdd-fio-qd32        the same with fio's statistics (the full path of an experime
 queue-fio-qd16      the workload layer alone against an ideal queue device
 ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated client IO/s
 jobstats-add        the statistics hot path alone (IOs recorded per second)
+*-compiled          hdd-sptf-qd32, hdd-fio-qd32 and queue-fio-qd16 through the compiled core
 Numba compilation is excluded (each case warms up first). Every case drives its device with the
 one IO driver, :func:`simulator.workloads.runner.run_fio`.
 """
@@ -25,6 +26,8 @@ __all__ = ["CASES", "run_bench"]
 class NullStats:
     """A JobStats stand-in that records nothing (isolates the device and driver's own cost)."""
 
+    records_nothing = True  # the compiled core skips its completion log for it
+
     def __init__(self, name: str, options: dict[str, str], groupid: int = 0, jobs: int = 1):
         self.name = name
 
@@ -41,12 +44,16 @@ class NullStats:
         return None
 
 
-def _workload_case(device_spec: dict[str, Any], job: dict[str, Any], stats: bool = True) -> Callable[[int], float]:
+def _workload_case(
+    device_spec: dict[str, Any], job: dict[str, Any], stats: bool = True, compiled: bool = False
+) -> Callable[[int], float]:
     def run(n: int) -> float:
         from simulator.devices.registry import build_device
         from simulator.engine import Simulation
         from simulator.workloads.runner import run_fio
 
+        if compiled:
+            from simulator.core import run_fio_compiled as run_fio
         sim = Simulation(1)
         dev = build_device(device_spec, "dev", sim.root)
         t = time.perf_counter()
@@ -88,6 +95,23 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "queue-fio-qd16": (
         "ideal queue device, 4KiB randread QD16 (fio path)",
         _workload_case({"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}}, {**_RR, "iodepth": 16}),
+    ),
+    # the same cases through the compiled core (simulator.core; identical results, see tests/test_core.py)
+    "hdd-sptf-qd32-compiled": (
+        "HDD 7.2K, SPTF, 4KiB randread QD32 (compiled core, no statistics)",
+        _workload_case(_HDD, _HDD_JOB, stats=False, compiled=True),
+    ),
+    "hdd-fio-qd32-compiled": (
+        "HDD 7.2K, SPTF, 4KiB randread QD32 (compiled core, fio statistics)",
+        _workload_case(_HDD, {**_RR, "iodepth": 32}, compiled=True),
+    ),
+    "queue-fio-qd16-compiled": (
+        "ideal queue device, 4KiB randread QD16 (compiled core, fio statistics)",
+        _workload_case(
+            {"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}},
+            {**_RR, "iodepth": 16},
+            compiled=True,
+        ),
     ),
     "ceph-randwrite-qd64": ("Ceph croit MACH.2 pool, 4KiB randwrite QD64 (client IOs)", _ceph),
     "jobstats-add": ("statistics only: JobStats.add + HDR flush per recorded IO", _jobstats_add),

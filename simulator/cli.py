@@ -192,6 +192,7 @@ def fio_cmd(
     scheduler: Annotated[str, typer.Option("--scheduler", help="I/O scheduler: mq-deadline, none or bfq")] = "mq-deadline",
     nr_requests: Annotated[Optional[int], typer.Option("--nr-requests", help="block-layer requests (tags); default 2 x min(queue_depth, 128), queue_depth with none")] = None,
     queue_depth: Annotated[Optional[int], typer.Option("--queue-depth", help="commands at the device at once (sysfs device/queue_depth); default the device's, 31 for SATA on AHCI")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="python (SimPy reference) or compiled (numba core; falls back to python, saying why, for what it does not cover)")] = "python",
 ) -> None:
     """Run a real fio job file against simulated devices; prints fio-style output."""
     from simulator.experiment.load import parse_sets
@@ -201,7 +202,7 @@ def fio_cmd(
     if block_layer:
         blk = {"scheduler": scheduler, "nr_requests": nr_requests, "queue_depth": queue_depth}
     try:
-        text = run_fio_jobfile(jobfile, device, seed, output_format, blk, parse_sets(set_ or []))
+        text = run_fio_jobfile(jobfile, device, seed, output_format, blk, parse_sets(set_ or []), engine=engine)
     except SimError as e:
         _fail(e)
     if out:

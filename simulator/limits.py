@@ -237,17 +237,17 @@ def _job_ios(job: Any) -> tuple[float | None, float]:
     if not job.time_based:
         nbytes = job.io_size if job.io_size else (job.size if isinstance(job.size, int) and job.size > 0 else None)
         if nbytes:
-            bs = min(job.bs[d] for d in job.ddirs) or 1
+            bs = min(job.min_bs[d] for d in job.ddirs) or 1
             bounds.append(float(nbytes) / bs * max(int(job.loops), 1))
-    if job.rate_iops is not None:
-        rate = float(sum(job.rate_iops[d] for d in job.ddirs))
+    if job.open_loop_iops is not None:
+        rate = float(sum(job.open_loop_iops[d] for d in job.ddirs))
         if dur is not None:
             arrivals = rate * dur
             bounds.append(arrivals)
         elif bounds:
             arrivals = min(bounds)
     ios = min(bounds) if bounds else None
-    if job.rate_iops is not None and dur is None and not bounds:
+    if job.open_loop_iops is not None and dur is None and not bounds:
         arrivals = float("inf")
     return ios, arrivals
 
@@ -284,7 +284,7 @@ def check_run_size(jobs: list[Any], system: Any = None, source: str | None = Non
                 f"{rs.outstanding:,} IOs in flight (numjobs x iodepth summed over jobs); at most "
                 f"{MAX_OUTSTANDING:,} fit in memory",
             )
-        t = float(job.startdelay) + float(job.ramp_time) + float(job.runtime or 0.0)
+        t = float(job.startdelay_max) + float(job.ramp_time) + float(job.runtime or 0.0)
         rs.sim_seconds = max(rs.sim_seconds, t)
         if t > MAX_SIM_SECONDS:
             fail(

@@ -80,11 +80,11 @@ def test_rbd_run_needs_a_cluster_and_unsupported_options_are_errors(tmp_path):
     assert "Ceph cluster" in e.value.message and e.value.field == "ioengine"
     _, jobs = jobs_of_run(read_fio(f), has_cluster=True)
     assert "filename" not in jobs[0] and "clustername" not in jobs[0]  # dropped: one cluster is simulated
-    doc["jobs"][0]["job options"].update({"ioengine": "libaio", "thinktime": "10"})
+    doc["jobs"][0]["job options"].update({"ioengine": "libaio", "rate_min": "10"})  # still unsupported
     f.write_text(json.dumps(doc))
     with pytest.raises(ConfigError) as e:
         jobs_of_run(read_fio(f), device="vda")
-    assert e.value.field == "thinktime" and str(f) == e.value.source
+    assert e.value.field == "rate_min" and str(f) == e.value.source
 
 
 # ------------------------------------------------------------------------------------ spec

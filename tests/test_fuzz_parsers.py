@@ -155,7 +155,50 @@ FIO_OPTIONS = [
     "bs", "iodepth", "numjobs", "size", "io_size", "runtime", "ramp_time", "rate_iops", "rwmixread", "rwmixwrite",
     "random_distribution", "rw", "ioengine", "offset", "offset_increment", "loops", "number_ios", "randseed",
     "file_service_type", "fsync", "sync", "direct", "time_based", "startdelay", "sim_slat", "filesize", "bogus_option",
+    "bssplit", "bsrange", "blocksize_range", "blockalign", "ba", "thinktime", "thinktime_spin", "thinktime_blocks",
+    "thinktime_blocks_type", "thinktime_iotime", "rate", "rate_process", "percentage_random",
+    "percentage_sequential", "sim_mix",
 ]
+#: values shaped like bssplit/bsrange/startdelay ranges: size/percent lists, per-direction parts, ranges
+SPLIT_TEXT = st.builds(
+    lambda parts, commas: ",".join(parts[:commas] if commas else parts),
+    st.lists(
+        st.builds(
+            lambda ents: ":".join(ents),
+            st.lists(
+                st.builds(
+                    lambda a, sep, b: f"{a}{sep}{b}",
+                    st.one_of(NUMERAL_TEXT, st.sampled_from(["4k", "0", "1g", "-4k", "", "512"])),
+                    st.sampled_from(["/", "-", ":", "", "/ "]),
+                    st.one_of(st.sampled_from(["", "0", "50", "100", "101", "33", "-1", "1e3", "x"]), NUMERAL_TEXT),
+                ),
+                min_size=1,
+                max_size=4,
+            ),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(min_value=0, max_value=3),
+)
+#: sim_mix values: lists of streams with fuzzed weights and per-stream options
+MIX_OPTIONS = ["rw", "rwmixread", "bs", "bssplit", "bsrange", "offset", "size", "random_distribution",
+               "percentage_random", "blockalign", "iodepth", "bogus"]
+MIX_VALUES = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"weight": st.one_of(NUMBERS, NUMERAL_TEXT)},
+            optional={
+                "options": st.dictionaries(
+                    st.one_of(st.sampled_from(MIX_OPTIONS), st.integers(), st.none()), st.one_of(VALUES, SPLIT_TEXT), max_size=4
+                ),
+                "name": st.one_of(st.text(max_size=70), st.integers()),
+            },
+        ),
+        SCALARS,
+    ),
+    max_size=4,
+)
 DIST_TEXT = st.builds(
     lambda k, a, b: f"{k}:{a}" + (f":{b}" if b is not None else ""),
     st.sampled_from(["zipf", "pareto", "normal", "gauss", "zoned", "zoned_abs", "random", "bogus"]),
@@ -165,7 +208,7 @@ DIST_TEXT = st.builds(
 
 
 @FUZZ
-@given(opts=st.dictionaries(st.sampled_from(FIO_OPTIONS), st.one_of(VALUES, DIST_TEXT), max_size=5))
+@given(opts=st.dictionaries(st.sampled_from(FIO_OPTIONS), st.one_of(VALUES, DIST_TEXT, SPLIT_TEXT, MIX_VALUES), max_size=5))
 def test_fio_option_values_raise_only_config_errors(opts):
     from simulator.limits import check_run_size
     from simulator.workloads.options import resolve_jobs
@@ -176,10 +219,63 @@ def test_fio_option_values_raise_only_config_errors(opts):
         assert all(_finite_tree(getattr(j, f)) for f in type(j).model_fields)
         _only_sim_errors(check_run_size, jobs, devices=1)
         _ = j.distribution  # a stored distribution parses again
+        spec = j.bs_spec  # stored bssplit/bsrange parse again into sizes within fio's limits
+        for d in range(3):
+            assert 0 < j.min_bs[d] <= j.max_bs[d] <= 2**30
+            if spec[d][0] == "split":
+                assert abs(sum(spec[d][2]) - 1.0) < 1e-9 and min(spec[d][2]) > 0
+        assert 0 <= j.startdelay[0] <= j.startdelay[1] and math.isfinite(j.thinktime)
+        if j.open_loop_iops is not None:
+            assert all(math.isfinite(x) and x >= 0 for x in j.open_loop_iops)
+        for m in j.sim_mix or ():
+            assert math.isfinite(m.weight) and m.weight > 0 and min(m.job.min_bs) > 0
+            _ = m.job.distribution
+
+
+# ----------------------------------------------------------------------------- Iometer access specifications
+BASE_IOMETER = {
+    "iometer": {
+        "run_time": "1s",
+        "outstanding_ios": 4,
+        "access_specification": {"name": "a", "lines": [{"size": "4k", "percent_of_spec": 100, "percent_random": 100}]},
+    }
+}
+IOMETER_KEYS = [
+    "iometer.run_time", "iometer.ramp_up_time", "iometer.workers", "iometer.outstanding_ios", "iometer.targets",
+    "iometer.max_disk_size", "iometer.starting_sector", "iometer.sector_size", "iometer.seed", "iometer.bogus",
+    "iometer.access_specification.name", "iometer.access_specification.lines",
+    "iometer.access_specification.lines.0.size", "iometer.access_specification.lines.0.percent_of_spec",
+    "iometer.access_specification.lines.0.percent_read", "iometer.access_specification.lines.0.percent_random",
+    "iometer.access_specification.lines.0.delay", "iometer.access_specification.lines.0.burst",
+    "iometer.access_specification.lines.0.align", "iometer",
+]
+
+
+@FUZZ
+@given(edits=st.lists(st.tuples(st.sampled_from(IOMETER_KEYS), st.one_of(VALUES, TREES)), max_size=3))
+def test_iometer_specs_raise_only_config_errors(edits, tmp_path_factory):
+    from simulator.workloads.iometer import iometer_jobs, load_iometer
+    from simulator.workloads.options import resolve_jobs
+
+    raw: Any = BASE_IOMETER
+    for k, v in edits:
+        raw = _only_sim_errors(set_dotted, raw, k, v) or raw
+    p = tmp_path_factory.mktemp("iometer") / "s.yaml"
+    try:
+        p.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    except (UnicodeEncodeError, yaml.YAMLError):
+        return
+    spec = _only_sim_errors(load_iometer, p)
+    if spec is not None:
+        conv = _only_sim_errors(iometer_jobs, spec, ["sda"])
+        if conv is not None:
+            jobs = _only_sim_errors(resolve_jobs, conv[0], conv[1], str(p))
+            for j in jobs or ():
+                assert j.sim_mix and all(m.weight > 0 for m in j.sim_mix)
 
 
 JOBFILE_LINES = st.one_of(
-    st.builds(lambda k, v: f"{k}={v}", st.sampled_from(FIO_OPTIONS), st.one_of(NUMERAL_TEXT, st.text(max_size=10), DIST_TEXT)),
+    st.builds(lambda k, v: f"{k}={v}", st.sampled_from(FIO_OPTIONS), st.one_of(NUMERAL_TEXT, st.text(max_size=10), DIST_TEXT, SPLIT_TEXT)),
     st.sampled_from(["[global]", "[job1]", "[/]", "[red]", "[]", "[a", "; comment", "# c", "time_based", "include x", "bs=$HOME", ""]),
     st.text(max_size=40),
 )

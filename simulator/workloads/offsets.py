@@ -47,9 +47,13 @@ from numba import njit
 __all__ = [
     "BLOCK",
     "GOLDEN_RATIO_64",
+    "HOTBAND_CURVE",
     "ZIPF_MAX_GEN",
+    "HotbandOffsets",
     "OffsetGenerator",
+    "PerDirectionOffsets",
     "RandomOffsets",
+    "SeqRandOffsets",
     "SequentialOffsets",
     "make_offsets",
     "zipf_zetan",
@@ -200,6 +204,34 @@ def _zoned_kernel(uz, uo, lo, ln, start, align, out):
         out[i] = start + b * align
 
 
+#: vdbench's hotband= access curve (Vdb/HotBand.java, vdbench 5.04, Oracle; written for the SNIA
+#: Emerald hot band workload): cumulative probability of access (second row) against the distance
+#: from the start of the band in units of 10^6 bytes (first row); linear in between, so accesses are
+#: uniform within each segment. Beyond the band the offset wraps (modulo the band size). The last
+#: segment is as vdbench tabulates its slope (1.313e9 MB over the last 18.2 % of draws).
+HOTBAND_CURVE = (
+    (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288,
+     1048576, 2097152, 4194304, 8388608, 16777216, 33554432, 67108864, 134217728, 268435456, 536870912,
+     1073741824, 1073741824 + 0.18236 * 1313220630.0),
+    (0, 0.087217, 0.10101, 0.132206, 0.159946, 0.201713, 0.262602, 0.32645, 0.366902, 0.386175,
+     0.436941, 0.482631, 0.523752, 0.56076, 0.594068, 0.624045, 0.651024, 0.675305, 0.697159,
+     0.716827, 0.734528, 0.750459, 0.764797, 0.777701, 0.789314, 0.799767, 0.809174, 0.81764, 1.0),
+)
+
+
+@njit(cache=True)
+def _hotband_kernel(u, cdf, mb, n, align, start, out):
+    m = cdf.shape[0]
+    for i in range(u.shape[0]):
+        z = u[i]
+        k = np.searchsorted(cdf, z, side="right") - 1
+        if k >= m - 1:
+            k = m - 2
+        x = mb[k] + (z - cdf[k]) * (mb[k + 1] - mb[k]) / (cdf[k + 1] - cdf[k])
+        b = np.int64(x * 1e6 / align) % n
+        out[i] = start + b * align
+
+
 # --------------------------------------------------------------------------- generators
 class OffsetGenerator:
     """Interface: ``next(ddir) -> absolute byte offset``; ``start``, ``span``, ``nblocks``."""
@@ -215,20 +247,24 @@ class SequentialOffsets(OffsetGenerator):
 
     __slots__ = ("_bs", "_pos", "end", "span", "start")
 
-    def __init__(self, start: int, span: int, bs: tuple[int, int, int]):
+    def __init__(self, start: int, span: int, bs: tuple[int, int, int], max_bs: tuple[int, int, int] | None = None):
         if span <= 0:
             raise ValueError("empty region")
-        if max(bs) > span:
-            raise ValueError(f"block size {max(bs)} larger than the region ({span} bytes)")
+        largest = max(max_bs or bs)
+        if largest > span:
+            raise ValueError(f"block size {largest} larger than the region ({span} bytes)")
         self.start = int(start)
         self.span = int(span)
         self.end = self.start + self.span
         self._bs = tuple(int(b) for b in bs)
         self._pos = [self.start, self.start, self.start]
 
-    def next(self, ddir: int = 0) -> int:
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        """Offset of the next IO of ``ddir`` (of ``size`` bytes; default the direction's block
+        size). An IO that would pass the end wraps to the start (with variable sizes fio would
+        first try a smaller size that fits; the simulator wraps)."""
         p = self._pos[ddir]
-        b = self._bs[ddir]
+        b = size or self._bs[ddir]
         if p + b > self.end:
             p = self.start
         self._pos[ddir] = p + b
@@ -263,7 +299,7 @@ class RandomOffsets(OffsetGenerator):
         randommap: bool = True,
         block: int = BLOCK,
     ):
-        if align <= 0 or max_bs < align:
+        if align <= 0:
             raise ValueError("bad block alignment")
         if max_bs > span:
             raise ValueError(f"block size {max_bs} larger than the region ({span} bytes)")
@@ -308,6 +344,8 @@ class RandomOffsets(OffsetGenerator):
                 stddev = min(math.ceil(self.nblocks * devp / 100.0), self.nblocks // 2)
             rand_off = 0 if center == -1 else int(self.nblocks * (center - 0.5)) % 2**32
             self._args = (int(stddev), rand_off)
+        elif kind == "sim_hotband":
+            self._args = (np.array(HOTBAND_CURVE[1], dtype=np.float64), np.array(HOTBAND_CURVE[0], dtype=np.float64))
         elif kind in ("zoned", "zoned_abs"):
             lo = np.zeros(100, dtype=np.int64)
             ln = np.zeros(100, dtype=np.int64)
@@ -352,6 +390,9 @@ class RandomOffsets(OffsetGenerator):
         elif kind == "normal":
             stddev, rand_off = self._args
             _gauss_kernel(gen.random((m, 13)), n, stddev, rand_off, self.start, self.align, out)
+        elif kind == "sim_hotband":
+            cdf, mb = self._args
+            _hotband_kernel(gen.random(m), cdf, mb, n, self.align, self.start, out)
         else:  # zoned
             lo, ln = self._args
             _zoned_kernel(gen.random(m), gen.random(m), lo, ln, self.start, self.align, out)
@@ -359,7 +400,7 @@ class RandomOffsets(OffsetGenerator):
         self._buf = buf
         return buf
 
-    def next(self, ddir: int = 0) -> int:
+    def next(self, ddir: int = 0, size: int = 0) -> int:
         buf = self._buf
         if not buf:
             buf = self._refill()
@@ -368,6 +409,74 @@ class RandomOffsets(OffsetGenerator):
     def take(self, count: int) -> np.ndarray:
         """The next ``count`` offsets as an array (tests, analysis)."""
         return np.fromiter((self.next() for _ in range(count)), dtype=np.int64, count=count)
+
+
+class HotbandOffsets(RandomOffsets):
+    """vdbench's ``hotband=`` within a region (``random_distribution=sim_hotband``): offsets drawn
+    from :data:`HOTBAND_CURVE` (most accesses near the start of the band, a long tail wrapping over
+    it), and a write lands 1 % of the band further on than a read would (vdbench's HotBand adds
+    ``num_recs_in_band / 100`` to write records "to allow writes to step away from the hottest
+    portion of the hotband")."""
+
+    __slots__ = ("_shift",)
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._shift = self.nblocks // 100
+
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        buf = self._buf
+        if not buf:
+            buf = self._refill()
+        off = buf.pop()
+        if ddir == 1 and self._shift:
+            b = ((off - self.start) // self.align + self._shift) % self.nblocks
+            off = self.start + b * self.align
+        return off
+
+
+class SeqRandOffsets(OffsetGenerator):
+    """fio's ``percentage_random`` below 100: each IO of direction ``ddir`` is random (from ``rnd``)
+    with probability ``pct[ddir]`` % (fio's should_do_random: a draw 1..100 <= the percentage),
+    otherwise it continues where that direction's previous IO ended (fio's ``last_pos``, starting at
+    the region's start), wrapping to the start when it would pass the end."""
+
+    __slots__ = ("_last", "_p", "_rand", "_rnd", "end", "span", "start")
+
+    def __init__(self, rnd: OffsetGenerator, pct: tuple[int, int, int], rand) -> None:
+        self._rnd = rnd
+        self._p = tuple(p / 100.0 for p in pct)
+        self._rand = rand
+        self.start = rnd.start
+        self.span = rnd.span
+        self.end = self.start + self.span
+        self._last = [self.start] * 3
+
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        p = self._p[ddir]
+        if p >= 1.0 or (p > 0.0 and self._rand() < p):
+            off = self._rnd.next(ddir, size)
+        else:
+            off = self._last[ddir]
+            if off + size > self.end:
+                off = self.start
+        self._last[ddir] = off + size
+        return off
+
+
+class PerDirectionOffsets(OffsetGenerator):
+    """One generator per data direction (fio's per-direction zoned distributions)."""
+
+    __slots__ = ("_gens", "span", "start")
+
+    def __init__(self, gens: list[OffsetGenerator | None]):
+        self._gens = gens
+        g0 = next(g for g in gens if g is not None)
+        self.start = g0.start
+        self.span = g0.span
+
+    def next(self, ddir: int = 0, size: int = 0) -> int:
+        return self._gens[ddir].next(ddir, size)
 
 
 def make_offsets(
@@ -379,10 +488,27 @@ def make_offsets(
     dist: tuple,
     gen: np.random.Generator | None,
     randommap: bool = True,
+    *,
+    max_bs: tuple[int, int, int] | None = None,
+    align: int | None = None,
 ) -> OffsetGenerator:
-    """The generator a job thread uses for one file (``bs`` per direction, active ``ddirs``)."""
+    """The generator a job thread uses for one file: ``bs`` = the smallest block size per direction,
+    ``max_bs`` the largest (default ``bs``), active ``ddirs``; random offsets are multiples of
+    ``align`` (fio's blockalign; default the smallest block size of the active directions)."""
+    maxb = max_bs or bs
     if not random:
-        return SequentialOffsets(start, span, bs)
-    sizes = [bs[d] for d in ddirs]
+        return SequentialOffsets(start, span, bs, maxb)
     assert gen is not None
-    return RandomOffsets(start, span, min(sizes), max(sizes), dist, gen, randommap=randommap)
+    lo = min(bs[d] for d in ddirs)
+    hi = max(maxb[d] for d in ddirs)
+    if dist[0] == "zoned_ddir":
+        # each direction its own table (and its own child stream of ``gen``)
+        kind, per = dist[1], dist[2]
+        subs = gen.spawn(3)
+        gens: list[OffsetGenerator | None] = [None, None, None]
+        for d in ddirs:
+            sub = (kind, per[d]) if per[d] is not None else ("random",)
+            gens[d] = RandomOffsets(start, span, align or lo, hi, sub, subs[d], randommap=randommap and per[d] is None)
+        return PerDirectionOffsets(gens)
+    cls = HotbandOffsets if dist[0] == "sim_hotband" else RandomOffsets
+    return cls(start, span, align or lo, hi, dist, gen, randommap=randommap)

@@ -17,7 +17,14 @@ file or from YAML) into validated :class:`FioJob` objects. The option policy is 
   (:data:`UNSUPPORTED_OPTIONS`), as is any name fio does not have. Names must be spelled exactly as
   fio spells them (aliases fio itself accepts, such as ``blocksize`` or ``readwrite``, are mapped).
 
-Simulator extensions are prefixed ``sim_`` (only ``sim_slat`` so far).
+Simulator extensions are prefixed ``sim_``: ``sim_slat`` (submission latency), ``sim_mix`` (a job
+whose IOs come from weighted streams, for vdbench skews and Iometer access specifications) and the
+``sim_hotband`` value of ``random_distribution`` (vdbench's hotband curve).
+
+Semantics follow fio's HOWTO (``HOWTO.rst`` in fio's repository, github.com/axboe/fio, read
+2026-11) and, where the prose is silent, fio's code (options.c ``bssplit_ddir``/``str_split_parse``,
+io_u.c ``get_next_buflen``, backend.c ``handle_thinktime``/``usec_for_io``); each field says what it
+follows.
 
 Deviations from fio worth knowing (all documented on the fields):
 
@@ -31,6 +38,7 @@ Deviations from fio worth knowing (all documented on the fields):
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -87,6 +95,8 @@ OPTION_ALIASES: dict[str, str] = {
     "fileoffset": "offset",
     "random_seed": "randseed",
     "fsync_blocks": "fsync",
+    "blocksize_range": "bsrange",
+    "ba": "blockalign",
 }
 
 #: fio options accepted and ignored: output, logging, host CPU placement, buffer contents, engine
@@ -123,13 +133,12 @@ IGNORED_OPTIONS = frozenset(
 # fmt: off
 UNSUPPORTED_OPTIONS = frozenset(
     {
-        "bssplit", "bsrange", "blocksize_range", "blockalign", "ba", "bs_unaligned", "bs_is_seq_rand",
+        "bs_unaligned", "blocksize_unaligned", "bs_is_seq_rand",
         "nrfiles", "openfiles", "directory", "opendir", "file_append", "filesize_range",
         "zonesize", "zonerange", "zoneskip", "zonemode", "zone_size", "zone_range", "zone_skip",
         "verify", "verify_backlog", "verify_interval", "do_verify", "verify_only",
-        "thinktime", "thinktime_spin", "thinktime_blocks", "thinktime_blocks_type",
-        "rate", "rate_min", "ratemin", "rate_iops_min", "ratecycle", "rate_ignore_thinktime",
-        "rwmixcycle", "percentage_random", "percentage_sequential", "rw_sequencer",
+        "thinkcycles", "rate_min", "ratemin", "rate_iops_min", "ratecycle", "rate_ignore_thinktime",
+        "rwmixcycle", "rw_sequencer",
         "latency_target", "latency_window", "latency_percentile", "latency_run", "max_latency",
         "sync_file_range", "write_barrier", "fill_device", "fill_fs",
         "wait_for", "flow", "flow_id", "flow_watermark", "flow_sleep",
@@ -274,9 +283,9 @@ def _split_ddir(v: Any, parse, what: str, default: Any) -> tuple:
 
 def _parse_bs_value(p: Any) -> int:
     if isinstance(p, str) and "-" in p.strip().lstrip("-"):
-        raise ValueError("block size ranges (a-b) are not supported; give one size per direction")
-    if isinstance(p, str) and ":" in p:
-        raise ValueError("bssplit-style block sizes (size:percent) are not supported")
+        raise ValueError("a block size range (a-b) belongs in bsrange=, not bs=")
+    if isinstance(p, str) and (":" in p or "/" in p):
+        raise ValueError("block sizes with percentages (size/percent:...) belong in bssplit=, not bs=")
     n = _fio_int(p)
     if n <= 0:
         raise ValueError(f"block size must be > 0, got {n}")
@@ -302,6 +311,198 @@ def _rate_triplet(v: Any) -> tuple[int, int, int] | None:
     if v is None:
         return None
     return _split_ddir(v, _rate_value, "rate", 0)
+
+
+#: most bytes per second one job may ask for (rate): 10 TB/s, above any device or link modelled
+_MAX_RATE_BPS = 10**13
+#: fio's BSSPLIT_MAX: at most 64 block sizes per data direction
+BSSPLIT_MAX = 64
+
+
+def _rate_bytes_value(p: Any) -> int:
+    n = _fio_int(p)
+    if n < 0:
+        raise ValueError(f"rate must be >= 0 bytes/s, got {n}")
+    if n > _MAX_RATE_BPS:
+        raise ValueError(f"rate of {n} bytes/s per job is beyond any device the simulator models (limit {_MAX_RATE_BPS:.0e})")
+    return n
+
+
+def _rate_bytes_triplet(v: Any) -> tuple[int, int, int] | None:
+    if v is None:
+        return None
+    return _split_ddir(v, _rate_bytes_value, "rate", 0)
+
+
+def _pct_value(p: Any) -> int:
+    n = _fio_int(p)
+    if not 0 <= n <= 100:
+        raise ValueError(f"must be a percentage 0..100, got {n}")
+    return n
+
+
+def _pct_triplet(v: Any) -> tuple[int, int, int]:
+    return _split_ddir(v, _pct_value, "percentage", 100)
+
+
+def _ddir_strings(v: Any, what: str) -> tuple[str | None, str | None, str | None]:
+    """fio's ``str_split_parse``: ``x`` applies to reads, writes and trims; ``r,w`` gives trims the
+    write value; ``r,w,t`` each its own; an empty part leaves that direction at its default."""
+    if not isinstance(v, str):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(v)
+        else:
+            raise ValueError(f"expected a {what} string")
+    s = v.strip()
+    if not s:
+        raise ValueError(f"empty {what}")
+    if len(s) > 4096:
+        raise ValueError(f"a {what} of {len(s)} characters is not a fio value")
+    parts = [p.strip() for p in s.split(",")]
+    if len(parts) > 3:
+        raise ValueError(f"at most three comma-separated parts (read,write,trim), got {len(parts)}")
+    if len(parts) == 1:
+        parts = parts * 3
+    elif len(parts) == 2:
+        parts = [parts[0], parts[1], parts[1]]
+    return tuple(p or None for p in parts)  # type: ignore[return-value]
+
+
+def _bssplit_ddir(text: str) -> tuple[tuple[int, float], ...]:
+    """One direction of ``bssplit``: ``bs/pct:bs/pct:...`` -> ((size, probability), ...).
+
+    fio's ``bssplit_ddir`` and ``get_next_buflen``: an entry without a percentage, or with 0, is
+    "missing" and the missing ones share what is left of 100 evenly (integer division); given
+    percentages adding to more than 100 are an error (fio: "bssplit percentages add to more than
+    100%"); the entries are then ordered by percentage (ascending) and drawn by cumulative
+    percentage, so when they add to less than 100 the remainder goes to the entry with the largest
+    percentage (the last one fio's lookup reaches). Every size is rounded down to a multiple of the
+    smallest size of the direction (fio without ``bs_unaligned``).
+    """
+    entries = text.split(":")
+    if len(entries) > BSSPLIT_MAX:
+        raise ValueError(f"at most {BSSPLIT_MAX} block sizes per direction (fio's BSSPLIT_MAX), got {len(entries)}")
+    sizes: list[int] = []
+    percs: list[int | None] = []
+    for i, e in enumerate(entries, start=1):
+        b, _, pc = e.partition("/")
+        if not b.strip():
+            raise ValueError(f"entry {i} has no block size (expected size/percent, e.g. 4k/50)")
+        n = _parse_bs_value(b.strip())
+        pc = pc.strip()
+        if not pc:
+            pct = None
+        else:
+            if not pc.isdigit():
+                raise ValueError(f"the percentage of entry {i} must be an integer 0..100, got {pc[:12]!r}")
+            pct = int(pc)
+            if pct > 100:
+                raise ValueError(f"the percentage of entry {i} is more than 100 ({pct})")
+            if pct == 0:
+                pct = None  # fio: a 0 percentage is filled in like a missing one
+        sizes.append(n)
+        percs.append(pct)
+    given = sum(p for p in percs if p is not None)
+    missing = sum(1 for p in percs if p is None)
+    if given > 100:
+        raise ValueError(f"bssplit percentages add to more than 100% ({given})")
+    if missing:
+        fill = 100 if (missing == 1 and len(sizes) == 1) else (100 - given) // missing
+        percs = [fill if p is None else p for p in percs]
+    if sum(percs) == 0:  # type: ignore[arg-type]
+        raise ValueError("bssplit percentages are all 0")
+    min_bs, max_bs = min(sizes), max(sizes)
+    order = sorted(range(len(sizes)), key=lambda k: percs[k])  # type: ignore[arg-type,return-value]
+    out: list[tuple[int, float]] = []
+    cum = 0
+    nz = [k for k in order if percs[k]]
+    last = nz[-1]
+    for k in nz:
+        b = sizes[k]
+        b = b - b % min_bs  # round down to a multiple of the smallest size (power of 2 or not)
+        b = min(max(b, min_bs), max_bs)
+        p = percs[k] if k != last else 100 - cum  # the remainder goes to the last entry
+        cum += percs[k]  # type: ignore[operator]
+        out.append((b, p / 100.0))  # type: ignore[operator]
+    return tuple(out)
+
+
+def _bssplit(v: Any) -> str:
+    parts = _ddir_strings(v, "bssplit")
+    per_dir = "," in str(v)
+    for d, p in enumerate(parts):
+        if p is not None:
+            try:
+                _bssplit_ddir(p)
+            except ValueError as e:
+                raise ValueError(f"{('read', 'write', 'trim')[d]} part: {e}" if per_dir else str(e)) from None
+    return str(v).strip()
+
+
+def _parse_irange(p: str, parse, what: str) -> tuple:
+    """fio's irange: ``lo-hi`` or ``lo:hi`` (or one value: lo = hi); a reversed range is swapped."""
+    s = p.strip()
+    if ":" in s:
+        pieces = s.split(":")
+    else:  # a '-' separates, except the sign of an exponent (1e-3)
+        pieces = re.split(r"(?<![eE])-", s)
+    if len(pieces) > 2 or any(not x.strip() for x in pieces):
+        raise ValueError(f"expected a {what} or a range lo-hi")
+    lo = parse(pieces[0].strip())
+    hi = parse(pieces[1].strip()) if len(pieces) == 2 else lo
+    return (lo, hi) if lo <= hi else (hi, lo)
+
+
+def _bsrange(v: Any) -> str:
+    parts = _ddir_strings(v, "bsrange")
+    for p in parts:
+        if p is not None:
+            _parse_irange(p, _parse_bs_value, "block size")
+    return str(v).strip()
+
+
+def _blockalign_value(p: Any) -> int:
+    n = _fio_int(p)
+    if n <= 0:
+        raise ValueError(f"block alignment must be > 0, got {n}")
+    if n > _MAX_BS:
+        raise ValueError(f"block alignment of {n} bytes is beyond the largest block size ({_MAX_BS // 2**20} MiB)")
+    return n
+
+
+def _blockalign(v: Any) -> tuple[int, int, int] | None:
+    if v is None:
+        return None
+    return _split_ddir(v, _blockalign_value, "blockalign", 0)
+
+
+def _time_default_us(v: Any) -> float:
+    """fio's thinktime and thinktime_spin: "When the unit is omitted, the value is interpreted in
+    microseconds" (``100`` = 100 us; ``1ms``, ``2s`` with a unit)."""
+    if v is None:
+        raise ValueError("needs a value")
+    if isinstance(v, bool):
+        raise ValueError("expected a duration, not a boolean")
+    bare = isinstance(v, str) and len(v) <= 80 and re.match(r"^\s*[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*$", v)
+    if isinstance(v, (int, float)) or bare:
+        t = parse_time(v) / 1e6
+    else:
+        t = parse_time(v)
+    if t < 0:
+        raise ValueError("a duration cannot be negative")
+    return t
+
+
+def _startdelay(v: Any) -> tuple[float, float]:
+    """fio's ``startdelay=irange(time)``: one value or a range ``lo-hi`` (``lo:hi``), seconds when
+    the unit is omitted; with a range each thread draws its delay uniformly from it."""
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        lo, hi = _fio_time(v[0]), _fio_time(v[1])
+        return (lo, hi) if lo <= hi else (hi, lo)
+    if isinstance(v, str):
+        return _parse_irange(v, _fio_time, "duration")
+    t = _fio_time(v)
+    return (t, t)
 
 
 _PCT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
@@ -381,6 +582,8 @@ DistSpec = tuple
   with ``center`` = -1.0 when not given (fio's default placement)
 * ``("zoned", ((access_pct, size_pct), ...))``
 * ``("zoned_abs", ((access_pct, size_bytes), ...))``
+* ``("zoned_ddir", "zoned" | "zoned_abs", (zones_read, zones_write, zones_trim))`` for fio's
+  per-direction comma form (a ``None`` direction is uniformly random)
 """
 
 
@@ -427,44 +630,65 @@ def parse_random_distribution(text: str) -> DistSpec:
         if not 0.0 <= val <= 100.0:
             raise ValueError(f"normal deviation is a percentage in [0, 100], got {val:g}")
         return ("normal", val, center)
+    if kind == "sim_hotband":
+        if rest.strip():
+            raise ValueError("sim_hotband takes no parameter")
+        return ("sim_hotband",)
     if kind in ("zoned", "zoned_abs"):
         if not rest.strip():
             raise ValueError(f"{kind} needs zones, e.g. {kind}:60/10:30/20:10/70")
         if "," in rest:
-            raise ValueError(f"per-direction {kind} distributions (comma form) are not supported")
-        zones = []
-        for z in rest.split(":"):
-            a, slash, b = z.partition("/")
-            if not slash:
-                raise ValueError(
-                    f"zone {len(zones) + 1} is not of the form access%/{'size' if kind == 'zoned_abs' else 'range%'}"
-                )
-            try:
-                acc = int(a.strip())
-            except ValueError:
-                raise ValueError(f"the access percentage of zone {len(zones) + 1} is not an integer") from None
-            if kind == "zoned":
+            # fio: "it's possible to specify separate zones for reads, writes, and trims" (the
+            # comma form of bssplit); an empty part leaves that direction uniformly random
+            parts = _ddir_strings(rest, kind)
+            per = []
+            for d, part in enumerate(parts):
+                if part is None:
+                    per.append(None)
+                    continue
                 try:
-                    size = int(b.strip())
-                except ValueError:
-                    raise ValueError(f"the range percentage of zone {len(zones) + 1} is not an integer") from None
-                if size < 0:
-                    raise ValueError("zone sizes must be >= 0")
-            else:
-                size = _fio_int(b.strip())
-                if size <= 0:
-                    raise ValueError("zoned_abs zone sizes must be > 0")
-            if acc < 0:
-                raise ValueError("access percentages must be >= 0")
-            zones.append((acc, size))
-        if sum(a for a, _ in zones) != 100:
+                    per.append(_zones(kind, part))
+                except ValueError as e:
+                    raise ValueError(f"{('read', 'write', 'trim')[d]} part: {e}") from None
+            return ("zoned_ddir", kind, tuple(per))
+        return (kind, _zones(kind, rest))
+    raise ValueError("unknown random_distribution (random, zipf, pareto, normal, zoned, zoned_abs, sim_hotband)")
+
+
+def _zones(kind: str, rest: str) -> tuple[tuple[int, int], ...]:
+    """One direction's zones of zoned/zoned_abs: ((access %, range % or bytes), ...)."""
+    zones: list[tuple[int, int]] = []
+    for z in rest.split(":"):
+        a, slash, b = z.partition("/")
+        if not slash:
             raise ValueError(
-                f"access percentages of {kind} must add up to 100, got {sum(a for a, _ in zones)}"
+                f"zone {len(zones) + 1} is not of the form access%/{'size' if kind == 'zoned_abs' else 'range%'}"
             )
-        if kind == "zoned" and sum(s for _, s in zones) > 100:
-            raise ValueError(f"range percentages of zoned add to more than 100 ({sum(s for _, s in zones)})")
-        return (kind, tuple(zones))
-    raise ValueError("unknown random_distribution (random, zipf, pareto, normal, zoned, zoned_abs)")
+        try:
+            acc = int(a.strip())
+        except ValueError:
+            raise ValueError(f"the access percentage of zone {len(zones) + 1} is not an integer") from None
+        if kind == "zoned":
+            try:
+                size = int(b.strip())
+            except ValueError:
+                raise ValueError(f"the range percentage of zone {len(zones) + 1} is not an integer") from None
+            if size < 0:
+                raise ValueError("zone sizes must be >= 0")
+        else:
+            size = _fio_int(b.strip())
+            if size <= 0:
+                raise ValueError("zoned_abs zone sizes must be > 0")
+        if acc < 0:
+            raise ValueError("access percentages must be >= 0")
+        zones.append((acc, size))
+        if len(zones) > 256:
+            raise ValueError("at most 256 zones (fio), got more")
+    if sum(a for a, _ in zones) != 100:
+        raise ValueError(f"access percentages of {kind} must add up to 100, got {sum(a for a, _ in zones)}")
+    if kind == "zoned" and sum(s for _, s in zones) > 100:
+        raise ValueError(f"range percentages of zoned add to more than 100 ({sum(s for _, s in zones)})")
+    return tuple(zones)
 
 
 def _dist(v: Any) -> str:
@@ -505,6 +729,82 @@ _DDIRS = {
 }
 
 
+#: options a stream of ``sim_mix`` may set (what differs between the parts of a mixed workload)
+MIX_STREAM_OPTIONS = frozenset(
+    {
+        "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bssplit", "bsrange",
+        "blocksize_range", "blockalign", "ba", "random_distribution", "offset", "size", "norandommap",
+        "percentage_random", "percentage_sequential",
+    }
+)
+#: most streams in one ``sim_mix``
+MAX_MIX_STREAMS = 256
+
+
+class MixStream(ConfigModel):
+    """One part of a ``sim_mix`` job: its share of the job's IOs and the fio options that shape it."""
+
+    weight: float = Field(
+        gt=0, le=1e6, description="relative share of the job's IOs (any positive number; normalised over the streams)"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fio options of this stream: rw, rwmixread, bs/bssplit/bsrange, blockalign, "
+        "random_distribution, offset, size, norandommap (the rest comes from the job)",
+    )
+    name: str | None = Field(None, max_length=64, description="label of the stream in reports (default: its index)")
+
+    _job: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _resolve(self) -> MixStream:
+        bad = sorted(str(k) for k in self.options if not isinstance(k, str) or k not in MIX_STREAM_OPTIONS)
+        if bad:
+            raise ValueError(
+                f"option {str(bad[0])[:40]!r} cannot be set per stream (allowed: {', '.join(sorted(MIX_STREAM_OPTIONS))})"
+            )
+        opts = {OPTION_ALIASES.get(k, k): v for k, v in self.options.items()}
+        try:
+            self._job = FioJob.model_validate(opts)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            raise ValueError(f"{loc + ': ' if loc else ''}{msg}") from None
+        return self
+
+    @property
+    def job(self) -> FioJob:
+        """The stream as a FioJob (only the stream's options set)."""
+        return self._job
+
+
+def _mix(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise ValueError("expected a list of streams ({weight: .., options: {rw: .., bs: ..}})")
+    if not v:
+        raise ValueError("no streams")
+    if len(v) > MAX_MIX_STREAMS:
+        raise ValueError(f"at most {MAX_MIX_STREAMS} streams, got {len(v)}")
+    out = []
+    for i, item in enumerate(v):
+        if isinstance(item, MixStream):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise ValueError(f"stream {i}: expected a mapping with weight and options")
+        try:
+            out.append(MixStream.model_validate(dict(item)))
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            raise ValueError(f"stream {i}{' ' + loc if loc else ''}: {msg}") from None
+    return tuple(out)
+
+
 class FioJob(ConfigModel):
     """One fio job (a ``[section]`` after ``[global]`` inheritance), fio's option names and meaning."""
 
@@ -525,6 +825,23 @@ class FioJob(ConfigModel):
         (4096, 4096, 4096),
         description="block size, bytes: one value or fio's read,write[,trim] comma form, e.g. '4k,8k' "
         "(default 4k)",
+    )
+    bssplit: Annotated[str, BeforeValidator(_bssplit)] | None = Field(
+        None,
+        description="weighted block sizes, fio's bs/percent:bs/percent[,read/write/trim parts], e.g. "
+        "'4k/10:64k/50:32k/40' or '2k/50:4k/50,4k/90:8k/10'; a blank (or 0) percentage shares what is "
+        "left of 100 evenly; overrides bs for the directions it gives (default none)",
+    )
+    bsrange: Annotated[str, BeforeValidator(_bsrange)] | None = Field(
+        None,
+        description="block size range lo-hi (or lo:hi) per direction in fio's comma form, e.g. '1k-4k,2k-8k'; "
+        "sizes are multiples of lo, drawn as fio does (lo + U*hi rounded down to a multiple of lo, "
+        "capped at hi); default none",
+    )
+    blockalign: Annotated[tuple[int, int, int] | None, BeforeValidator(_blockalign)] = Field(
+        None,
+        description="boundary of random offsets, bytes, per direction (fio ba=); default: the smallest "
+        "block size. Setting it turns fio's random map off, as fio does",
     )
     iodepth: FioInt = Field(
         1,
@@ -566,8 +883,9 @@ class FioJob(ConfigModel):
     random_distribution: Annotated[str, BeforeValidator(_dist)] = Field(
         "random",
         description="offset distribution of random IO: random (uniform), zipf:θ[:center], "
-        "pareto:h[:center], normal:σ%[:center], zoned:acc%/range%:..., zoned_abs:acc%/size:... "
-        "(default random)",
+        "pareto:h[:center], normal:σ%[:center], zoned:acc%/range%:..., zoned_abs:acc%/size:...; "
+        "SIMULATOR EXTENSION sim_hotband: vdbench's hotband= skew within the region (see "
+        "simulator.workloads.offsets.HotbandOffsets) (default random)",
     )
     randrepeat: FioBool = Field(
         True,
@@ -598,15 +916,67 @@ class FioJob(ConfigModel):
     ramp_time: FioTime = Field(
         0.0, ge=0, description="seconds of lead-in whose IOs are not recorded; extends the run (default 0)"
     )
-    startdelay: FioTime = Field(0.0, ge=0, description="seconds to wait before the job starts (default 0)")
+    startdelay: Annotated[tuple[float, float], BeforeValidator(_startdelay)] = Field(
+        (0.0, 0.0),
+        description="delay before the job starts, seconds when the unit is omitted; a range lo-hi (or "
+        "lo:hi) makes every thread draw its own delay uniformly from it (fio startdelay=irange(time)); "
+        "default 0",
+    )
+    thinktime: Annotated[float, BeforeValidator(_time_default_us)] = Field(
+        0.0,
+        ge=0,
+        le=3600.0,
+        description="stall after IO, MICROSECONDS when the unit is omitted (fio): after every "
+        "thinktime_blocks IOs the thread waits for its in-flight IOs to complete (fio's io_u_quiesce), "
+        "then stalls this long before issuing again; 0..1 h, default 0 (none)",
+    )
+    thinktime_spin: Annotated[float, BeforeValidator(_time_default_us)] = Field(
+        0.0,
+        ge=0,
+        le=3600.0,
+        description="part of the stall spent spinning on the CPU (us when the unit is omitted); the "
+        "stall is max(thinktime, thinktime_spin) -- the host CPU is not modelled; default 0",
+    )
+    thinktime_blocks: FioInt = Field(
+        1,
+        ge=1,
+        le=2**32,
+        description="IOs between stalls (fio's thinktime_blocks), counted as thinktime_blocks_type says; default 1",
+    )
+    thinktime_blocks_type: Literal["complete", "issue"] = Field(
+        "complete",
+        description="what thinktime_blocks counts: complete (completed IOs, fio's default) or issue "
+        "(issued IOs)",
+    )
+    thinktime_iotime: FioTime = Field(
+        0.0,
+        ge=0,
+        le=86400.0,
+        description="stall after this many seconds of IO (seconds when the unit is omitted); with "
+        "thinktime_blocks also set, whichever comes first; default 0 (off)",
+    )
     loops: FioInt = Field(1, ge=1, le=1_000_000, description="repeat the job's IO amount this many times, 1..1e6 (default 1)")
     rate_iops: RateTriplet = Field(
         None,
-        description="open loop: arrivals per second, per direction in fio's read,write,trim comma form "
-        "(default none = closed loop)",
+        description="open loop: arrivals per second, per direction in fio's read,write,trim comma form; "
+        "with bsrange (no bssplit) fio paces linear arrivals by bytes at rate_iops x the smallest block "
+        "size (default none = closed loop)",
+    )
+    percentage_random: Annotated[tuple[int, int, int], BeforeValidator(_pct_triplet)] = Field(
+        (100, 100, 100),
+        description="random IO (rw=rand*): percent of IOs at a random offset, per direction in fio's "
+        "comma form; the others continue sequentially where the direction's previous IO ended "
+        "(fio's should_do_random / last_pos); percentage_sequential is 100 minus it (default 100)",
+    )
+    rate: Annotated[tuple[int, int, int] | None, BeforeValidator(_rate_bytes_triplet)] = Field(
+        None,
+        description="open loop by bandwidth: bytes per second per direction in fio's read,write,trim "
+        "comma form (e.g. '1m,500k'); linear: the next IO is due when the bytes issued so far are; "
+        "exclusive with rate_iops (default none)",
     )
     rate_process: Literal["linear", "poisson"] = Field(
-        "linear", description="arrival process of rate_iops: linear (fixed gaps, default) or poisson"
+        "linear", description="arrival process of rate/rate_iops: linear (fixed gaps, default) or poisson "
+        "(exponential gaps of mean 1/IOPS; with rate, IOPS = rate / smallest block size, as fio)"
     )
     sync: Annotated[bool, BeforeValidator(_fio_sync)] = Field(
         False, description="1/sync/dsync: writes are O_DSYNC, sent as FUA writes (default 0)"
@@ -638,6 +1008,13 @@ class FioJob(ConfigModel):
         False, description="wait for the preceding jobs to finish first; new group (default 0)"
     )
     new_group: FioBool = Field(False, description="start a new reporting group (default 0)")
+    sim_mix: Annotated[tuple[MixStream, ...] | None, BeforeValidator(_mix)] = Field(
+        None,
+        description="SIMULATOR EXTENSION: a mixed workload (vdbench skews, Iometer access specifications): "
+        "every IO first picks a stream by weight, then its direction (the stream's rwmixread as an "
+        "independent draw), size and offset from the stream's options; iodepth/numjobs/runtime are the "
+        "job's. Needs time_based or number_ios (default none)",
+    )
     sim_slat: FioTime | None = Field(
         None,
         ge=0,
@@ -661,6 +1038,14 @@ class FioJob(ConfigModel):
         for k, v in d.items():
             if v is None and k in _FIELDS and k not in _FLAG_FIELDS:
                 raise ValueError(f"{k}: needs a value ({k}=...)")
+        if "percentage_sequential" in d:
+            if "percentage_random" in d:
+                raise ValueError("percentage_random: give percentage_random or percentage_sequential, not both")
+            try:
+                seq = _pct_triplet(d.pop("percentage_sequential"))
+            except ValueError as e:
+                raise ValueError(f"percentage_random: percentage_sequential: {e}") from None
+            d["percentage_random"] = tuple(100 - x for x in seq)
         if "buffered" in d:
             try:
                 d["buffered"] = _fio_bool(d["buffered"])
@@ -704,19 +1089,34 @@ class FioJob(ConfigModel):
             missing = [o for o in ("pool", "rbdname") if not getattr(self, o)]
             if missing:
                 raise ValueError(f"{missing[0]}: ioengine=rbd needs pool and rbdname")
-        if self.rate_iops is not None:
-            active = [self.rate_iops[d] for d in self.ddirs]
+        if self.rate is not None and self.rate_iops is not None and any(self.rate) and any(self.rate_iops):
+            raise ValueError("rate: rate and rate_iops are mutually exclusive (fio)")
+        for opt in ("rate_iops", "rate"):
+            val = getattr(self, opt)
+            if val is None:
+                continue
+            active = [val[d] for d in self.ddirs]
             if any(active) and not all(active):
                 raise ValueError(
-                    "rate_iops: a mixed job needs a rate for every direction it does "
-                    f"(rw={self.rw}, rate_iops={','.join(map(str, self.rate_iops))})"
+                    f"{opt}: a mixed job needs a rate for every direction it does "
+                    f"(rw={self.rw}, {opt}={','.join(map(str, val))})"
                 )
             if not any(active):
-                object.__setattr__(self, "rate_iops", None)
+                object.__setattr__(self, opt, None)
+        if self.bssplit is not None and self.bsrange is not None:
+            both = [
+                ("read", "write", "trim")[d]
+                for d in self.ddirs
+                if _ddir_strings(self.bssplit, "bssplit")[d] and _ddir_strings(self.bsrange, "bsrange")[d]
+            ]
+            if both:
+                raise ValueError(f"bsrange: bssplit and bsrange both give the {both[0]} block sizes; keep one")
         if self.fsync_on_close and not self.end_fsync:
             object.__setattr__(self, "end_fsync", True)
         if self.filename is not None and not self.filenames:
             raise ValueError("filename: no file names in filename")
+        if self.sim_mix is not None and not (self.time_based or self.number_ios):
+            raise ValueError("sim_mix: a mixed job needs time_based=1 with a runtime, or number_ios")
         return self
 
     # ----------------------------------------------------------------- derived views
@@ -724,6 +1124,54 @@ class FioJob(ConfigModel):
     def ddirs(self) -> tuple[int, ...]:
         """Data directions the job does (0 read, 1 write, 2 trim)."""
         return _DDIRS[self.rw]
+
+    @property
+    def bs_spec(self) -> tuple[tuple, tuple, tuple]:
+        """Block sizes per direction (read, write, trim), after bssplit > bsrange > bs:
+        ``("fixed", size)``, ``("split", sizes, probabilities)`` or ``("range", lo, hi)``."""
+        split = _ddir_strings(self.bssplit, "bssplit") if self.bssplit else (None, None, None)
+        rng = _ddir_strings(self.bsrange, "bsrange") if self.bsrange else (None, None, None)
+        out: list[tuple] = []
+        for d in range(3):
+            if split[d]:
+                table = _bssplit_ddir(split[d])  # type: ignore[arg-type]
+                sizes = tuple(b for b, _ in table)
+                if len(set(sizes)) == 1:
+                    out.append(("fixed", sizes[0]))
+                else:
+                    out.append(("split", sizes, tuple(p for _, p in table)))
+            elif rng[d]:
+                lo, hi = _parse_irange(rng[d], _parse_bs_value, "block size")  # type: ignore[arg-type]
+                out.append(("fixed", lo) if lo == hi else ("range", lo, hi))
+            else:
+                out.append(("fixed", self.bs[d]))
+        return tuple(out)  # type: ignore[return-value]
+
+    @property
+    def min_bs(self) -> tuple[int, int, int]:
+        """Smallest block size per direction (fio's min_bs)."""
+        return tuple(_spec_min(sp) for sp in self.bs_spec)  # type: ignore[return-value]
+
+    @property
+    def max_bs(self) -> tuple[int, int, int]:
+        """Largest block size per direction (fio's max_bs)."""
+        return tuple(_spec_max(sp) for sp in self.bs_spec)  # type: ignore[return-value]
+
+    @property
+    def open_loop_iops(self) -> tuple[float, float, float] | None:
+        """Mean arrivals per second per direction in open loop (``rate_iops``, or ``rate`` divided by
+        the smallest block size as fio's poisson process does), None in closed loop."""
+        if self.rate_iops is not None:
+            return tuple(float(x) for x in self.rate_iops)  # type: ignore[return-value]
+        if self.rate is not None:
+            mb = self.min_bs
+            return tuple(self.rate[d] / mb[d] for d in range(3))  # type: ignore[return-value]
+        return None
+
+    @property
+    def startdelay_max(self) -> float:
+        """Longest start delay of any thread, seconds."""
+        return self.startdelay[1]
 
     @property
     def is_random(self) -> bool:
@@ -797,11 +1245,24 @@ class FioJob(ConfigModel):
             if k == "name":
                 continue
             v = getattr(self, k)
-            out[k] = _to_str(v)
+            if k == "startdelay":
+                out[k] = f"{v[0]!r}s" if v[0] == v[1] else f"{v[0]!r}s:{v[1]!r}s"
+            elif k in ("thinktime", "thinktime_spin"):
+                out[k] = f"{v!r}s"  # a bare number would read as microseconds
+            else:
+                out[k] = _to_str(v)
         return out
 
     def config_error(self, option: str, message: str) -> ConfigError:
         return ConfigError(message, source=self._source, field=self.label(option))
+
+
+def _spec_min(sp: tuple) -> int:
+    return sp[1] if sp[0] == "fixed" else (min(sp[1]) if sp[0] == "split" else sp[1])
+
+
+def _spec_max(sp: tuple) -> int:
+    return sp[1] if sp[0] == "fixed" else (max(sp[1]) if sp[0] == "split" else sp[2])
 
 
 def _to_str(v: Any) -> str:
@@ -832,6 +1293,10 @@ _FLAG_FIELDS = frozenset(
         "fsync_on_close",
     }
 )
+
+
+#: fio options that are not fields but set one (percentage_sequential = 100 - percentage_random)
+_DERIVED_OPTIONS = frozenset({"percentage_sequential"})
 
 
 # --------------------------------------------------------------------------- resolution
@@ -931,15 +1396,22 @@ def resolve_jobs(
                 raise ConfigError(
                     f"fio option {k!r} is not supported by the simulator", source=source, field=labels[k]
                 )
-            if k not in _FIELDS:
+            if k not in _FIELDS and k not in _DERIVED_OPTIONS:
                 close = difflib.get_close_matches(
                     k, sorted(_FIELDS | IGNORED_OPTIONS | set(OPTION_ALIASES)), n=1
                 )
                 hint = f" (did you mean {close[0]!r}?)" if close else f" ({_KNOWN_NAMES_HINT})"
                 raise ConfigError(f"unknown fio option {k!r}{hint}", source=source, field=labels[k])
             values[k] = v
-            if k != "name":
+            if k == "sim_mix":
+                try:
+                    raw[k] = json.dumps(v, default=str)[:100_000]
+                except (TypeError, ValueError):  # keys json cannot write: the validation names them
+                    raw[k] = str(v)[:100_000]
+            elif k != "name":
                 raw[k] = _to_str(v)
+        if "percentage_sequential" in labels:
+            labels.setdefault("percentage_random", labels["percentage_sequential"])
         try:
             fj = FioJob.model_validate(values)
         except ValidationError as e:

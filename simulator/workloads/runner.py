@@ -56,6 +56,7 @@ fio semantics reproduced (see also :mod:`simulator.workloads.options`):
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -66,7 +67,7 @@ import simpy
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, Simulation, succeed_at, succeed_now
 from simulator.errors import ConfigError
-from simulator.workloads.offsets import OffsetGenerator, make_offsets
+from simulator.workloads.offsets import OffsetGenerator, SeqRandOffsets, make_offsets
 from simulator.workloads.options import FioJob
 
 __all__ = ["FioRequest", "JobThread", "RequestLog", "Workload", "run_fio"]
@@ -76,7 +77,7 @@ _FLUSH = int(Op.FLUSH)
 _TRIM = int(Op.TRIM)
 
 # purposes of a thread's repeatable random streams (spawn keys under randseed)
-_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE = 0, 1, 2, 4
+_S_OFFSETS, _S_RWMIX, _S_FILES, _S_RATE, _S_BS, _S_DELAY, _S_MIX, _S_MIXPICK, _S_SEQRAND = 0, 1, 2, 4, 7, 8, 9, 10, 11
 
 
 class FioRequest(Request):
@@ -84,6 +85,21 @@ class FioRequest(Request):
     submission latency), so ``slat`` = device submission - issue. ``tag`` stays free for devices."""
 
     __slots__ = ("t_issue",)
+
+
+class _Stream:
+    """One stream of a sim_mix job: weight, direction (-1: mixed, read with probability ``pread``),
+    fixed/variable block sizes per direction, one offset generator per file."""
+
+    __slots__ = ("ddir", "draw", "fixed", "gens", "pread", "weight")
+
+    def __init__(self, weight, ddir, pread, fixed, draw, gens):
+        self.weight = float(weight)
+        self.ddir = ddir
+        self.pread = pread
+        self.fixed = fixed
+        self.draw = draw
+        self.gens = gens
 
 
 class _File:
@@ -131,12 +147,18 @@ class JobThread(Component):
         self._add_sync = self.stats.add_sync
         self.files = self._make_files(targets)
         self._nfiles = len(self.files)
+        self._streams = self._make_streams()
+        if self._streams is not None:
+            w = np.cumsum([st.weight for st in self._streams])
+            self._mix_cum = (w / w[-1]).tolist()
+            self._mix_cum[-1] = 1.0
+            self._mix_rand = self._stream(_S_MIXPICK, "mix")
         self._file0 = self.files[0]
         self._env = self.env
 
         # limits
-        if job.time_based:
-            self._bytes_limit = _INF
+        if job.time_based or (job.sim_mix is not None and not job.io_size):
+            self._bytes_limit = _INF  # a mixed job's streams have their own regions: number_ios or time
         else:
             regions = sum(f.span for f in self.files)
             if job.io_size:
@@ -153,7 +175,13 @@ class JobThread(Component):
 
         # per-IO constants
         self._depth = job.effective_iodepth
-        self._bs = job.bs
+        spec = job.bs_spec
+        self._bs = tuple(sp[1] if sp[0] == "fixed" else job.min_bs[d] for d, sp in enumerate(spec))
+        bs_rand = None
+        if any(spec[d][0] != "fixed" for d in job.ddirs):
+            bs_rand = self._stream(_S_BS, "bs")
+        self._bsvar = tuple(_size_drawer(sp, bs_rand) for sp in spec)
+        self._varbs = any(self._bsvar[d] is not None for d in job.ddirs)
         self._ddirs = job.ddirs
         self._ddir0 = job.ddirs[0]
         self._mixed = job.is_mixed and job.rate_iops is None
@@ -166,8 +194,23 @@ class JobThread(Component):
         fs_kind, fs_nr = job.file_service
         self._fs_kind = fs_kind
         self._fs_nr = fs_nr
-        self._rate = job.rate_iops
+        self._rate = job.open_loop_iops
         self._poisson = job.rate_process == "poisson"
+        # linear arrivals paced by bytes (fio's usec_for_io): rate=, or rate_iops with bsrange
+        if job.rate is not None:
+            self._rate_bps = tuple(float(x) for x in job.rate)
+        elif job.rate_iops is not None:
+            self._rate_bps = tuple(
+                float(job.rate_iops[d] * job.min_bs[d]) if spec[d][0] == "range" else 0.0 for d in range(3)
+            )
+        else:
+            self._rate_bps = (0.0, 0.0, 0.0)
+        # thinktime (fio's handle_thinktime)
+        self._tt = max(job.thinktime, job.thinktime_spin) if job.thinktime > 0 else 0.0
+        self._tt_blocks = job.thinktime_blocks
+        self._tt_on_issue = job.thinktime_blocks_type == "issue"
+        self._tt_iotime = job.thinktime_iotime
+        self._tt_use_blocks = not job.thinktime_iotime or "thinktime_blocks" in job.model_fields_set
 
         self._rw_rand = self._stream(_S_RWMIX, "rwmix") if self._mixed else None
         self._file_rand = (
@@ -199,66 +242,120 @@ class JobThread(Component):
         if len(names) != len(targets):
             names = [getattr(t, "path", str(i)) for i, t in enumerate(targets)]
         nfiles = len(targets)
-        sizes = [job.bs[d] for d in job.ddirs]
-        min_bs, max_bs = min(sizes), max(sizes)
         files = []
         for i, dev in enumerate(targets):
-            cap = int(dev.capacity)
-            pct = _pct(job.offset)
-            base = int(cap * pct / 100.0) // min_bs * min_bs if pct is not None else int(job.offset)
-            start = base + self.clone * job.offset_increment
-            if start >= cap:
-                opt = "offset_increment" if base < cap else "offset"
-                raise job.config_error(
-                    opt, f"offset {start} bytes is beyond the end of {names[i]!r} ({cap} bytes)"
-                )
-            spct = _pct(job.size)
-            if job.filesize:
-                span = job.filesize
-            elif spct is not None:
-                span = int(cap * spct / 100.0)
-            elif job.size is not None:
-                span = int(job.size) // nfiles
+            if job.sim_mix is None:
+                start, span, og = self._region(job, dev, i, names[i], nfiles, "", (_S_OFFSETS, f"offsets{i}", i))
             else:
-                span = cap - start
-            span = min(span, cap - start)  # a block device cannot grow (fio's bdev_size)
-            if max_bs > span:
-                raise job.config_error(
-                    "bs",
-                    f"block size {max_bs} bytes is larger than the region of {names[i]!r} ({span} bytes"
-                    f" from offset {start})",
-                )
-            if job.direct:
-                ss = int(getattr(dev, "sector_size", 512) or 512)
-                bad = [b for b in sizes if b % ss]
-                if bad:
-                    raise job.config_error(
-                        "bs",
-                        f"direct IO needs block sizes that are multiples of the {ss}-byte sectors of {names[i]!r}",
-                    )
-                if start % ss:
-                    raise job.config_error(
-                        "offset",
-                        f"direct IO needs an offset aligned to the {ss}-byte sectors of {names[i]!r}",
-                    )
-            gen = None
-            if job.is_random:
-                gen = self._gen(_S_OFFSETS, f"offsets{i}", i)
-            try:
-                og = make_offsets(
-                    job.is_random,
-                    start,
-                    span,
-                    job.bs,
-                    job.ddirs,
-                    job.distribution,
-                    gen,
-                    randommap=not job.norandommap,
-                )
-            except ValueError as e:
-                raise job.config_error("random_distribution" if "zone" in str(e) else "bs", str(e)) from None
+                # a mixed job: the file's region is the device from the job's offset; each stream
+                # has its own region and offsets inside the device (see _make_streams)
+                start, span, og = self._region(job, dev, i, names[i], nfiles, "", None)
             files.append(_File(i, names[i], dev, start, span, og))
         return files
+
+    def _region(
+        self, sj: FioJob, dev: Device, i: int, name: str, nfiles: int, where: str, seed: tuple | None
+    ) -> tuple[int, int, OffsetGenerator | None]:
+        """(start, span, offsets) of ``sj`` (the job, or a stream of its sim_mix) on device ``dev``:
+        fio's offset/size/filesize/offset_increment rules. Errors name the job's option (``where``
+        says which stream)."""
+        job = self.job
+        opt_of = (lambda o: "sim_mix") if where else (lambda o: o)
+        spec = sj.bs_spec
+        sizes = sorted({b for d in sj.ddirs for b in _spec_sizes(spec[d])})
+        min_bs, max_bs = min(sj.min_bs[d] for d in sj.ddirs), max(sj.max_bs[d] for d in sj.ddirs)
+        align = min(sj.blockalign[d] for d in sj.ddirs) if sj.blockalign is not None else None
+        cap = int(dev.capacity)
+        pct = _pct(sj.offset)
+        base = int(cap * pct / 100.0) // min_bs * min_bs if pct is not None else int(sj.offset)
+        start = base + self.clone * job.offset_increment
+        if start >= cap:
+            opt = "offset_increment" if base < cap else "offset"
+            raise job.config_error(
+                opt_of(opt), f"{where}offset {start} bytes is beyond the end of {name!r} ({cap} bytes)"
+            )
+        spct = _pct(sj.size)
+        if sj.filesize:
+            span = sj.filesize
+        elif spct is not None:
+            span = int(cap * spct / 100.0)
+        elif sj.size is not None:
+            span = int(sj.size) // nfiles
+        else:
+            span = cap - start
+        span = min(span, cap - start)  # a block device cannot grow (fio's bdev_size)
+        if max_bs > span:
+            raise job.config_error(
+                opt_of("bs"),
+                f"{where}block size {max_bs} bytes is larger than the region of {name!r} ({span} bytes"
+                f" from offset {start})",
+            )
+        if job.direct:
+            ss = int(getattr(dev, "sector_size", 512) or 512)
+            bad = [b for b in sizes if b % ss]
+            if bad:
+                opt = "bssplit" if sj.bssplit else ("bsrange" if sj.bsrange else "bs")
+                raise job.config_error(
+                    opt_of(opt),
+                    f"{where}direct IO needs block sizes that are multiples of the {ss}-byte sectors of {name!r}",
+                )
+            if align is not None and align % ss:
+                raise job.config_error(
+                    opt_of("blockalign"),
+                    f"{where}direct IO needs an alignment that is a multiple of the {ss}-byte sectors of {name!r}",
+                )
+            if start % ss:
+                raise job.config_error(
+                    opt_of("offset"), f"{where}direct IO needs an offset aligned to the {ss}-byte sectors of {name!r}"
+                )
+        if seed is None:
+            return start, span, None
+        gen = self._gen(*seed) if sj.is_random else None
+        try:
+            og = make_offsets(
+                sj.is_random,
+                start,
+                span,
+                sj.min_bs,
+                sj.ddirs,
+                sj.distribution,
+                gen,
+                # fio: blockalign "is mutually exclusive with using a random map"
+                randommap=not sj.norandommap and align is None,
+                max_bs=sj.max_bs,
+                align=align,
+            )
+        except ValueError as e:
+            opt = "random_distribution" if "zone" in str(e) else "bs"
+            raise job.config_error(opt_of(opt), f"{where}{e}") from None
+        if sj.is_random and any(sj.percentage_random[d] < 100 for d in sj.ddirs):
+            u = _Uniforms(self._gen(_S_SEQRAND, f"seqrand.{seed[1]}", seed[2]))
+            og = SeqRandOffsets(og, sj.percentage_random, u.random)
+        return start, span, og
+
+    def _make_streams(self) -> list[_Stream] | None:
+        """The streams of a sim_mix job: per stream its weight, direction mix, size drawers and one
+        offset generator per file."""
+        job = self.job
+        if job.sim_mix is None:
+            return None
+        bs_rand = self._stream(_S_BS, "bs")
+        out = []
+        for k, ms in enumerate(job.sim_mix):
+            sj = ms.job
+            gens = []
+            for f in self.files:
+                _, _, og = self._region(
+                    sj, f.dev, f.index, f.name, self._nfiles, f"stream {k}: ", (_S_MIX, f"mix{k}.offsets{f.index}", k * 4096 + f.index)
+                )
+                gens.append(og)
+            spec = sj.bs_spec
+            fixed = tuple(sp[1] if sp[0] == "fixed" else sj.min_bs[d] for d, sp in enumerate(spec))
+            draw = tuple(_size_drawer(sp, bs_rand) for sp in spec)
+            ddirs = sj.ddirs
+            pread = sj.rwmixread / 100.0 if sj.is_mixed else (1.0 if ddirs[0] == 0 else 0.0)
+            out.append(_Stream(ms.weight, ddirs[0] if not sj.is_mixed else -1, pread, fixed, draw, gens))
+        return out
 
     def _reset_run_state(self) -> None:
         self._inflight = 0
@@ -283,15 +380,25 @@ class JobThread(Component):
         self._t_stop = _INF
         self._t_end: float | None = None
         self._backlog: deque[int] = deque()
+        self._backlog_bs: deque[int] = deque()
         self._arrivals = [0, 0, 0]
+        self._arr_bytes = [0, 0, 0]
+        self._stall = False  # thinktime: no new IO (waiting for in-flight IOs, then thinking)
+        self._thinking = False
+        self._tt_count = 0
+        self._tt_last = 0.0
         self._stop_scheduled = False
         self._end_syncs: list[_File] = []
         self.done = False
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
-        """Begin (after ``startdelay``). Called by the Workload."""
-        d = self.job.startdelay
+        """Begin (after ``startdelay``; a range: a uniform draw per thread). Called by the Workload."""
+        lo, hi = self.job.startdelay
+        d = lo
+        if hi > lo:
+            d = lo + (hi - lo) * float(self._gen(_S_DELAY, "startdelay").random())
+        self.start_delay = d
         if d > 0:
             self._timer(d, self._begin)
         else:
@@ -305,6 +412,7 @@ class JobThread(Component):
     def _begin(self, _ev: Any) -> None:
         now = self._env.now
         self._t0 = now
+        self._tt_last = now  # fio: last_thinktime starts at the job's epoch
         ramp = self.job.ramp_time
         self._t_rec = now + ramp
         self._t_stop = self._t_rec + self._runtime
@@ -346,6 +454,7 @@ class JobThread(Component):
             self._end_syncs = list(self.files)  # fio's end_fsync: one flush per file at the end
         self._issuing = False
         self._backlog.clear()
+        self._backlog_bs.clear()
 
     def _wind_up(self) -> None:
         """Nothing in flight and no more IO: the end flushes (end_fsync), one file after another,
@@ -371,17 +480,19 @@ class JobThread(Component):
     # ------------------------------------------------------------------ issuing
     def _fill(self) -> None:
         """Closed loop: top the thread up to its depth."""
-        while self._inflight < self._depth and self._blocker is None:
+        while self._inflight < self._depth and self._blocker is None and not self._stall:
             if not self._issue(-1):
                 return
 
     def _pump(self) -> None:
         """Open loop: issue waiting arrivals while slots are free."""
         backlog = self._backlog
-        while backlog and self._inflight < self._depth and self._blocker is None:
-            if not self._issue(backlog[0]):
+        sizes = self._backlog_bs
+        while backlog and self._inflight < self._depth and self._blocker is None and not self._stall:
+            if not self._issue(backlog[0], sizes[0]):
                 return
             backlog.popleft()
+            sizes.popleft()
 
     def _arrive(self, ddir: int, t: float) -> None:
         """Schedule the arrival of direction ``ddir`` at absolute time ``t`` (or the stop)."""
@@ -406,10 +517,17 @@ class JobThread(Component):
             self._wind_up()
 
     def _on_arrival_now(self, ddir: int, t: float) -> None:
+        bv = self._bsvar[ddir]
+        size = bv() if bv is not None else self._bs[ddir]
         self._backlog.append(ddir)
+        self._backlog_bs.append(size)
         rate = self._rate[ddir]
         if self._poisson:
             t_next = t + self._rate_rand[ddir].exponential(1.0 / rate)
+        elif self._rate_bps[ddir] > 0.0:
+            # fio's linear rate by bandwidth: the next IO is due when the bytes issued so far are
+            b = self._arr_bytes[ddir] = self._arr_bytes[ddir] + size
+            t_next = self._t0 + b / self._rate_bps[ddir]
         else:
             # fio's linear rate: the k-th IO of a direction is due at k/rate (no accumulated rounding)
             k = self._arrivals[ddir] = self._arrivals[ddir] + 1
@@ -459,8 +577,9 @@ class JobThread(Component):
             self._rwmix_ddir = cur = ddir
         return cur
 
-    def _issue(self, ddir: int) -> bool:
-        """Issue one IO (closed loop: ``ddir`` = -1, chosen here). False when the thread stops."""
+    def _issue(self, ddir: int, size: int = 0) -> bool:
+        """Issue one IO (closed loop: ``ddir`` = -1, chosen here; open loop: the arrival's direction
+        and size). False when the thread stops."""
         now = self._env.now
         if now >= self._t_stop:
             self._stop()
@@ -482,11 +601,28 @@ class JobThread(Component):
                 self._blocker = req
             self._submit(req, f, now)
             # the flush took this slot; the arrival (open loop) is still waiting
-            return ddir < 0 or (self._inflight < self._depth and self._blocker is None and self._issue(ddir))
-        if ddir < 0:
-            ddir = self._next_ddir() if self._mixed else self._ddir0
-        bs = self._bs[ddir]
-        off = f.gen.next(ddir)
+            return ddir < 0 or (
+                self._inflight < self._depth and self._blocker is None and not self._stall and self._issue(ddir, size)
+            )
+        if self._streams is not None:
+            # sim_mix: the stream by weight, then its direction, size and offset
+            r = self._mix_rand
+            st = self._streams[bisect_right(self._mix_cum, r.random())] if len(self._streams) > 1 else self._streams[0]
+            ddir = st.ddir if st.ddir >= 0 else (0 if r.random() < st.pread else 1)
+            bv = st.draw[ddir]
+            bs = bv() if bv is not None else st.fixed[ddir]
+            off = st.gens[f.index].next(ddir, bs)
+        else:
+            if ddir < 0:
+                ddir = self._next_ddir() if self._mixed else self._ddir0
+            if size:
+                bs = size
+            elif self._varbs:
+                bv = self._bsvar[ddir]
+                bs = bv() if bv is not None else self._bs[ddir]
+            else:
+                bs = self._bs[ddir]
+            off = f.gen.next(ddir, bs)
         req = FioRequest(ddir, off, bs, self._fua and ddir == 1)
         req.t_issue = now
         self._inflight += 1
@@ -503,7 +639,42 @@ class JobThread(Component):
             self._submit(req, f, now)
         else:
             f.submit(req).callbacks.append(self._cb)
+        if self._tt > 0.0:
+            if self._tt_on_issue:
+                self._tt_count += 1
+            if not self._stall and self._think_due(now):
+                self._stall = True
         return True
+
+    # ------------------------------------------------------------------ thinktime
+    def _think_due(self, now: float) -> bool:
+        """fio's handle_thinktime test: thinktime_iotime elapsed, or thinktime_blocks counted."""
+        if self._tt_iotime > 0.0 and now - self._tt_last >= self._tt_iotime:
+            return True
+        return self._tt_use_blocks and self._tt_count >= self._tt_blocks
+
+    def _think(self) -> None:
+        """Nothing in flight any more (fio's io_u_quiesce): stall for the think time, capped at the
+        end of the runtime as fio does."""
+        now = self._env.now
+        d = min(self._tt, self._t_stop - now)
+        self._thinking = True
+        if d > 0.0:
+            self._timer(d, self._think_end)
+        else:
+            self._think_end(None)
+
+    def _think_end(self, _ev: Any) -> None:
+        self._thinking = False
+        self._stall = False
+        self._tt_count = 0
+        self._tt_last = self._env.now
+        if self.done:
+            return
+        if self._issuing:
+            self._refill()
+        if self._inflight == 0 and not self._issuing and not self.done:
+            self._wind_up()
 
     def _submit(self, req: Request, f: _File, now: float) -> None:
         slat = self._slat
@@ -542,6 +713,15 @@ class JobThread(Component):
                 self._add_sync(now, now - req.t_submit)
         if self._blocker is req:
             self._blocker = None
+        if self._tt > 0.0 and self._issuing:
+            if op != _FLUSH and not self._tt_on_issue:
+                self._tt_count += 1
+            if not self._stall and self._think_due(now):
+                self._stall = True
+            if self._stall:
+                if self._inflight == 0 and not self._thinking:
+                    self._think()
+                return
         if self._issuing:
             self._refill()
         if self._inflight == 0 and not self._issuing and not self.done:
@@ -552,6 +732,53 @@ class JobThread(Component):
     def window(self) -> tuple[float, float | None]:
         """(start, end) of the statistics window, simulated seconds."""
         return self._t_rec, self._t_end
+
+
+def _spec_sizes(sp: tuple) -> tuple[int, ...]:
+    """Every block size a direction's spec can produce."""
+    if sp[0] == "fixed":
+        return (sp[1],)
+    if sp[0] == "split":
+        return tuple(sp[1])
+    lo, hi = sp[1], sp[2]
+    return tuple(range(lo, hi + 1, lo)) if hi // lo <= 4096 else (lo, hi)
+
+
+def _size_drawer(sp: tuple, rand: _Uniforms | None) -> Callable[[], int] | None:
+    """Per-IO block size of a direction (None: fixed). fio's get_next_buflen:
+
+    * bssplit: a uniform draw against the cumulative percentages, in the order of
+      :func:`simulator.workloads.options._bssplit_ddir`;
+    * bsrange lo-hi: ``lo + floor(U * hi)`` rounded down to a multiple of lo, capped at hi (so for
+      power-of-two ranges every multiple of lo in [lo, hi] is equally likely).
+    """
+    if sp[0] == "fixed" or rand is None:
+        return None
+    if sp[0] == "split":
+        sizes = list(sp[1])
+        cum = []
+        c = 0.0
+        for p in sp[2]:
+            c += p
+            cum.append(c)
+        cum[-1] = 1.0
+        last = len(sizes) - 1
+        r = rand.random
+
+        def draw_split() -> int:
+            i = bisect_right(cum, r())
+            return sizes[i if i < last else last]
+
+        return draw_split
+    lo, hi = sp[1], sp[2]
+    r = rand.random
+
+    def draw_range() -> int:
+        b = lo + int(hi * r())
+        b -= b % lo
+        return b if b < hi else hi
+
+    return draw_range
 
 
 class _Uniforms:

@@ -389,14 +389,17 @@ def _window_seq(n, cq, win, mode):
     k = int(win)
     if nh <= k:
         return 1e300
-    seqs = np.empty(nh)
-    j = 0
-    for i in range(n):
-        if cq[i, C_KIND] == 0.0:
-            seqs[j] = cq[i, C_SEQ]
-            j += 1
-    seqs.sort()
-    return seqs[k - 1]
+    # the k-th smallest arrival number, without allocating (callable from the compiled core)
+    last = -1e300
+    for _ in range(k):
+        m = 1e300
+        for i in range(n):
+            if cq[i, C_KIND] == 0.0:
+                s = cq[i, C_SEQ]
+                if last < s < m:
+                    m = s
+        last = m
+    return last
 
 
 @njit(cache=True, error_model="numpy")

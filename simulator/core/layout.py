@@ -1,0 +1,178 @@
+"""Array layout of the compiled core: column indices of the state tables and the event kinds.
+
+Every table is a numpy array; a row is one component (thread, device, request, event), a column
+one field. The names below are the only place the indices are defined (``build`` and ``loop``
+import them), so a field cannot mean two things.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+# ---- run status returned by run_until
+ST_TIME = 0  # reached the time limit (a control point)
+ST_DONE = 1  # every job thread finished
+ST_REFILL = 2  # a buffer (offsets, uniforms, completion log) needs Python's attention
+ST_EMPTY = 3  # nothing left to do (no event) although threads are not done: a modelling bug
+
+# ---- event kinds (the heap's "kind" column; target and argument depend on the kind)
+EV_DONE = 0  # target device, argument request: the device completed the request
+EV_RAMP = 1  # target thread: end of ramp_time
+EV_SUBMIT = 2  # target thread, argument request: submission latency over, the request reaches its device
+EV_MECHFREE = 3  # target device (HDD): the mechanism is free while the host link drains a read
+EV_DESTAGE = 4  # target device (HDD), argument extent: a destage of cached write data finished
+EV_BEGIN = 5  # target thread: startdelay over
+EV_ARRIVAL = 6  # target thread: an open-loop arrival (its exact due time is the thread's TF_NEXTARR)
+EV_TIMESTOP = 7  # target thread: open loop, end of runtime
+
+# ---- global integers
+GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
+GI_HN = 1  # events in the heap
+GI_LOGN = 2  # completions in the log not yet handed to the statistics
+GI_LOW = 3  # 1 = some buffer is low: return to Python before the next event
+GI_ACTIVE = 4  # job threads not finished
+GI_FREE = 5  # free request slots (stack size)
+GI_EVENTS = 6  # events processed (statistics)
+NGI = 8
+GF_NOW = 0
+NGF = 2
+
+# ---- requests (pool rows)
+RI_OP = 0
+RI_OFF = 1
+RI_SIZE = 2
+RI_THR = 3
+RI_DEV = 4
+RI_FUA = 5
+NRI = 6
+RF_TISSUE = 0  # the thread issued it (before the submission latency)
+RF_TSUB = 1  # it reached the device
+RF_TSTART = 2  # the device started it
+RF_SERVICE = 3  # pure service time the device spent on it
+NRF = 4
+
+# ---- job threads
+TI_DEV = 0
+TI_DEPTH = 1
+TI_INFL = 2
+TI_DDIR = 3
+TI_BS = 4
+TI_FUA = 5
+TI_LIMON = 6
+TI_ISSUING = 7
+TI_DONE = 8
+TI_CIOS = 9
+TI_CBYTES = 10
+TI_IFBYTES = 11
+TI_IOSLIM = 12  # -1 = none
+TI_OFFPOS = 13
+TI_OFFLEN = 14
+TI_RECORD = 15  # 1 = record completions in the log
+TI_RATE = 16  # 1 = open loop (rate_iops)
+TI_POISSON = 17
+TI_BACKLOG = 18  # arrivals waiting for a free slot
+TI_ARRIVALS = 19  # arrivals so far (linear rate: the k-th is due at t0 + k / rate)
+TI_STOPSCHED = 20
+TI_RPOS = 21  # rate uniforms buffer: next
+TI_RLEN = 22  # rate uniforms buffer: valid length
+NTI = 23
+TF_TREC = 0  # end of ramp: completions from here on are recorded
+TF_TSTOP = 1  # end of runtime (inf = none)
+TF_RAMP = 2
+TF_RUNTIME = 3  # inf = none
+TF_SLAT = 4
+TF_CPUFREE = 5
+TF_TEND = 6
+TF_BYTESLIM = 7  # inf = none
+TF_T0 = 8
+TF_DELAY = 9  # startdelay
+TF_RATE = 10  # arrivals per second (open loop)
+TF_NEXTARR = 11  # due time of the pending arrival
+NTF = 12
+
+# ---- devices (common accounting, the same fields as devices.base.Device)
+DK_QUEUE = 0
+DK_HDD = 1
+DA_T0 = 0
+DA_TQ = 1
+DA_QAREA = 2
+DA_INSIDE = 3
+DA_BUSY = 4
+DA_COMP = 5  # 4 columns, per op
+DA_BYTES = 9  # 4 columns, per op
+NDA = 13
+
+# ---- queue devices
+QI_SERVERS = 0
+QI_FREE = 1
+QI_HEAD = 2  # FIFO ring: first element
+QI_CNT = 3  # FIFO ring: elements
+QI_DIST = 4  # 0 deterministic, 1 exponential, 2 uniform, 3 lognormal, 4 erlang
+QI_K = 5  # erlang phases
+QI_UPOS = 6  # uniforms buffer: next
+QI_ULEN = 7  # uniforms buffer: valid length
+QI_NEED = 8  # uniforms that must be available before an event is processed
+NQI = 9
+QF_P0 = 0  # deterministic value / mean / low
+QF_P1 = 1  # high / cv
+QF_BW = 2  # bytes per second, 0 = none
+QF_FLUSH = 3
+NQF = 4
+
+# ---- HDDs (beside the kernels' own par/cq/seg/... arrays)
+HI_N = 0  # candidates in cq
+HI_NHOST = 1
+HI_WIN = 2
+HI_OUT = 3  # outstanding (admitted) host commands
+HI_SEQ = 4
+HI_BUSY = 5
+HI_MECH = 6  # request on the mechanism, -1 none
+HI_STREAM = 7
+HI_QD = 8
+HI_WINDOW = 9
+HI_WC = 10  # 0 off, 1 volatile
+HI_MAXSEG = 11
+HI_NDIRTY = 12
+HI_HQ_HEAD = 13
+HI_HQ_CNT = 14
+HI_DQ_HEAD = 15
+HI_DQ_CNT = 16
+HI_BL_HEAD = 17
+HI_BL_CNT = 18
+HI_LK_N = 19
+HI_EFREE = 20
+HI_READHITS = 21
+HI_DESTAGED = 22
+HI_DESTAGED_BYTES = 23
+HI_IDLE = 24  # destage when idle
+HI_SS = 25
+HI_FUA_OK = 26
+HI_MERGE = 27
+NHI = 28
+HF_OVH_R = 0
+HF_OVH_W = 1
+HF_OVH_HIT = 2
+HF_OVH_FLUSH = 3
+HF_LRATE = 4
+HF_MECH_END = 5
+HF_WC_SIZE = 6
+HF_DIRTY_BYTES = 7
+HF_HW = 8
+HF_LINK_BUSY = 9
+NHF = 10
+
+#: every array of one compiled run (numba takes the namedtuple as one argument)
+State = namedtuple(
+    "State",
+    [
+        "gi", "gf",
+        "ht", "hs", "hk", "hg", "ha",
+        "rqi", "rqf", "rfree",
+        "thi", "thf", "offs", "ru",
+        "lg", "lgt",
+        "dvi", "dacc",
+        "qi", "qf", "qring", "qu",
+        "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
+        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl",
+    ],
+)  # fmt: skip

@@ -1,0 +1,514 @@
+"""Python side of the compiled core: check what a run needs, build the arrays, drive
+:func:`~simulator.core.loop.run_until` between control points, hand results back.
+
+The arrays are built from the objects the Python engine builds anyway: a
+:class:`~simulator.workloads.runner.Workload` (not started) gives the job threads with their
+limits, offset generators (fio's random streams) and statistics collectors; its devices give their
+parameters (an HDD's kernel arrays, phase and start cylinder come from ``HDD.__init__``, so the
+HDD's configuration is turned into numbers in one place). After the run the threads and devices
+are left as the Python engine would leave them for reporting: ``Workload.results()`` and
+``Device.stats()`` work unchanged, and the fio JSON comes from the same writer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from simulator.core import layout as L
+from simulator.core import loop
+
+__all__ = ["CompiledRun", "Unsupported", "run_fio_compiled", "run_workload", "unsupported"]
+
+#: offsets kept ready per thread (refilled from the thread's own generator)
+OFFSET_BUFFER = 16384
+#: completions logged before the statistics collectors take them
+LOG_ROWS = 65536
+_BLOCK = 4096
+
+
+class Unsupported(Exception):
+    """The compiled core does not cover a feature this run uses (the message says which)."""
+
+
+def _dev_kind(dev: Any) -> tuple[int, str | None]:
+    from simulator.devices.hdd.drive import HDD, DualActuatorHDD
+    from simulator.devices.simple import QueueDevice
+
+    if type(dev) is QueueDevice:
+        return L.DK_QUEUE, None
+    if type(dev) is HDD:
+        if isinstance(dev.parent, DualActuatorHDD):
+            return -1, f"{dev.path}: dual-actuator drives (two mechanisms sharing one link)"
+        wc = dev._wc
+        if wc not in ("off", "volatile"):
+            return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
+        if wc == "volatile" and not dev._max_seg:
+            return -1, f"{dev.path}: volatile write cache without dirty_segments"
+        if dev.trace is not None:
+            return -1, f"{dev.path}: a media trace is requested"
+        if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes:
+            return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
+        return L.DK_HDD, None
+    return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
+
+
+def unsupported(sim: Any, wl: Any) -> str | None:
+    """Why the compiled core cannot run ``wl`` on ``sim`` (None: it can)."""
+    if wl._started:
+        return "the workload was already started"
+    if len(wl._phases) != 1:
+        return "stonewall (jobs in sequence)"
+    if sim.env.peek() != math.inf:
+        return "events of other components are pending in the Python engine"
+    hdd_shapes = set()
+    for th in wl.threads:
+        job = th.job
+        name = f"job {job.name!r}"
+        if job.rate_iops is not None and not job.rate_iops[job.ddirs[0]] > 0:
+            return f"{name}: rate_iops without a rate for its direction"
+        if job.is_mixed or len(job.ddirs) != 1 or job.ddirs[0] not in (0, 1):
+            return f"{name}: rw={job.rw} (covered: read, write, randread, randwrite)"
+        if job.sync or job.fsync or job.fdatasync or job.end_fsync or job.fsync_on_close:
+            return f"{name}: sync/fsync/fdatasync/end_fsync (flushes)"
+        if len(th.files) != 1:
+            return f"{name}: several files per job"
+        dev = th.files[0].dev
+        kind, why = _dev_kind(dev)
+        if why:
+            return why
+        if kind == L.DK_HDD and job.ddirs[0] == 1 and dev._wc == "volatile" and hasattr(dev, "_dstart"):
+            # drive.py gained write coalescing (overwrite/prepend joins, dirty-read hits) after the
+            # core mirrored its tail merge: writes into that cache are not covered until mirrored
+            return f"{dev.path}: writes into a volatile write cache with write coalescing"
+        if kind == L.DK_HDD:
+            hdd_shapes.add((dev._cq.shape, dev._zt.shape, dev._tt.shape, dev._et.shape, dev._seg.shape))
+        st = th.stats
+        if not (getattr(st, "records_nothing", False) or hasattr(st, "add_many")):
+            return f"{name}: statistics collector {type(st).__name__} has no add_many"
+    if len(hdd_shapes) > 1:
+        return "HDDs with different table shapes in one run"
+    return None
+
+
+class CompiledRun:
+    """One compiled run of a not-yet-started Workload."""
+
+    def __init__(self, sim: Any, wl: Any):
+        why = unsupported(sim, wl)
+        if why:
+            raise Unsupported(why)
+        self.sim = sim
+        self.wl = wl
+        self.threads = list(wl.threads)
+        devs: list[Any] = []
+        dev_index: dict[int, int] = {}
+        for th in self.threads:
+            d = th.files[0].dev
+            if id(d) not in dev_index:
+                dev_index[id(d)] = len(devs)
+                devs.append(d)
+        self.devs = devs
+        self.dev_index = dev_index
+        self.st = self._build()
+        self.status = -1
+
+    # ---------------------------------------------------------------------------- build
+    def _build(self) -> L.State:
+        threads, devs = self.threads, self.devs
+        nT = len(threads)
+        R = sum(th._depth for th in threads) + 1
+        kinds = [_dev_kind(d)[0] for d in devs]
+        queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
+        hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
+        nQ, nH = len(queues), len(hdds)
+        C = R + 2 * nH + 4 * nT + 16
+
+        gi = np.zeros(L.NGI, np.int64)
+        gf = np.zeros(L.NGF)
+        gf[L.GF_NOW] = self.sim.env.now
+        gi[L.GI_ACTIVE] = nT
+        gi[L.GI_FREE] = R
+        # requests
+        rqi = np.zeros((R, L.NRI), np.int64)
+        rqf = np.zeros((R, L.NRF))
+        rfree = np.arange(R - 1, -1, -1, dtype=np.int64)
+        # threads
+        thi = np.zeros((nT, L.NTI), np.int64)
+        thf = np.zeros((nT, L.NTF))
+        offs = np.zeros((nT, OFFSET_BUFFER + max(th._depth for th in threads) + 2), np.int64)
+        ru = np.zeros((nT, 4 * _BLOCK if any(th._rate is not None for th in threads) else 1))
+        for t, th in enumerate(threads):
+            job = th.job
+            ddir = job.ddirs[0]
+            thi[t, L.TI_DEV] = self.dev_index[id(th.files[0].dev)]
+            thi[t, L.TI_DEPTH] = th._depth
+            thi[t, L.TI_DDIR] = ddir
+            thi[t, L.TI_BS] = th._bs[ddir]
+            thi[t, L.TI_FUA] = 0
+            thi[t, L.TI_IOSLIM] = -1 if math.isinf(th._ios_limit) else int(th._ios_limit)
+            thi[t, L.TI_RECORD] = 0 if getattr(th.stats, "records_nothing", False) else 1
+            thf[t, L.TF_RAMP] = job.ramp_time
+            thf[t, L.TF_RUNTIME] = th._runtime
+            thf[t, L.TF_SLAT] = th._slat
+            thf[t, L.TF_BYTESLIM] = th._bytes_limit
+            thf[t, L.TF_DELAY] = job.startdelay
+            thf[t, L.TF_TREC] = math.inf
+            thf[t, L.TF_TSTOP] = math.inf
+            if th._rate is not None:
+                thi[t, L.TI_RATE] = 1
+                thi[t, L.TI_POISSON] = 1 if th._poisson else 0
+                thf[t, L.TF_RATE] = th._rate[ddir]
+            if job.time_based:  # JobThread._begin: the expected window, before the first IO
+                t_rec = self.sim.env.now + job.startdelay + job.ramp_time
+                th.stats.set_window(t_rec, t_rec + th._runtime)
+        # log
+        lg = np.zeros((LOG_ROWS, 5))
+        lgt = np.zeros(LOG_ROWS, np.int64)
+        # devices
+        dvi = np.zeros((len(devs), 2), np.int64)
+        dacc = np.zeros((len(devs), L.NDA))
+        qn = hn = 0
+        for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
+            dvi[i, 0] = k
+            dvi[i, 1] = qn if k == L.DK_QUEUE else hn
+            if k == L.DK_QUEUE:
+                qn += 1
+            else:
+                hn += 1
+            a = dacc[i]
+            a[L.DA_T0] = d._t0
+            a[L.DA_TQ] = d._tq
+            a[L.DA_QAREA] = d._qarea
+            a[L.DA_INSIDE] = d._inside
+            a[L.DA_BUSY] = d._busy_acc
+            a[L.DA_COMP : L.DA_COMP + 4] = d.completed
+            a[L.DA_BYTES : L.DA_BYTES + 4] = d.bytes
+        # queue devices
+        nq = max(nQ, 1)
+        qi = np.zeros((nq, L.NQI), np.int64)
+        qf = np.zeros((nq, L.NQF))
+        qring = np.zeros((nq, R), np.int64)
+        need = 0
+        dist_codes = {"deterministic": 0, "exponential": 1, "uniform": 2, "lognormal": 3, "erlang": 4}
+        for q, d in enumerate(queues):
+            cfg = d.cfg
+            dist = cfg.service
+            code = dist_codes[dist.dist]
+            draws = (0, 1, 1, 2, getattr(dist, "k", 1))[code]
+            qi[q, L.QI_SERVERS] = cfg.servers
+            qi[q, L.QI_FREE] = d._free
+            qi[q, L.QI_DIST] = code
+            qi[q, L.QI_K] = getattr(dist, "k", 1)
+            qi[q, L.QI_NEED] = draws * (R + 1)
+            need = max(need, draws * (R + 1))
+            qf[q, L.QF_P0] = dist.value if code == 0 else (dist.low if code == 2 else dist.mean)
+            qf[q, L.QF_P1] = getattr(dist, "high", 0.0) if code == 2 else getattr(dist, "cv", 0.0)
+            qf[q, L.QF_BW] = float(cfg.bandwidth or 0.0)
+            qf[q, L.QF_FLUSH] = cfg.flush_time
+        ucap = max(4 * _BLOCK, -(-4 * need // _BLOCK) * _BLOCK) + _BLOCK
+        qu = np.zeros((nq, ucap))
+        self._queues = queues
+        self._hdds = hdds
+        # HDDs
+        if hdds:
+            h0 = hdds[0]
+            cqs, zts, tts, ets, segs = h0._cq.shape, h0._zt.shape, h0._tt.shape, h0._et.shape, h0._seg.shape
+        else:
+            from simulator.devices.hdd import kernels as K
+
+            cqs, zts, tts, ets, segs = (1, K.NCOL), (1, 6), (2, 2), (3, 1), (1, 3)
+        nh = max(nH, 1)
+        from simulator.devices.hdd import kernels as K
+
+        hpar = np.zeros((nh, K.NPAR))
+        hcq = np.zeros((nh, *cqs))
+        hcr = np.zeros((nh, cqs[0]), np.int64)
+        hzt = np.zeros((nh, *zts))
+        hsk = np.zeros((nh, 2, K.NSEEK))
+        htt = np.zeros((nh, *tts))
+        het = np.zeros((nh, *ets))
+        hseg = np.zeros((nh, *segs))
+        hi = np.zeros((nh, L.NHI), np.int64)
+        hf = np.zeros((nh, L.NHF))
+        hhq = np.zeros((nh, R), np.int64)
+        hlk = np.zeros((nh, 2 * R + 16, 2))
+        E = max((d._max_seg for d in hdds), default=0) + 2
+        hext = np.zeros((nh, E, 3), np.int64)
+        hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
+        hdq = np.zeros((nh, E), np.int64)
+        hbl = np.zeros((nh, R), np.int64)
+        for h, d in enumerate(hdds):
+            hpar[h] = d._par
+            hzt[h] = d._zt
+            hsk[h] = d._sk
+            htt[h] = d._tt
+            het[h] = d._et
+            hseg[h] = d._seg
+            hi[h, L.HI_MECH] = -1
+            hi[h, L.HI_SEQ] = d._seq
+            hi[h, L.HI_QD] = d._qd
+            hi[h, L.HI_WINDOW] = d._window
+            hi[h, L.HI_WC] = 1 if d._wc == "volatile" else 0
+            hi[h, L.HI_MAXSEG] = d._max_seg
+            hi[h, L.HI_EFREE] = E
+            hi[h, L.HI_READHITS] = d.read_hits
+            hi[h, L.HI_DESTAGED] = d.destaged
+            hi[h, L.HI_DESTAGED_BYTES] = d.destaged_bytes
+            hi[h, L.HI_IDLE] = 1 if d._idle_destage else 0
+            hi[h, L.HI_SS] = d._ss
+            hi[h, L.HI_FUA_OK] = 1 if d._fua_ok else 0
+            hi[h, L.HI_MERGE] = d._merge
+            hf[h, L.HF_OVH_R] = d._ovh_r
+            hf[h, L.HF_OVH_W] = d._ovh_w
+            hf[h, L.HF_OVH_HIT] = d._ovh_hit
+            hf[h, L.HF_OVH_FLUSH] = d._ovh_flush
+            hf[h, L.HF_LRATE] = d._lrate
+            hf[h, L.HF_MECH_END] = d._mech_end
+            hf[h, L.HF_WC_SIZE] = d._wc_size
+            hf[h, L.HF_DIRTY_BYTES] = d._dirty_bytes
+            hf[h, L.HF_HW] = d._hw
+            hf[h, L.HF_LINK_BUSY] = d.link.busy
+            iv = [x for x in d.link._iv]
+            hi[h, L.HI_LK_N] = len(iv)
+            for j, (s, e) in enumerate(iv):
+                hlk[h, j] = (s, e)
+        st = L.State(
+            gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
+            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, lg, lgt, dvi, dacc, qi, qf, qring, qu,
+            hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
+        )  # fmt: skip
+        self.st = st
+        self._refill_all(first=True)
+        return st
+
+    # ---------------------------------------------------------------------------- buffers
+    def _refill_offsets(self, t: int) -> None:
+        st = self.st
+        th = self.threads[t]
+        gen = th.files[0].gen
+        pos, ln = int(st.thi[t, L.TI_OFFPOS]), int(st.thi[t, L.TI_OFFLEN])
+        rest = ln - pos
+        row = st.offs[t]
+        row[:rest] = row[pos:ln]
+        cap = row.shape[0]
+        n = rest
+        ddir = int(st.thi[t, L.TI_DDIR])
+        from simulator.workloads.offsets import RandomOffsets
+
+        if isinstance(gen, RandomOffsets):
+            if gen._buf:  # values the Python generator had already drawn come first
+                take = gen._buf[::-1][: cap - n]
+                row[n : n + len(take)] = take
+                del gen._buf[len(gen._buf) - len(take) :]
+                n += len(take)
+            while cap - n >= gen._out.shape[0]:
+                gen._refill()  # one block of fio's offsets, in order, into gen._out
+                gen._buf = []
+                m = gen._out.shape[0]
+                row[n : n + m] = gen._out
+                n += m
+        else:
+            while n < cap:
+                row[n] = gen.next(ddir)
+                n += 1
+        st.thi[t, L.TI_OFFPOS] = 0
+        st.thi[t, L.TI_OFFLEN] = n
+
+    def _refill_rate(self, t: int) -> None:
+        """The open-loop arrival stream of thread t (runner._Uniforms: blocks of 4096, in order)."""
+        st = self.st
+        th = self.threads[t]
+        u = th._rate_rand[int(st.thi[t, L.TI_DDIR])]
+        pos, ln = int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN])
+        rest = ln - pos
+        row = st.ru[t]
+        row[:rest] = row[pos:ln]
+        n = rest
+        if u._buf:
+            take = u._buf[::-1][: row.shape[0] - n]
+            row[n : n + len(take)] = take
+            del u._buf[len(u._buf) - len(take) :]
+            n += len(take)
+        while row.shape[0] - n >= _BLOCK:
+            row[n : n + _BLOCK] = u._gen.random(_BLOCK)
+            n += _BLOCK
+        st.thi[t, L.TI_RPOS] = 0
+        st.thi[t, L.TI_RLEN] = n
+
+    def _refill_uniforms(self, q: int) -> None:
+        st = self.st
+        br = self._queues[q].rand
+        pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
+        rest = ln - pos
+        row = st.qu[q]
+        row[:rest] = row[pos:ln]
+        n = rest
+        if br._i < len(br._buf):  # values the device's BufferedRandom had already drawn come first
+            take = br._buf[br._i :][: row.shape[0] - n]
+            row[n : n + len(take)] = take
+            br._i += len(take)
+            n += len(take)
+        m = (row.shape[0] - n) // br._block * br._block
+        if m > 0:
+            row[n : n + m] = br.gen.random(m)
+            n += m
+        st.qi[q, L.QI_UPOS] = 0
+        st.qi[q, L.QI_ULEN] = n
+
+    def _flush_log(self) -> None:
+        st = self.st
+        n = int(st.gi[L.GI_LOGN])
+        if n == 0:
+            return
+        rows = st.lg[:n]
+        if len(self.threads) == 1:
+            self.threads[0].stats.add_many(rows)
+        else:
+            who = st.lgt[:n]
+            for t, th in enumerate(self.threads):
+                if st.thi[t, L.TI_RECORD]:
+                    sel = who == t
+                    if sel.any():
+                        th.stats.add_many(rows[sel])
+        st.gi[L.GI_LOGN] = 0
+
+    def _refill_all(self, first: bool = False) -> None:
+        st = self.st
+        for t in range(len(self.threads)):
+            if first or st.thi[t, L.TI_OFFLEN] - st.thi[t, L.TI_OFFPOS] < 2 * st.thi[t, L.TI_DEPTH] + 2:
+                self._refill_offsets(t)
+            if st.thi[t, L.TI_POISSON] and (first or st.thi[t, L.TI_RLEN] - st.thi[t, L.TI_RPOS] < 8):
+                self._refill_rate(t)
+        for q in range(len(self._queues)):
+            if first or st.qi[q, L.QI_ULEN] - st.qi[q, L.QI_UPOS] < 2 * st.qi[q, L.QI_NEED]:
+                self._refill_uniforms(q)
+        if not first:
+            self._flush_log()
+        st.gi[L.GI_LOW] = 0
+
+    # ---------------------------------------------------------------------------- run
+    def run(self, until: float = math.inf) -> int:
+        """Start the threads (first call) and advance to ``until`` or to the end of the jobs."""
+        st = self.st
+        if self.status < 0:
+            loop.start_threads(st)
+            self.status = L.ST_TIME
+        while True:
+            s = loop.run_until(st, until)
+            if s == L.ST_REFILL:
+                self._refill_all()
+                continue
+            break
+        self.status = s
+        if s == L.ST_EMPTY:
+            raise RuntimeError("compiled core: no event left but job threads are not finished")
+        return s
+
+    @property
+    def events(self) -> int:
+        return int(self.st.gi[L.GI_EVENTS])
+
+    # ---------------------------------------------------------------------------- results
+    def finish(self) -> None:
+        """Hand the run's state to the Python objects for reporting (threads, statistics, devices)."""
+        st = self.st
+        self._flush_log()
+        t_end = float(st.gf[L.GF_NOW])
+        for t, th in enumerate(self.threads):
+            done = bool(st.thi[t, L.TI_DONE])
+            th.done = done
+            th._issuing = False
+            th._t0 = float(st.thf[t, L.TF_T0])
+            th._t_rec = float(st.thf[t, L.TF_TREC])
+            th._t_stop = float(st.thf[t, L.TF_TSTOP])
+            th._c_ios = int(st.thi[t, L.TI_CIOS])
+            th._c_bytes = int(st.thi[t, L.TI_CBYTES])
+            th._inflight = int(st.thi[t, L.TI_INFL])
+            th._limits_on = bool(st.thi[t, L.TI_LIMON])
+            if done:
+                te = float(st.thf[t, L.TF_TEND])
+                th._t_end = te
+                th.stats.set_window(th._t_rec, max(te, th._t_rec))
+            # unused offsets go back to the generator, so its sequence continues where the run stopped
+            gen = th.files[0].gen
+            pos, ln = int(st.thi[t, L.TI_OFFPOS]), int(st.thi[t, L.TI_OFFLEN])
+            if hasattr(gen, "_buf") and ln > pos:
+                gen._buf = gen._buf + st.offs[t, pos:ln][::-1].tolist()
+            st.thi[t, L.TI_OFFPOS] = st.thi[t, L.TI_OFFLEN]
+            if st.thi[t, L.TI_POISSON]:
+                u = th._rate_rand[int(st.thi[t, L.TI_DDIR])]
+                pos, ln = int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN])
+                u._buf = u._buf + st.ru[t, pos:ln][::-1].tolist()
+                st.thi[t, L.TI_RPOS] = st.thi[t, L.TI_RLEN]
+            th._backlog.clear()
+        self.wl._started = True
+        for i, d in enumerate(self.devs):
+            a = st.dacc[i]
+            d._t0 = float(a[L.DA_T0])
+            d._tq = float(a[L.DA_TQ])
+            d._qarea = float(a[L.DA_QAREA])
+            d._inside = int(a[L.DA_INSIDE])
+            d._busy_acc = float(a[L.DA_BUSY])
+            d.completed = [int(x) for x in a[L.DA_COMP : L.DA_COMP + 4]]
+            d.bytes = [int(x) for x in a[L.DA_BYTES : L.DA_BYTES + 4]]
+        for q, d in enumerate(self._queues):
+            pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
+            br = d.rand
+            br._buf = st.qu[q, pos:ln].tolist() + br._buf[br._i :]
+            br._i = 0
+            d._free = int(st.qi[q, L.QI_FREE])
+            st.qi[q, L.QI_UPOS] = st.qi[q, L.QI_ULEN]
+        for h, d in enumerate(self._hdds):
+            d._par[:] = st.hpar[h]
+            d._seg[:] = st.hseg[h]
+            d.read_hits = int(st.hi[h, L.HI_READHITS])
+            d.destaged = int(st.hi[h, L.HI_DESTAGED])
+            d.destaged_bytes = int(st.hi[h, L.HI_DESTAGED_BYTES])
+            d._busy = bool(st.hi[h, L.HI_BUSY])
+            d._mech_end = float(st.hf[h, L.HF_MECH_END])
+            d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
+            d._seq = int(st.hi[h, L.HI_SEQ])
+            d.link.busy = float(st.hf[h, L.HF_LINK_BUSY])
+            # the drive's queue and pending events stay in the compiled state: the Python drive
+            # cannot continue this run (unsupported() refuses a drive with state)
+            d._n = int(st.hi[h, L.HI_N])
+            d._outstanding = int(st.hi[h, L.HI_OUT])
+        env = self.sim.env
+        if t_end > env.now:
+            self.sim.run(until=t_end)  # nothing scheduled: advances the clock for Device.stats()
+
+
+def run_workload(sim: Any, wl: Any) -> CompiledRun:
+    """Run a built, not started Workload to completion in the compiled core (raises
+    :class:`Unsupported` with the reason if it cannot)."""
+    run = CompiledRun(sim, wl)
+    run.run()
+    if run.status != L.ST_DONE:
+        raise RuntimeError("compiled core: the run stopped before every job finished")
+    run.finish()
+    return run
+
+
+def run_fio_compiled(
+    sim: Any,
+    targets: Sequence[Any] | Callable[[Any], Sequence[Any]],
+    jobs: Sequence[dict[str, Any]] | dict[str, Any],
+    global_options: dict[str, Any] | None = None,
+    *,
+    source: str = "run_fio",
+    stats_factory: Callable[..., Any] | None = None,
+) -> list[Any]:
+    """:func:`simulator.workloads.runner.run_fio` through the compiled core (raises
+    :class:`Unsupported` for what it does not cover)."""
+    from simulator.workloads.options import resolve_jobs
+    from simulator.workloads.runner import Workload
+
+    fjobs = resolve_jobs(dict(global_options or {}), [jobs] if isinstance(jobs, dict) else list(jobs), source)
+    resolve = targets if callable(targets) else (lambda _job, _t=list(targets): _t)
+    wl = Workload(sim, fjobs, resolve, stats_factory=stats_factory)
+    run_workload(sim, wl)
+    return wl.results()

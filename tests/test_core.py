@@ -1,0 +1,260 @@
+"""The compiled core (simulator.core): queueing theory, and differential tests against the Python
+engine, which stays the reference model.
+
+The differential tests require *identical* results: both paths build the same Workload and
+devices and draw the same random numbers in the same order (fio's offset streams, the queue
+device's service stream, the open-loop arrival stream, the HDD's phase and start cylinder), and
+the core schedules its events in SimPy's order. So any drift between a Python mechanism and its
+compiled counterpart shows as a difference here, not as a tolerance quietly absorbing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.core import Unsupported, run_fio_compiled, unsupported
+from simulator.devices.registry import build_device
+from simulator.engine import Simulation
+from simulator.fio.writer import to_fio_json
+from simulator.workloads.options import resolve_jobs
+from simulator.workloads.runner import Workload, run_fio
+
+ROOT = Path(__file__).resolve().parents[1]
+HDD = {"profile": "hdd/seagate_st91000640ns"}
+_BASE = {"name": "j", "bs": "4k", "ioengine": "libaio", "sim_slat": 0}
+
+
+def _queue(dist: dict, servers: int = 1) -> dict:
+    return {"kind": "queue", "params": {"servers": servers, "service": dist}}
+
+
+def _both(spec: dict, job: dict, seed: int = 1):
+    """(document, device stats) from the Python engine and from the compiled core."""
+    out = []
+    for runner in (run_fio, run_fio_compiled):
+        sim = Simulation(seed)
+        dev = build_device(spec, "dev", sim.root)
+        res = runner(sim, [dev], job)
+        doc = to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0)
+        out.append((doc, dev.stats(), sim.now))
+    return out
+
+
+def _assert_identical(spec: dict, job: dict, seed: int = 1) -> dict:
+    (dp, sp, tp), (dc, sc, tc) = _both(spec, job, seed)
+    assert dc == dp
+    assert sc == sp
+    assert tc == tp
+    return dp
+
+
+# ------------------------------------------------------------------------------------ theory
+def _open_loop(dist: dict, rate: float, runtime: str, seed: int = 7):
+    sim = Simulation(seed)
+    dev = build_device(_queue(dist), "dev", sim.root)
+    job = {**_BASE, "rw": "randread", "iodepth": 512, "rate_iops": rate, "rate_process": "poisson",
+           "runtime": runtime, "ramp_time": "5s", "randseed": seed}  # fmt: skip
+    (res,) = run_fio_compiled(sim, [dev], job)
+    return res.read, dev.stats()
+
+
+def _within(ci, value: float) -> None:
+    # 3 half-widths of the run's 95 % batch-means interval (about a 99.99 % level under normality)
+    half = (ci.hi - ci.lo) / 2
+    assert abs(ci.estimate - value) <= 3 * half, (ci, value)
+    assert half < 0.1 * value  # the run is long enough for the check to mean something
+
+
+def test_mm1_mean_sojourn_time_matches_theory():
+    """M/M/1, rho = 0.6: W = S / (1 - rho); utilisation = rho."""
+    s, lam = 1e-3, 600.0
+    r, st = _open_loop({"dist": "exponential", "mean": "1ms"}, lam, "150s")
+    rho = lam * s
+    _within(r.clat.mean_ci, s / (1 - rho) * 1e9)
+    _within(r.iops_ci, lam)
+    assert st["utilisation"] == pytest.approx(rho, abs=3 * (r.iops_ci.hi - r.iops_ci.lo) / 2 * s)
+
+
+def test_md1_mean_sojourn_time_matches_theory():
+    """M/D/1 (Pollaczek-Khinchine), rho = 0.7: W = S + rho S / (2 (1 - rho)); every latency >= S."""
+    s, lam = 1e-3, 700.0
+    r, _ = _open_loop({"dist": "deterministic", "value": "1ms"}, lam, "150s")
+    rho = lam * s
+    _within(r.clat.mean_ci, (s + rho * s / (2 * (1 - rho))) * 1e9)
+    assert r.clat.min_ns >= s * 1e9 - 1  # latency >= service (ns rounding)
+
+
+def test_closed_loop_exactly_once_and_littles_law():
+    """number_ios IOs complete exactly once; a closed loop of N on one exponential server: X = 1/S,
+    and Little's law N = X * R within the run's interval."""
+    sim = Simulation(3)
+    dev = build_device(_queue({"dist": "exponential", "mean": "100us"}), "dev", sim.root)
+    (res,) = run_fio_compiled(sim, [dev], {**_BASE, "rw": "randread", "iodepth": 8, "number_ios": 200_000})
+    r = res.read
+    assert r.total_ios == 200_000
+    assert dev.completed[0] == 200_000
+    _within(r.iops_ci, 1e4)
+    n = r.iops * r.lat.mean_ns * 1e-9
+    assert n == pytest.approx(8, rel=0.01)
+
+
+# ------------------------------------------------------------------------------------ differential
+@pytest.mark.parametrize(
+    "dist",
+    [
+        {"dist": "exponential", "mean": "200us"},
+        {"dist": "lognormal", "mean": "200us", "cv": 0.8},
+        {"dist": "erlang", "mean": "200us", "k": 3},
+        {"dist": "uniform", "low": "50us", "high": "300us"},
+    ],
+)
+def test_queue_device_identical_to_python(dist):
+    job = {**_BASE, "rw": "randwrite", "iodepth": 4, "numjobs": 2, "time_based": 1, "runtime": "3s",
+           "ramp_time": "0.5s", "sim_slat": "3us"}  # fmt: skip
+    doc = _assert_identical(_queue(dist, servers=2), job)
+    assert doc["jobs"][0]["write"]["total_ios"] > 1000
+
+
+def test_open_loop_identical_to_python():
+    for proc in ("poisson", "linear"):
+        job = {**_BASE, "rw": "randread", "iodepth": 16, "rate_iops": 3000, "rate_process": proc,
+               "runtime": "2s", "ramp_time": "0.2s"}  # fmt: skip
+        _assert_identical(_queue({"dist": "exponential", "mean": "250us"}), job)
+
+
+@pytest.mark.parametrize("qd", [1, 4, 32])
+def test_hdd_sptf_randread_identical_to_python(qd):
+    job = {**_BASE, "rw": "randread", "iodepth": qd, "number_ios": 3000, "norandommap": 1}
+    doc = _assert_identical(HDD, job)
+    assert doc["jobs"][0]["read"]["total_ios"] == 3000
+
+
+@pytest.mark.parametrize(
+    "params,job",
+    [
+        ({"cache": {"write_cache": "volatile"}}, {"rw": "randwrite", "iodepth": 4}),
+        ({"cache": {"write_cache": "off"}}, {"rw": "randwrite", "iodepth": 32}),
+        ({"queue": {"policy": "fifo"}}, {"rw": "randread", "iodepth": 8}),
+        ({}, {"rw": "read", "iodepth": 4, "bs": "64k"}),  # sequential: read look-ahead, stream hits
+        ({}, {"rw": "write", "iodepth": 16}),  # sequential writes merge in the write cache
+    ],
+)
+def test_hdd_modes_identical_to_python(params, job):
+    spec = {**HDD, "params": params}
+    job = {**_BASE, "number_ios": 3000, "ramp_time": "0.2s", **job}
+    sim = Simulation(1)
+    dev = build_device(spec, "dev", sim.root)
+    why = unsupported(sim, Workload(sim, resolve_jobs({}, [job], "t"), lambda j: [dev]))
+    if why is not None:
+        # only a write-cache mechanism the core has not mirrored yet may refuse, and by name
+        assert "write coalescing" in why and job["rw"].endswith("write")
+        with pytest.raises(Unsupported, match="write coalescing"):
+            run_fio_compiled(sim, [dev], job)
+        return
+    _assert_identical(spec, job)
+
+
+def test_numjobs_on_two_hdds_identical_to_python():
+    sims = []
+    for runner in (run_fio, run_fio_compiled):
+        sim = Simulation(5)
+        devs = [build_device(HDD, f"d{i}", sim.root) for i in range(2)]
+        jobs = [{**_BASE, "name": f"j{i}", "rw": "randread", "iodepth": 8, "numjobs": 2, "number_ios": 1500,
+                 "group_reporting": 1} for i in range(2)]  # fmt: skip
+        res = runner(sim, lambda job, devs=devs: [devs[int(job.name[1])]], jobs)
+        sims.append((to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0), [d.stats() for d in devs]))
+    assert sims[0] == sims[1]
+
+
+# ------------------------------------------------------------------------------------ coverage
+@pytest.mark.parametrize(
+    "spec,job,needle",
+    [
+        (HDD, {"rw": "randrw"}, "rw=randrw"),
+        (HDD, {"rw": "randwrite", "fsync": 4}, "fsync"),
+        (HDD, {"rw": "randwrite", "sync": 1}, "sync"),
+        ({"profile": "ssd/intel_520_60gb"}, {"rw": "randread"}, "device kind"),
+        ({"profile": "hdd/seagate_exos_2x14"}, {"rw": "randread"}, "device kind"),
+        ({**HDD, "params": {"cache": {"write_cache": "persistent"}}}, {"rw": "randwrite"}, "persistent"),
+    ],
+)
+def test_unsupported_features_are_named(spec, job, needle):
+    sim = Simulation(1)
+    dev = build_device(spec, "dev", sim.root)
+    wl = Workload(sim, resolve_jobs({}, [{**_BASE, "number_ios": 10, **job}], "t"), lambda j: [dev])
+    why = unsupported(sim, wl)
+    assert why is not None and needle in why
+    with pytest.raises(Unsupported, match=re.escape(needle)):
+        run_fio_compiled(sim, [dev], {**_BASE, "number_ios": 10, **job})
+
+
+def _cli(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    return subprocess.run([sys.executable, "-m", "simulator.cli", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=600)  # fmt: skip
+
+
+def test_cli_engine_compiled_gives_the_same_json(tmp_path):
+    jf = tmp_path / "job.fio"
+    jf.write_text("[global]\nioengine=libaio\ndirect=1\nbs=4k\niodepth=16\nruntime=2\nramp_time=0.5\ntime_based=1\n[rr]\nrw=randread\n")
+    base = ["fio", jf, "-d", "hdd/seagate_st91000640ns", "--no-block-layer", "--output-format", "json"]
+    py = _cli(*base)
+    co = _cli(*base, "--engine", "compiled")
+    assert py.returncode == 0 and co.returncode == 0, co.stderr
+    assert co.stdout == py.stdout
+    assert json.loads(co.stdout)["jobs"][0]["read"]["total_ios"] > 100
+    assert co.stderr == py.stderr  # no fallback message; the same notes (if any) as the Python engine
+    # not covered (the block layer): the Python engine runs, and says so
+    fb = _cli("fio", jf, "-d", "hdd/seagate_st91000640ns", "--output-format", "json", "--engine", "compiled")
+    assert fb.returncode == 0
+    assert "compiled engine does not cover" in fb.stderr and "BlockLayer" in fb.stderr
+    bad = _cli(*base, "--engine", "fast")
+    assert bad.returncode == 2 and "--engine" in bad.stderr
+
+
+def test_run_until_control_points_do_not_change_the_run():
+    """Stopping at control points (run_until t) and going on gives the run an uninterrupted call gives;
+    each stop is at or before its time, with no event of a later time processed."""
+    from simulator.core import CompiledRun
+
+    job = {**_BASE, "rw": "randread", "iodepth": 8, "time_based": 1, "runtime": "2s", "ramp_time": "0.3s"}
+    docs = []
+    for stops in ((), (0.1, 0.3, 0.30001, 1.0, 1.7)):
+        sim = Simulation(2)
+        dev = build_device(HDD, "dev", sim.root)
+        wl = Workload(sim, resolve_jobs({}, [job], "t"), lambda j, dev=dev: [dev])
+        run = CompiledRun(sim, wl)
+        for t in stops:
+            run.run(until=t)
+            assert run.st.gf[0] <= t < run.st.ht[0]  # now <= t < the next event's time
+        run.run()
+        run.finish()
+        docs.append(to_fio_json(wl.results(), {}, time_str="t", sim_meta={}, timestamp=0))
+    assert docs[0] == docs[1]
+    assert docs[0]["jobs"][0]["read"]["total_ios"] > 50
+
+
+def test_window_seq_is_the_kth_oldest_host_command():
+    """The HDD kernel the core calls (reorder window) selects without allocating; it must still
+    return the k-th smallest arrival number among host rows (destage rows excluded)."""
+    import numpy as np
+
+    from simulator.devices.hdd import kernels as K
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 50))
+        cq = np.zeros((n, K.NCOL))
+        cq[:, K.C_SEQ] = rng.permutation(1000)[:n]
+        cq[:, K.C_KIND] = rng.random(n) < 0.3
+        win, mode = float(rng.integers(0, 20)), int(rng.integers(0, 3))
+        host = np.sort(cq[cq[:, K.C_KIND] == 0, K.C_SEQ])
+        want = 1e300 if (win <= 0 or mode == 2 or len(host) <= int(win)) else host[int(win) - 1]
+        assert K._window_seq(n, cq, win, mode) == want
