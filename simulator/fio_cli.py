@@ -17,6 +17,7 @@ pure function of the job file, profiles, overrides and seed: the same inputs giv
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,16 @@ def run_fio_jobfile(
         sim.run(until=wl.start())
     results = wl.results()
     meta = {"seed": seed, "devices": [d.stats() for d in built.values()], "jobfile": str(jobfile)}
+    # MSER steady-state verdict per direction (simulator.metrics.steady): a short run whose rate is
+    # still a transient (a write cache filling) says so on stderr and in the JSON document
+    from simulator.experiment.execute import _steady
+
+    meta["steady_state"] = steady = _steady(results)
+    for dname, st in steady.items():
+        if st.get("steady") is False:
+            sys.stderr.write(f"warning: {dname} has not reached steady state: {st['message']}\n")
+        elif st.get("steady") is None:
+            sys.stderr.write(f"note: {dname}: {st['message']}; a run of >= 20 s lets the steady-state check judge it\n")
     # no wall clock in the document: the same job file, devices and seed give byte-identical output
     doc = to_fio_json(results, {k: str(v) for k, v in gopts.items()}, time_str=SIM_TIME_STR, sim_meta=meta, timestamp=0)
     if output_format == "json":

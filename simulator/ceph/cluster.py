@@ -18,13 +18,16 @@ from typing import Any
 
 import numpy as np
 
+from simulator.ceph.autotune import Autotuner
 from simulator.ceph.bluestore import BlueStore
 from simulator.ceph.config import ClusterConfig, CpuConfig, NicConfig
+from simulator.ceph.ec import EcStats, shard_size
 from simulator.ceph.filestore import FileStore
 from simulator.ceph.hashing import pg_num_mask
 from simulator.ceph.osd import PG, ObjOp, Osd
-from simulator.ceph.placement import CrushMap, CrushOsd, balance_upmap, map_pool
+from simulator.ceph.placement import NONE, CrushMap, CrushOsd, balance_upmap, map_pool
 from simulator.ceph.rbd import RbdImage
+from simulator.ceph.recovery import Recovery, Timeline
 from simulator.ceph.resources import CpuPool, Link, Network, call_at
 from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
@@ -68,13 +71,15 @@ class Host(Component):
 
 
 class Pool:
-    """A replicated pool at run time."""
+    """A replicated or erasure-coded pool at run time (``ec``: the profile, None for replicated)."""
 
     def __init__(self, cfg: Any, pool_id: int):
         self.cfg = cfg
         self.id = pool_id
         self.name = cfg.name
-        self.size = cfg.size
+        self.ec = cfg.ec_profile
+        self.ec_stats = EcStats() if self.ec is not None else None
+        self.size = cfg.effective_size
         self.min_size = cfg.effective_min_size
         self.pg_num = cfg.pg_num
         self.pg_num_mask = pg_num_mask(cfg.pg_num)
@@ -114,18 +119,38 @@ class Cluster(Component):
         self.images: dict[tuple[str, str], RbdImage] = {}
         self._db_kinds: dict[int, tuple[Any, Any]] = {}
         self._build_hosts()
-        if cfg.client.host is not None:  # the client runs on an OSD host and shares its CPU (a one-host lab)
-            match = [h for h in self.hosts if h.name == cfg.client.host]
-            if not match:
-                raise ConfigError(f"no host named {cfg.client.host!r}", field="params.client.host")
-            self.client = match[0]
-        else:
-            self.client = Host(cfg.client.name, self, cfg.client.cpu, cfg.client.nic)
+        self.client = self._client_host(cfg.client, "params.client")
+        #: client hosts by name (the default `client` and `clients`), with their configs
+        self.clients: dict[str, tuple[Host, Any]] = {cfg.client.name: (self.client, cfg.client)}
+        for i, cc in enumerate(cfg.clients):
+            if cc.name in self.clients or cc.name in {h.name for h in self.hosts}:
+                raise ConfigError(f"duplicate client name {cc.name!r}", field=f"params.clients.{i}.name")
+            self.clients[cc.name] = (self._client_host(cc, f"params.clients.{i}"), cc)
         self._build_crush()
         self._build_pools()
         self._build_images()
+        #: client latency timeline and failure/recovery events (only when events are configured)
+        self.timeline: Timeline | None = None
+        self.recovery: Recovery | None = None
+        if cfg.events:
+            self.timeline = Timeline()
+            self.recovery = Recovery(self)
+        #: BlueStore cache autotuning (bluestore.autotune.enabled): checked on the client path
+        self.autotune: Autotuner | None = None
+        self.next_tune = float("inf")
+        if cfg.bluestore.autotune.enabled and cfg.objectstore == "bluestore":
+            self.autotune = Autotuner(self)
+            self.next_tune = self.autotune.next
 
     # ================================================================== construction
+    def _client_host(self, cc: Any, field: str) -> Host:
+        if cc.host is not None:  # the client runs on an OSD host and shares its CPU (e.g. a one-host lab)
+            match = [h for h in self.hosts if h.name == cc.host]
+            if not match:
+                raise ConfigError(f"no host named {cc.host!r}", field=f"{field}.host")
+            return match[0]
+        return Host(cc.name, self, cc.cpu, cc.nic)
+
     def _build_hosts(self) -> None:
         cfg = self.cfg
         bs_cfg = cfg.bluestore
@@ -271,19 +296,24 @@ class Cluster(Component):
                     f"no OSD has device class {dc!r} (classes: {', '.join(sorted(classes)) or 'none'})",
                     field=f"{field}.rule.device_class",
                 )
-            if pc.min_size is not None and pc.min_size > pc.size:
-                raise ConfigError(f"min_size {pc.min_size} > size {pc.size}", field=f"{field}.min_size")
+            size = pc.effective_size
+            if pc.min_size is not None and pc.min_size > size:
+                raise ConfigError(f"min_size {pc.min_size} > size {size}", field=f"{field}.min_size")
             fd = pc.rule.failure_domain
             n = self.crush.eligible(dc, fd)
-            if pc.size > n:
+            if size > n:
                 what = "hosts" if fd == "host" else "OSDs"
                 raise ConfigError(
-                    f"pool size {pc.size} > {n} {what} eligible under its rule "
+                    f"pool size {size} > {n} {what} eligible under its rule "
                     f"(device class {dc or 'any'}, failure domain {fd}): replicas cannot be placed",
-                    field=f"{field}.size",
+                    field=f"{field}.erasure" if pc.type == "erasure" else f"{field}.size",
                 )
             pool = Pool(pc, pid)
-            acting = map_pool(self.crush, pid, pc.pg_num, pc.size, dc, fd)
+            acting = self.map_pool(pool)
+            if pool.ec is not None and any(x == NONE for a in acting for x in a):
+                raise ConfigError(
+                    f"CRUSH could not place all {size} shards of every PG (failure domain {fd})", field=f"{field}.erasure"
+                )
             if cfg.balancer.mode == "upmap":
                 pool.upmap_moves = len(
                     balance_upmap(self.crush, acting, dc, fd, cfg.balancer.max_deviation, cfg.balancer.max_iterations)
@@ -293,6 +323,17 @@ class Cluster(Component):
             for pg in pool.pgs:
                 pg.ppos = pg.primary_pos()
             self.pools[pc.name] = pool
+
+    def map_pool(self, pool: Pool, out: set[int] | None = None) -> list[list[int]]:
+        """CRUSH acting sets of ``pool``'s PGs (``out``: OSDs with reweight 0): ``chooseleaf firstn`` for
+        replicated pools; ``chooseleaf indep`` with set_choose_tries 100 / set_chooseleaf_tries 5 (Ceph's
+        default erasure rule) for erasure-coded pools, where a position is a shard id."""
+        pc = pool.cfg
+        dc = pc.rule.device_class
+        fd = pc.rule.failure_domain
+        if pool.ec is not None:
+            return map_pool(self.crush, pool.id, pc.pg_num, pool.size, dc, fd, indep=True, out=out, tries=100, leaf_tries=5)
+        return map_pool(self.crush, pool.id, pc.pg_num, pool.size, dc, fd, out=out)
 
     def _build_images(self) -> None:
         seen: set[tuple[str, str]] = set()
@@ -308,12 +349,61 @@ class Cluster(Component):
                 raise ConfigError(f"duplicate image {ic.pool}/{ic.name}", field=f"{field}.name")
             seen.add(key)
             pool = self.pools[ic.pool]
+            if ic.data_pool is not None:
+                if ic.data_pool not in self.pools:
+                    raise ConfigError(
+                        f"image {ic.name!r} has data pool {ic.data_pool!r}, which is not defined (pools: {', '.join(self.pools)})",
+                        field=f"{field}.data_pool",
+                    )
+                if pool.ec is not None:
+                    raise ConfigError(
+                        f"image {ic.name!r}: its metadata pool {ic.pool!r} is erasure-coded; RBD keeps image metadata "
+                        "(omap) in a replicated pool", field=f"{field}.pool",
+                    )
+                pool = self.pools[ic.data_pool]
+            elif pool.ec is not None:
+                raise ConfigError(
+                    f"image {ic.name!r} is in erasure-coded pool {ic.pool!r}: RBD needs a replicated pool for the image "
+                    "metadata; put the image in a replicated pool with data_pool: " + ic.pool, field=f"{field}.pool",
+                )
+            if pool.ec is not None and not pool.ec.allow_ec_overwrites:
+                raise ConfigError(
+                    f"data pool {pool.name!r} does not allow EC overwrites (erasure.allow_ec_overwrites: false); RBD needs them",
+                    field=f"{field}.data_pool",
+                )
             self._check_fits(ic, pool, field)
+            if ic.client is not None and ic.client not in self.clients:
+                raise ConfigError(
+                    f"image {ic.name!r}: no client host {ic.client!r} (clients: {', '.join(self.clients)})", field=f"{field}.client"
+                )
             cname = f"img_{ic.pool}_{ic.name}".replace(".", "_")
             img = RbdImage(cname, self, self, pool, ic, i)
+            img.client, img.client_cfg = self.clients[ic.client or self.cfg.client.name]
             if ic.prefilled:
                 self._prefill(img, field)
             self.images[key] = img
+        self._build_krbd()
+
+    def _build_krbd(self) -> None:
+        """Kernel-mapped images: a block layer (the rbd device's request queue) in front of each."""
+        self.krbd: dict[str, BlockLayer] = {}
+        taken = {c.name for c in self.children}
+        for i, kc in enumerate(self.cfg.krbd):
+            field = f"params.krbd.{i}"
+            img = self.images.get((kc.pool, kc.image))
+            if img is None:
+                raise ConfigError(f"no RBD image {kc.pool}/{kc.image} to map", field=f"{field}.image")
+            if kc.name in taken or kc.name in self.krbd:
+                raise ConfigError(f"duplicate device name {kc.name!r}", field=f"{field}.name")
+            bl = kc.block_layer.model_copy(update={"queue_depth": kc.queue_depth, "enabled": True})
+            dev = self.krbd[kc.name] = BlockLayer(kc.name, self, img, bl)
+            if kc.file_size is not None:
+                if kc.file_offset + kc.file_size > img.capacity:
+                    raise ConfigError(
+                        f"file of {kc.file_size} bytes at {kc.file_offset} does not fit on {kc.pool}/{kc.image} "
+                        f"({img.capacity} bytes)", field=f"{field}.file_size",
+                    )
+                self.krbd[f"{kc.name}_file"] = Partition(f"{kc.name}_file", self, dev, kc.file_offset, kc.file_size)
 
     def _check_fits(self, ic: Any, pool: Pool, field: str) -> None:
         obj = 1 << ic.order
@@ -324,7 +414,7 @@ class Cluster(Component):
             )
         members = {o for pg in pool.pgs for o in pg.acting}
         free = sum(o.bs.data_capacity() - o.bs.allocated for o in members)
-        need = n_obj * obj * pool.size
+        need = n_obj * shard_size(pool, obj) * pool.size
         if ic.prefilled and need > free:
             raise ConfigError(
                 f"image needs {need} bytes with {pool.size} replicas; the pool's OSDs have {free} bytes free",
@@ -356,7 +446,7 @@ class Cluster(Component):
                 continue
             bs = self.osds[oid].bs
             try:
-                offs = bs.alloc_many(cnt, img.obj_size)
+                offs = bs.alloc_many(cnt, img.shard_size)
             except ValueError as e:
                 raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
             idx = order[st : st + cnt]
@@ -388,16 +478,20 @@ class Cluster(Component):
         op.pos = pos
         op.osd = prim
         payload = op.length if op.kind != _READ else 0
-        t = self.net.arrival(self.client, prim.host, t, payload)
+        t = self.net.arrival(op.image.client, prim.host, t, payload)
         ocfg = self.cfg.osd
         call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
         payload = op.length if op.kind == _READ else 0
-        t = self.net.arrival(host, self.client, t, payload)
-        t = self.client.cpu.book(t, self.client_cfg.complete_cost + self.client_cfg.cost_per_byte * payload)
+        img = op.image
+        t = self.net.arrival(host, img.client, t, payload)
+        ccfg = img.client_cfg
+        t = img.client.cpu.book(t, ccfg.complete_cost + ccfg.cost_per_byte * payload)
         if self.tracer is not None:
             self.tracer(op, t)
+        if self.timeline is not None:
+            self.timeline.add(op, t)
         op.image.complete_op(op, t)
 
     def mark_down(self, osd_id: int) -> None:
@@ -432,6 +526,8 @@ class Cluster(Component):
         finally:
             self.resetting = False
         self._t0 = self.env.now
+        if self.timeline is not None:
+            self.timeline.reset()
 
     def pg_counts(self) -> dict[int, dict[str, int]]:
         total: Counter[int] = Counter()
@@ -454,6 +550,9 @@ class Cluster(Component):
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
         * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool
+        * with ``events``: ``recovery_s`` (first ``out`` to the last PG backfilled; NaN while running),
+          ``recovered_gib``, and ``{before,during,after}_{iops,p50_ms,p99_ms}`` of the client object ops
+          completed before the first event, until recovery ended, and after it
         * FileStore only: ``journal_write_ms`` (mean journal write, FUA, over the OSDs),
           ``journal_entries_per_write``, ``journal_used_max`` (peak fill of the fullest journal, fraction),
           ``journal_full_waits`` (times a journal writer waited for a sync), ``sync_s`` (mean syncfs
@@ -468,7 +567,16 @@ class Cluster(Component):
         fss = [o["filestore"] for o in osds if o.get("filestore")]
         stores = bss + fss
         writes = sum(o["client_ops"].get("write", 0) + o["subops"] for o in osds)
+        rec: dict[str, float] = {}
+        if self.recovery is not None:
+            r = self.recovery.stats(self.timeline, getattr(self, "_t0", 0.0))
+            rec["recovery_s"] = r["recovery_s"]
+            rec["recovered_gib"] = r["recovered_bytes"] / float(1 << 30)
+            for ph, f in r["phases"].items():
+                for k in ("iops", "p50_ms", "p99_ms"):
+                    rec[f"{ph}_{k}"] = f[k]
         return {
+            **rec,
             "db_util_max": max((d["utilisation"] for d in db), default=0.0),
             "db_util_mean": _mean([d["utilisation"] for d in db]),
             "db_qd_mean": _mean([d["mean_queue_depth"] for d in db]),
@@ -517,6 +625,7 @@ class Cluster(Component):
                 "undersized_pgs": sum(1 for pg in pool.pgs if len(pg.acting) < pool.size),
                 "inactive_pgs": sum(1 for pg in pool.pgs if pg.ppos < 0),
                 "upmap_moves": pool.upmap_moves,
+                **({"type": "erasure", "k": pool.ec.k, "m": pool.ec.m, "ec": pool.ec_stats.as_dict()} if pool.ec is not None else {}),
             }
         return {
             "path": self.path,
@@ -525,8 +634,12 @@ class Cluster(Component):
             "osds": osds,
             "hosts": {h.name: h.stats() for h in self.hosts},
             "client": self.client.stats(),
+            **({"clients": {n: h.stats() for n, (h, _) in self.clients.items()}} if len(self.clients) > 1 else {}),
+            **({"krbd": {n: d.stats() for n, d in self.krbd.items()}} if self.krbd else {}),
             "pools": pools,
             "images": {f"{p}/{n}": img.stats() for (p, n), img in self.images.items()},
+            **({"recovery": self.recovery.stats(self.timeline, getattr(self, "_t0", 0.0))} if self.recovery is not None else {}),
+            **({"autotune": self.autotune.stats()} if self.autotune is not None else {}),
         }
 
 

@@ -17,6 +17,7 @@ from simulator.units import Bytes, BytesPerSecond, Seconds
 
 __all__ = [
     "RELEASE_DEFAULTS",
+    "AutotuneConfig",
     "BalancerConfig",
     "BlockLayerConfig",
     "BlueStoreConfig",
@@ -28,14 +29,18 @@ __all__ = [
     "CrushRuleConfig",
     "DbDeviceConfig",
     "DriveGroupConfig",
+    "ErasureCodeConfig",
+    "FailureEventConfig",
     "FileStoreConfig",
     "HostConfig",
     "ImageConfig",
+    "KrbdConfig",
     "NetworkConfig",
     "NicConfig",
     "OsdConfig",
     "PageCacheConfig",
     "PoolConfig",
+    "RecoveryConfig",
     "release_defaults",
 ]
 
@@ -200,6 +205,32 @@ class ClientConfig(ConfigModel):
     )
 
 
+class KrbdConfig(ConfigModel):
+    """An image mapped by the kernel RBD client (``rbd map``): a block device ``/dev/rbdN`` with the Linux
+    block layer (request tags, I/O scheduler, at most ``queue_depth`` requests handed to the RBD
+    driver) in front of the image. fio reaches it as a file: ioengine=libaio, filename=<cluster>.<name>
+    (e.g. ceph.rbd0). Defaults: the krbd map option queue_depth 128 (rbd(8) "Kernel rbd (krbd) options");
+    blk-mq's default scheduler for a single hardware queue, mq-deadline."""
+
+    name: str = Field(pattern=_NAME, description="block device name, the component fio's filename= names (e.g. rbd0)")
+    pool: str = Field(description="pool of the image (its metadata pool when it has a data_pool)")
+    image: str = Field(description="image name")
+    queue_depth: int = Field(128, ge=1, le=4096, description="requests in flight to the RBD driver (rbd map -o queue_depth, default 128)")
+    block_layer: BlockLayerConfig = Field(
+        default_factory=BlockLayerConfig,
+        description="the rbd device's block layer (its queue_depth is set from queue_depth above)",
+    )
+    file_size: Bytes | None = Field(
+        None, gt=0,
+        description=(
+            "a preallocated file of this size in a filesystem on the device, read and written with direct IO: "
+            "the component <name>_file, one contiguous extent at file_offset (XFS-like; no metadata IO) "
+            "(default none)"
+        ),
+    )
+    file_offset: Bytes = Field("1MiB", ge=0, description="device offset of the file's extent, bytes (default 1MiB)")
+
+
 class CrushRuleConfig(ConfigModel):
     """A replicated CRUSH rule: ``step take default [class X]; step chooseleaf firstn 0 type <fd>; emit``."""
 
@@ -209,21 +240,106 @@ class CrushRuleConfig(ConfigModel):
     )
 
 
+class ErasureCodeConfig(ConfigModel):
+    """An erasure-code profile (``ceph osd erasure-code-profile set``): k data + m coding chunks per stripe.
+
+    A stripe is ``k x stripe_unit`` bytes of an object: chunk i of stripe s is bytes
+    [s*k*su + i*su, s*k*su + (i+1)*su) of the object and sits at [s*su, (s+1)*su) of shard i (shard i on
+    the OSD at position i of the PG's acting set; shards k..k+m-1 hold the coding chunks).
+    Defaults: encode/decode rates are ceph_erasure_code_benchmark figures of the jerasure plugin
+    (k=6, m=2, Xeon E3-1245 V2: encode 4.2 GB/s, recover one lost chunk 10 GB/s, two 3.2 GB/s;
+    L. Dachary, "Benchmarking Ceph erasure code plugins", ceph.com blog, 2013-12-21).
+    """
+
+    k: int = Field(2, ge=1, le=32, description="data chunks per stripe (profile k, default 2)")
+    m: int = Field(2, ge=1, le=16, description="coding chunks per stripe (profile m, default 2)")
+    stripe_unit: Bytes = Field(
+        4096, ge=512, le=1 << 24,
+        description="bytes of a data chunk per stripe (profile stripe_unit; osd_pool_erasure_code_stripe_unit, default 4096)",
+    )
+    allow_ec_overwrites: bool = Field(
+        True,
+        description=(
+            "partial overwrites allowed (pool flag allow_ec_overwrites, required for RBD data; BlueStore only); "
+            "false = an image in this pool is refused (default true)"
+        ),
+    )
+    partial_writes: Literal["full_stripe", "touched_chunks"] = Field(
+        "full_stripe",
+        description=(
+            "a write that does not cover whole stripes: full_stripe = read every data chunk of the partial "
+            "stripes (k sub-reads), then write all k+m chunks of every touched stripe (ECBackend through Reef); "
+            "touched_chunks = read only the data chunks of the partial stripes the write does not fully cover, "
+            "then write the data chunks it touches + all m coding chunks (default full_stripe)"
+        ),
+    )
+    partial_reads: bool = Field(
+        False,
+        description=(
+            "a healthy read fetches only the data chunks covering its range; false = whole stripes from all k "
+            "data shards, as ECBackend through Reef does (default false)"
+        ),
+    )
+    encode_rate: BytesPerSecond = Field(
+        "4.2GB/s", gt=0,
+        description="primary CPU encode throughput per core over the stripes written, bytes/s (default 4.2GB/s, jerasure)",
+    )
+    decode_rate: BytesPerSecond = Field(
+        "10GB/s", gt=0,
+        description="primary CPU decode throughput per core to rebuild lost chunks from k shards, bytes/s (default 10GB/s, jerasure, one erasure)",
+    )
+
+    @property
+    def stripe_width(self) -> int:
+        return self.k * self.stripe_unit
+
+
 class PoolConfig(ConfigModel):
-    """A replicated pool."""
+    """A replicated or erasure-coded pool."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$", description="pool name")
     id: int | None = Field(None, ge=0, description="pool id; default 1, 2, ... in list order (Ceph numbers pools from 1)")
-    size: int = Field(3, ge=1, le=10, description="replicas (osd_pool_default_size, default 3)")
+    type: Literal["replicated", "erasure"] = Field("replicated", description="pool type (default replicated)")
+    size: int = Field(3, ge=1, le=10, description="replicas (osd_pool_default_size, default 3); erasure pools: k+m, this field is ignored")
     min_size: int | None = Field(
-        None, ge=1, description="replicas needed to serve IO; default size - size//2 (osd_pool_default_min_size 0)"
+        None, ge=1,
+        description=(
+            "replicas (shards) needed to serve IO; default size - size//2 (osd_pool_default_min_size 0); erasure: "
+            "k + min(1, m-1), as the monitor sets it"
+        ),
     )
     pg_num: int = Field(8, ge=1, le=1 << 20, description="placement groups (osd_pool_default_pg_num, default 8)")
     rule: CrushRuleConfig = Field(default_factory=CrushRuleConfig, description="CRUSH rule of the pool")
+    erasure: ErasureCodeConfig | None = Field(
+        None, description="erasure-code profile (type erasure; default k=2 m=2 when type is erasure)"
+    )
+
+    @model_validator(mode="after")
+    def _erasure_profile(self) -> PoolConfig:
+        if self.type == "replicated" and self.erasure is not None:
+            raise ValueError("erasure profile given for a replicated pool: set type: erasure")
+        return self
+
+    @property
+    def ec_profile(self) -> ErasureCodeConfig | None:
+        """The erasure-code profile of an erasure pool (defaults if none given), None for replicated."""
+        if self.type != "erasure":
+            return None
+        return self.erasure if self.erasure is not None else ErasureCodeConfig()
+
+    @property
+    def effective_size(self) -> int:
+        ec = self.ec_profile
+        return ec.k + ec.m if ec is not None else self.size
 
     @property
     def effective_min_size(self) -> int:
-        return self.min_size if self.min_size is not None else self.size - self.size // 2
+        if self.min_size is not None:
+            return self.min_size
+        ec = self.ec_profile
+        if ec is not None:
+            return ec.k + min(1, ec.m - 1)
+        return self.size - self.size // 2
 
 
 class ImageConfig(ConfigModel):
@@ -239,6 +355,17 @@ class ImageConfig(ConfigModel):
     )
     prefilled: bool = Field(
         True, description="every object exists and is fully allocated before the runs, in object order (default true)"
+    )
+    client: str | None = Field(
+        None, pattern=_NAME,
+        description="the client host driving this image: one of `clients` by name; default the cluster's `client`",
+    )
+    data_pool: str | None = Field(
+        None,
+        description=(
+            "pool holding the image's data objects (rbd create --data-pool, e.g. an erasure-coded pool); `pool` then "
+            "holds only the header/metadata objects (not exercised by data IO); default none = `pool`"
+        ),
     )
 
 
@@ -268,6 +395,13 @@ class OsdConfig(ConfigModel):
     commit_cost: Seconds = Field(
         "20us", ge=0, description="CPU of the commit callback (finisher) per transaction, seconds (default 20us)"
     )
+    ec_subread_cost: Seconds = Field(
+        "100us", ge=0,
+        description=(
+            "CPU of an erasure-coded shard sub-read (MOSDECSubOpRead: BlueStore read call, reply encoding) at the "
+            "shard's OSD, seconds (default 100us, an estimate)"
+        ),
+    )
     cost_cv: float = Field(
         0.0, ge=0, le=3,
         description=(
@@ -295,6 +429,38 @@ class CacheConfig(ConfigModel):
     buffered_write: bool = Field(
         False, description="keep written data in the cache; false = a write drops its range (bluestore_default_buffered_write, default false)"
     )
+
+
+class AutotuneConfig(ConfigModel):
+    """BlueStore cache autotuning toward osd_memory_target (simulator.ceph.autotune). Defaults: Ceph options
+    (src/common/options.cc: osd_memory_target 4 GiB, osd_memory_base 768 MiB, osd_memory_expected_fragmentation
+    0.15, osd_memory_cache_min 128 MiB; bluestore_cache_autotune_interval 5 s; Nautilus meta/kv ratios 0.4/0.4)."""
+
+    enabled: bool = Field(
+        False,
+        description=(
+            "size the data and onode caches from the memory target instead of cache.size / onode_cache_size "
+            "(bluestore_cache_autotune; Ceph's default is true, the model's false keeps profiles' fixed sizes) (default false)"
+        ),
+    )
+    memory_target: Bytes = Field("4GiB", gt=0, le=2**44, description="OSD memory target (osd_memory_target, default 4GiB)")
+    memory_base: Bytes = Field(
+        "768MiB", ge=0, description="memory the OSD needs besides its caches (osd_memory_base, default 768MiB)"
+    )
+    expected_fragmentation: float = Field(
+        0.15, ge=0, lt=1, description="heap fragmentation allowed for (osd_memory_expected_fragmentation, default 0.15)"
+    )
+    cache_min: Bytes = Field("128MiB", ge=0, description="smallest total cache (osd_memory_cache_min, default 128MiB)")
+    meta_ratio: float = Field(0.4, ge=0, le=1, description="largest share of the onode cache (bluestore_cache_meta_ratio, default 0.4)")
+    kv_ratio: float = Field(0.4, ge=0, le=1, description="share set aside for RocksDB's block cache (bluestore_cache_kv_ratio, default 0.4)")
+    interval: Seconds = Field("5s", gt=0, description="time between re-sizings (bluestore_cache_autotune_interval, default 5s)")
+    onode_bytes: Bytes = Field(4096, gt=0, description="memory of one cached onode with its extent map, bytes (default 4096, an estimate)")
+
+    @model_validator(mode="after")
+    def _ratios(self) -> AutotuneConfig:
+        if self.meta_ratio + self.kv_ratio > 1:
+            raise ValueError("meta_ratio + kv_ratio must not exceed 1")
+        return self
 
 
 class BlueStoreConfig(ConfigModel):
@@ -397,6 +563,9 @@ class BlueStoreConfig(ConfigModel):
         4096, gt=0, description="granularity of device reads and cached buffers (checksum block), bytes (default 4096)"
     )
     cache: CacheConfig = Field(default_factory=CacheConfig, description="data buffer cache")
+    autotune: AutotuneConfig = Field(
+        default_factory=AutotuneConfig, description="cache autotuning toward osd_memory_target (off: the fixed sizes)"
+    )
 
 
 class PageCacheConfig(CacheConfig):
@@ -533,6 +702,76 @@ class FileStoreConfig(ConfigModel):
     cache_hit_cost: Seconds = Field("0us", ge=0, description="extra CPU for a read served from the page cache, seconds (default 0)")
 
 
+class RecoveryConfig(ConfigModel):
+    """Recovery and backfill after an OSD is marked out (PG remapping), and the op-queue scheduler's share.
+
+    Defaults: Nautilus option values (osd_max_backfills 1, osd_recovery_max_active 3, osd_recovery_sleep_hdd
+    0.1 s / _ssd 0 / _hybrid 0.025 s, osd_recovery_max_chunk 8 MiB, osd_op_queue wpq; e.g. `ceph daemon osd.0
+    config show` of 13.2 quoted at blog.csdn.net/u010953692/article/details/111909604, Red Hat Ceph Storage
+    configuration guide "Recovery"). mClock (osd_op_queue mclock_scheduler, the default from Quincy; set by
+    ceph_release quincy): the recovery sleeps are 0 and background recovery gets its profile's reservation of
+    the OSD's capacity (osd_mclock_max_capacity_iops_hdd 315 / _ssd 21500, osd_mclock_max_sequential_bandwidth_hdd
+    150 MB/s / _ssd 1200 MB/s; profiles in src/osd/scheduler/mClockScheduler.cc: high_client_ops client 60 % /
+    recovery 40 %, balanced 50 / 50, high_recovery_ops 30 / 70).
+    """
+
+    op_queue: Literal["wpq", "mclock_scheduler"] = Field(
+        "wpq", description="OSD op-queue scheduler (osd_op_queue: wpq through Pacific, mclock_scheduler from Quincy) (default wpq)"
+    )
+    mclock_profile: Literal["high_client_ops", "balanced", "high_recovery_ops"] = Field(
+        "high_client_ops",
+        description="mClock profile (osd_mclock_profile: high_client_ops in Quincy 17.2, balanced from Reef) (default high_client_ops)",
+    )
+    max_backfills: int = Field(
+        1, ge=1, le=1000, description="PGs backfilling from and, separately, to one OSD at a time (osd_max_backfills, default 1)"
+    )
+    recovery_max_active: int = Field(
+        3, ge=1, le=1000, description="recovery/backfill object ops in flight per primary OSD (osd_recovery_max_active, default 3)"
+    )
+    recovery_sleep: Seconds | None = Field(
+        None, ge=0,
+        description=(
+            "pause before each next recovery op of an OSD under wpq; default by device: osd_recovery_sleep_hdd 0.1 s, "
+            "_hybrid 0.025 s (HDD data, DB on a db_devices SSD), _ssd 0 (rotational: false); 0 under mclock"
+        ),
+    )
+    recovery_max_chunk: Bytes = Field(
+        "8MiB", gt=0, description="largest push of one recovery op; bigger objects take several (osd_recovery_max_chunk, default 8MiB)"
+    )
+    mclock_max_capacity_iops: float | None = Field(
+        None, gt=0, description="OSD capacity for mClock, IOPS; default 315 (hdd) / 21500 (ssd) (osd_mclock_max_capacity_iops_*)"
+    )
+    mclock_max_sequential_bandwidth: BytesPerSecond | None = Field(
+        None, gt=0,
+        description="OSD bandwidth for mClock, bytes/s; default 150MB/s (hdd) / 1200MB/s (ssd) (osd_mclock_max_sequential_bandwidth_*)",
+    )
+    peering_time: Seconds = Field(
+        "0.5s", ge=0,
+        description="a PG whose acting set changes serves no IO for this long (peering), seconds (default 0.5s, an estimate)",
+    )
+    recovery_op_cost: Seconds = Field(
+        "200us", ge=0,
+        description="CPU of one recovery push at the source and again at the target (PG, messenger), seconds (default 200us, an estimate)",
+    )
+
+
+class FailureEventConfig(ConfigModel):
+    """A change of an OSD's (or every OSD of a host's) state at a time of the run (simulated time since the
+    cluster was built). ``down``: PGs re-peer and run degraded on the others (no data moves). ``out``: also
+    down; CRUSH maps the OSD's PG shards elsewhere (reweight 0) and recovery/backfill copies them there."""
+
+    at: Seconds = Field(ge=0, description="simulated time of the event, seconds since the cluster was built")
+    action: Literal["down", "out"] = Field(description="down (degraded, no remap) or out (remap + backfill)")
+    osd: int | None = Field(None, ge=0, description="OSD id (exactly one of osd, host)")
+    host: str | None = Field(None, pattern=_NAME, description="host name: all its OSDs (exactly one of osd, host)")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> FailureEventConfig:
+        if (self.osd is None) == (self.host is None):
+            raise ValueError("give exactly one of osd, host")
+        return self
+
+
 class BalancerConfig(ConfigModel):
     """The mgr balancer in upmap mode: pg_upmap_items moving PG replicas from full to empty OSDs."""
 
@@ -571,6 +810,11 @@ class CrushConfig(ConfigModel):
 _MiB = 1 << 20
 _COMMON_HDD = {"bluestore.deferred_batch_ops": 64, "bluestore.throttle_cost_per_io": 670000,
                "osd.op_num_shards": 5, "osd.op_num_threads_per_shard": 1}
+#   recovery: osd_op_queue mclock_scheduler and osd_mclock_profile high_client_ops are Quincy 17.2 defaults
+#             (ceph-users, 2022-11, "Quincy 17.2.5 ... the default profile is the HIGH_CLIENT_OPS"); osd_recovery_max_active_ssd
+#             10 (Octopus+ option; kept to Quincy here)
+_PACIFIC_RATIOS = {"bluestore.autotune.meta_ratio": 0.45, "bluestore.autotune.kv_ratio": 0.45}
+_MCLOCK = {"recovery.op_queue": "mclock_scheduler", "recovery.mclock_profile": "high_client_ops"}
 _COMMON_SSD = {"bluestore.deferred_batch_ops": 16, "bluestore.throttle_cost_per_io": 4000,
                "osd.op_num_shards": 8, "osd.op_num_threads_per_shard": 2}
 RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
@@ -588,15 +832,15 @@ RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "pacific": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(1024 * _MiB * 0.06)},
+                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.06)},
+                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS},
     },
     "quincy": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(1024 * _MiB * 0.06)},
+                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.06)},
+                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK, "recovery.recovery_max_active": 10},
     },
 }
 
@@ -611,6 +855,11 @@ class ClusterConfig(ConfigModel):
 
     hosts: list[HostConfig] = Field(min_length=1, description="OSD hosts")
     client: ClientConfig = Field(default_factory=ClientConfig, description="the client host (fio + librbd)")
+    clients: list[ClientConfig] = Field(
+        default_factory=list,
+        description="further client hosts (each its own CPU and NIC, or on an OSD host via `host`); an image names its client",
+    )
+    krbd: list[KrbdConfig] = Field(default_factory=list, description="images mapped by the kernel RBD client (block devices)")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="network between and inside hosts")
     pools: list[PoolConfig] = Field(min_length=1, description="replicated pools")
     images: list[ImageConfig] = Field(default_factory=list, description="RBD images")
@@ -622,6 +871,10 @@ class ClusterConfig(ConfigModel):
     filestore: FileStoreConfig = Field(default_factory=FileStoreConfig, description="FileStore parameters (objectstore: filestore)")
     balancer: BalancerConfig = Field(default_factory=BalancerConfig, description="PG balancer")
     crush: CrushConfig = Field(default_factory=CrushConfig, description="CRUSH tunables")
+    recovery: RecoveryConfig = Field(default_factory=RecoveryConfig, description="recovery/backfill throttles and op-queue scheduler")
+    events: list[FailureEventConfig] = Field(
+        default_factory=list, description="OSD/host failures during the run, e.g. [{at: 60s, action: out, host: h3}]"
+    )
     block_layer: BlockLayerConfig = Field(
         default_factory=BlockLayerConfig,
         description=(

@@ -44,6 +44,11 @@ _TRIM = int(Op.TRIM)
 
 CLIENT, SUBOP, REPLY = 0, 1, 2
 
+#: handlers of the op roles other modules add (erasure-coded client ops and shard reads in
+#: simulator.ceph.ec, recovery pushes in simulator.ceph.recovery): role -> f(osd, shard, op), called
+#: by the worker that took the op (it holds the op's PG until the handler releases it)
+EXT_ROLES: dict[int, Any] = {}
+
 
 class PG:
     """A placement group at run time: acting set (OSD objects; position 0 = CRUSH primary)."""
@@ -285,7 +290,7 @@ class Osd(Component):
         elif role == SUBOP:
             self.subops += 1
             call_at(env, self.cpu.book(env._now, self._cost(cfg.subop_cost)), self._write_prepared, op)
-        else:
+        elif role == REPLY:
             # a replica's commit reply: the worker holds the PG for reply_cost; the write is
             # answered once every reply and the local commit are in (no event of its own)
             self.replies += 1
@@ -297,6 +302,8 @@ class Osd(Component):
             if prim.pending == 0:
                 self._reply_client(prim, prim.t_local)
             self._release_at(sh, op.pg, t)
+        else:
+            EXT_ROLES[role](self, sh, op)
 
     # ------------------------------------------------------------------ reads
     def _read_miss(self, ev: Any) -> None:

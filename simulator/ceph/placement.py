@@ -18,9 +18,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from simulator import nbcache
+from simulator.ceph import hashing as _hashing
 from simulator.ceph.hashing import nb_crush_hash32_2, nb_crush_hash32_3, pg_num_mask
 
-__all__ = ["CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
+nbcache.invalidate_stale(__file__, _hashing.__file__)  # the placement kernels inline the CRUSH hash
+
+__all__ = ["NONE", "CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
 
 
 @dataclass
@@ -118,7 +122,7 @@ class CrushMap:
         """``step take default [class c]; step chooseleaf firstn <size> type <fd>; step emit``."""
         out = np.zeros(size, dtype=np.int64)
         type_ = self.TYPE_HOST if failure_domain == "host" else self.TYPE_OSD
-        n = _do_rule(*self.flat(device_class), x, size, type_, self.choose_total_tries, out)
+        n = _do_rule(*self.flat(device_class), x, size, type_, self.choose_total_tries, out, np.zeros(0, dtype=np.bool_))
         return out[:n].tolist()
 
 
@@ -147,7 +151,7 @@ def _straw2(items, weights, start, n, x, r):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _choose_leaf(items, weights, start, length, btype, bidx, b, x, r, out2, outpos):  # pragma: no cover
+def _choose_leaf(items, weights, start, length, btype, bidx, b, x, r, out2, outpos, isout):  # pragma: no cover
     """The recursive chooseleaf step (numrep 1, tries 1, down to an OSD): the new out position."""
     in_b = b
     while True:
@@ -161,12 +165,14 @@ def _choose_leaf(items, weights, start, length, btype, bidx, b, x, r, out2, outp
     for k in range(outpos):
         if out2[k] == item:
             return outpos
+    if item < isout.shape[0] and isout[item]:
+        return outpos  # reweight 0 ("out"): rejected, the outer loop retries with another r
     out2[outpos] = item
     return outpos + 1
 
 
 @njit(cache=True)
-def _do_rule(items, weights, start, length, btype, bidx, x, numrep, type_, tries, out2):  # pragma: no cover
+def _do_rule(items, weights, start, length, btype, bidx, x, numrep, type_, tries, out2, isout):  # pragma: no cover
     """chooseleaf firstn ``numrep`` type ``type_`` from the root: OSDs into ``out2``; their number."""
     out = np.zeros(numrep, dtype=np.int64)
     outpos = 0
@@ -200,9 +206,11 @@ def _do_rule(items, weights, start, length, btype, bidx, x, numrep, type_, tries
                             break
                     if not collide:
                         if item < 0:
-                            got = _choose_leaf(items, weights, start, length, btype, bidx, bidx[-item], x, r, out2, outpos)
+                            got = _choose_leaf(items, weights, start, length, btype, bidx, bidx[-item], x, r, out2, outpos, isout)
                             if got <= outpos:
                                 reject = True
+                        elif item < isout.shape[0] and isout[item]:
+                            reject = True
                         else:
                             out2[outpos] = item
                 if reject or collide:
@@ -222,8 +230,87 @@ def _do_rule(items, weights, start, length, btype, bidx, x, numrep, type_, tries
     return outpos
 
 
+NONE = 0x7FFFFFFF  # CRUSH_ITEM_NONE: an indep slot that could not be filled
+_UNDEF = 0x7FFFFFFE
+
+
 @njit(cache=True)
-def _map_pool(items, weights, start, length, btype, bidx, pool_id, pg_num, mask, size, type_, tries):  # pragma: no cover
+def _indep_leaf(items, weights, start, length, btype, bidx, b, x, rep, numrep, tries, parent_r, isout):  # pragma: no cover
+    """The nested single-slot crush_choose_indep down to an OSD below bucket ``b`` (chooseleaf): the OSD,
+    or NONE after ``tries`` attempts (r = rep + parent_r + numrep x ftotal)."""
+    for ftotal in range(tries):
+        in_b = b
+        while True:
+            r = rep + parent_r + numrep * ftotal
+            if length[in_b] == 0:
+                break
+            item = _straw2(items, weights, start[in_b], length[in_b], x, r)
+            if item < 0:
+                in_b = bidx[-item]
+                continue
+            if item < isout.shape[0] and isout[item]:
+                break
+            return item
+    return NONE
+
+
+@njit(cache=True)
+def _indep(items, weights, start, length, btype, bidx, x, numrep, type_, tries, leaf_tries, acting, isout):  # pragma: no cover
+    """crush_choose_indep from the root: fill the ``numrep`` slots positionally (a failed slot is retried
+    with r + numrep x ftotal without moving the others); with a bucket failure domain the OSD under each
+    chosen bucket (``_indep_leaf``) goes to ``acting``."""
+    out = np.full(numrep, _UNDEF, dtype=np.int64)
+    for rep in range(numrep):
+        acting[rep] = _UNDEF
+    left = numrep
+    ftotal = 0
+    while left > 0 and ftotal < tries:
+        for rep in range(numrep):
+            if out[rep] != _UNDEF:
+                continue
+            in_b = 0
+            while True:
+                r = rep + numrep * ftotal
+                if length[in_b] == 0:
+                    break
+                item = _straw2(items, weights, start[in_b], length[in_b], x, r)
+                itemtype = 0 if item >= 0 else btype[bidx[-item]]
+                if itemtype != type_:
+                    if item >= 0:
+                        out[rep] = NONE
+                        left -= 1
+                        break
+                    in_b = bidx[-item]
+                    continue
+                collide = False
+                for i in range(numrep):
+                    if out[i] == item:
+                        collide = True
+                        break
+                if collide:
+                    break
+                if item < 0:
+                    leaf = _indep_leaf(items, weights, start, length, btype, bidx, bidx[-item], x, rep, numrep,
+                                       leaf_tries, r, isout)
+                    if leaf == NONE:
+                        break
+                    acting[rep] = leaf
+                else:
+                    if item < isout.shape[0] and isout[item]:
+                        break
+                    acting[rep] = item
+                out[rep] = item
+                left -= 1
+                break
+        ftotal += 1
+    for rep in range(numrep):
+        if out[rep] == _UNDEF or out[rep] == NONE:
+            acting[rep] = NONE
+
+
+@njit(cache=True)
+def _map_pool(items, weights, start, length, btype, bidx, pool_id, pg_num, mask, size, type_, tries, isout, indep,
+              leaf_tries):  # pragma: no cover
     acting = np.full((pg_num, size), -1, dtype=np.int64)
     counts = np.zeros(pg_num, dtype=np.int64)
     for ps in range(pg_num):
@@ -231,15 +318,30 @@ def _map_pool(items, weights, start, length, btype, bidx, pool_id, pg_num, mask,
         if m >= pg_num:
             m = ps & (mask >> 1)  # ceph_stable_mod
         pps = nb_crush_hash32_2(m, pool_id)
-        counts[ps] = _do_rule(items, weights, start, length, btype, bidx, pps, size, type_, tries, acting[ps])
+        if indep:
+            _indep(items, weights, start, length, btype, bidx, pps, size, type_, tries, leaf_tries, acting[ps], isout)
+            counts[ps] = size
+        else:
+            counts[ps] = _do_rule(items, weights, start, length, btype, bidx, pps, size, type_, tries, acting[ps], isout)
     return acting, counts
 
 
-def map_pool(crush: CrushMap, pool_id: int, pg_num: int, size: int, device_class: str | None, failure_domain: str) -> list[list[int]]:
-    """Acting sets of every PG of a pool: pps = crush_hash32_2(stable_mod(ps, pgp_num), pool)."""
+def map_pool(
+    crush: CrushMap, pool_id: int, pg_num: int, size: int, device_class: str | None, failure_domain: str,
+    *, indep: bool = False, out: set[int] | None = None, tries: int | None = None, leaf_tries: int = 5,
+) -> list[list[int]]:
+    """Acting sets of every PG of a pool: pps = crush_hash32_2(stable_mod(ps, pgp_num), pool).
+
+    ``indep``: ``chooseleaf indep`` (erasure-coded pools; positions are shard ids, an unfillable slot is
+    ``NONE``), with ``tries`` (default: the map's choose_total_tries; Ceph's default EC rule sets 100) and
+    ``leaf_tries`` (set_chooseleaf_tries 5). ``out``: OSD ids with reweight 0 (marked out)."""
     type_ = CrushMap.TYPE_HOST if failure_domain == "host" else CrushMap.TYPE_OSD
+    isout = np.zeros(max((o.id for o in crush.osds), default=-1) + 1, dtype=np.bool_)
+    for o in out or ():
+        isout[o] = True
     acting, counts = _map_pool(
-        *crush.flat(device_class), pool_id, pg_num, pg_num_mask(pg_num), size, type_, crush.choose_total_tries
+        *crush.flat(device_class), pool_id, pg_num, pg_num_mask(pg_num), size, type_,
+        tries if tries is not None else crush.choose_total_tries, isout, indep, leaf_tries,
     )
     return [row[:n] for row, n in zip(acting.tolist(), counts.tolist(), strict=True)]
 

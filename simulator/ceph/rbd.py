@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulator.ceph.ec import EC_CLIENT, EcOp, shard_size
 from simulator.ceph.hashing import rbd_object_hashes
 from simulator.ceph.osd import CLIENT, ObjOp
 from simulator.ceph.resources import call_at
@@ -47,6 +48,14 @@ class RbdImage(Device):
         self.image_name = cfg.name
         self.order = cfg.order
         self.obj_size = 1 << cfg.order
+        #: bytes of an object on each acting-set OSD: the object (replicated) or one shard (erasure-coded)
+        self.shard_size = shard_size(pool, self.obj_size)
+        #: the role of a client op: CLIENT (replicated, the OSD's own path) or EC_CLIENT (simulator.ceph.ec)
+        self.client_role = CLIENT if pool.ec is None else EC_CLIENT
+        self.op_class = ObjOp if pool.ec is None else EcOp
+        #: the client host driving the image and its config (set by the cluster: ``client`` of the image)
+        self.client = cluster.client
+        self.client_cfg = cluster.cfg.client
         self.n_objects = -(-cfg.size // self.obj_size)
         self.id = cfg.id or default_image_id(pool.name, cfg.name)
         self.key_base = (index + 1) << 36
@@ -80,12 +89,16 @@ class RbdImage(Device):
     # ------------------------------------------------------------------ Device interface
     def _start(self, req: Request) -> None:
         cl = self.cluster
-        client = cl.client
+        client = self.client
         now = self.env._now
+        if now >= cl.next_tune:  # BlueStore cache autotuning is due (never without autotune: inf)
+            cl.autotune.tick(now)
+            cl.next_tune = cl.autotune.next
         kind = req.op
-        cost = cl.client_cfg.submit_cost
+        ccfg = self.client_cfg
+        cost = ccfg.submit_cost
         if kind == _WRITE:
-            cost += cl.client_cfg.cost_per_byte * req.size + cl.client_cfg.write_cost
+            cost += ccfg.cost_per_byte * req.size + ccfg.write_cost
         if kind == _FLUSH or req.size <= 0:
             self._complete_after(req, client.cpu.book(now, cost) - now)
             return
@@ -99,7 +112,7 @@ class RbdImage(Device):
         obj_ps = self.obj_ps
         tracing = cl.tracer is not None
         if first == last:
-            op = ObjOp(kind, CLIENT, pgs[obj_ps[first]], self, first, off - (first << order), req.size)
+            op = self.op_class(kind, self.client_role, pgs[obj_ps[first]], self, first, off - (first << order), req.size)
             op.req = req
             op.t0 = now
             if tracing:
@@ -111,7 +124,7 @@ class RbdImage(Device):
         for objno in range(first, last + 1):
             lo = max(off, objno << order)
             hi = min(end, (objno << order) + osz)
-            op = ObjOp(kind, CLIENT, pgs[obj_ps[objno]], self, objno, lo - (objno << order), hi - lo)
+            op = self.op_class(kind, self.client_role, pgs[obj_ps[objno]], self, objno, lo - (objno << order), hi - lo)
             op.req = req
             op.group = group
             op.t0 = now

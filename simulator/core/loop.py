@@ -17,6 +17,8 @@ import math
 
 from numba import njit
 
+from simulator import nbcache
+from simulator.core import layout as _layout
 from simulator.core.layout import (
     DA_BUSY,
     DA_BYTES,
@@ -143,6 +145,9 @@ from simulator.core.layout import (
     TI_STOPSCHED,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
+
+# the loop inlines the HDD kernels and the layout's constants: a change there must recompile it
+nbcache.invalidate_stale(__file__, K.__file__, _layout.__file__)
 
 _READ = 0
 _WRITE = 1

@@ -76,6 +76,15 @@ def unsupported(sim: Any, wl: Any) -> str | None:
             return f"{name}: sync/fsync/fdatasync/end_fsync (flushes)"
         if len(th.files) != 1:
             return f"{name}: several files per job"
+        lo, hi = job.startdelay
+        if hi != lo:
+            return f"{name}: startdelay as a range"
+        for opt, default in (("bssplit", None), ("bsrange", None), ("sim_mix", None), ("rate", None),
+                             ("thinktime", 0.0), ("thinktime_iotime", 0.0), ("blockalign", None)):
+            if getattr(job, opt, default) not in (default,):
+                return f"{name}: {opt}"
+        if tuple(job.percentage_random) != (100, 100, 100):
+            return f"{name}: percentage_random"
         dev = th.files[0].dev
         kind, why = _dev_kind(dev)
         if why:
@@ -155,7 +164,7 @@ class CompiledRun:
             thf[t, L.TF_RUNTIME] = th._runtime
             thf[t, L.TF_SLAT] = th._slat
             thf[t, L.TF_BYTESLIM] = th._bytes_limit
-            thf[t, L.TF_DELAY] = job.startdelay
+            thf[t, L.TF_DELAY] = job.startdelay[0]
             thf[t, L.TF_TREC] = math.inf
             thf[t, L.TF_TSTOP] = math.inf
             if th._rate is not None:
@@ -163,7 +172,7 @@ class CompiledRun:
                 thi[t, L.TI_POISSON] = 1 if th._poisson else 0
                 thf[t, L.TF_RATE] = th._rate[ddir]
             if job.time_based:  # JobThread._begin: the expected window, before the first IO
-                t_rec = self.sim.env.now + job.startdelay + job.ramp_time
+                t_rec = self.sim.env.now + job.startdelay[0] + job.ramp_time
                 th.stats.set_window(t_rec, t_rec + th._runtime)
         # log
         lg = np.zeros((LOG_ROWS, 5))

@@ -35,6 +35,8 @@ from array import array
 import numpy as np
 from numba import njit
 
+from simulator import nbcache
+from simulator.metrics import hdr as _hdr
 from simulator.metrics.hdr import HdrHist, hdr_index, hdr_layout
 from simulator.metrics.results import (
     _INITIAL_WIDTH,
@@ -55,6 +57,8 @@ from simulator.metrics.results import (
     _sample_period,
     percentile_list_of,
 )
+
+nbcache.invalidate_stale(__file__, _hdr.__file__)  # the recording kernels inline the HDR index
 
 __all__ = ["JobStats"]
 

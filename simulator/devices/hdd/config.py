@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import ConfigModel
 from simulator.units import RPM, Bytes, BytesPerSecond, Seconds
@@ -420,8 +420,18 @@ class CacheConfig(ConfigModel):
         "off (WCE=0: writes reach their home location before ack, with their rotational latency), volatile (WCE=1: "
         "ack from DRAM, destaged home, FLUSH waits for destage), media_cache (WCE=1 DRAM in front of an on-platter "
         "media cache: destage appends to the reserved region, cleaning writes home later, FLUSH/FUA wait only for "
-        "the append), persistent (non-volatile cache: ack once in it, FLUSH cheap), default off",
+        "the append), persistent (non-volatile cache: ack once in it, FLUSH cheap; 'awc' is accepted as its name "
+        "for Seagate's Advanced Write Cache), default off. In every mode a cached write that overwrites or adjoins "
+        "data still waiting in the cache joins it (no new segment), and reads of cached dirty data are served from "
+        "the buffer",
     )
+
+    @field_validator("write_cache", mode="before")
+    @classmethod
+    def _awc_is_persistent(cls, v: object) -> object:
+        # Seagate's Advanced Write Cache is the non-volatile mode (bounded by persistent_size, destaged
+        # with reordering over destage_window, host reads first below high_watermark)
+        return "persistent" if isinstance(v, str) and v.strip().lower() == "awc" else v
     dirty_segments: int = Field(
         0,
         ge=0,

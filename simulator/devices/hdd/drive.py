@@ -187,7 +187,9 @@ class HDD(Device):
             self._mc_batch = int(c.media_cache_batch)
             self._mc_cyl = float(round(c.media_cache_location * (d.ncyl - 1)))
             z = int(np.searchsorted(d.zt[:, 2], self._mc_cyl, side="right") - 1)
-            self._mc_sps = float(d.zt[max(z, 0), 3]) / d.rev_time  # sectors per second there
+            self._mc_spt = float(d.zt[max(z, 0), 3])  # sectors per track there
+            self._mc_sps = self._mc_spt / d.rev_time  # sectors per second there
+            self._mc_log = 0  # sectors appended so far: the log's write pointer (its angle)
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
         self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
         self._idle_destage = c.destage == "idle"
@@ -195,6 +197,16 @@ class HDD(Device):
         self._merge = int(c.destage_merge)
         self._fua_ok = c.fua_supported
         self._dirty: deque[list] = deque()  # [lba, nsect, first_seq] not yet in the window
+        # coalescing index of the extents still waiting in the host-facing queue (``_dram`` in
+        # media_cache mode, else ``_dirty``): start sector -> extent, end sector -> extent. A cached
+        # write that overwrites such an extent exactly replaces its data in place; one that is
+        # adjacent to it (either side) extends it, up to ``destage_merge`` bytes
+        self._dstart: dict[int, list] = {}
+        self._dend: dict[int, list] = {}
+        # dirty data in the buffer (DRAM or non-volatile), by 4 KiB page wholly covered -> number of
+        # cached extents covering it: a read whose pages are all here is served from the buffer
+        self._pg = max(1, 4096 // d.sector_size)
+        self._dpg: dict[int, int] = {}
         self._ndirty = 0  # extents in the deque, the window and in flight
         self._dirty_bytes = 0
         self._blocked: deque[tuple[Request, bool]] = deque()
@@ -214,6 +226,9 @@ class HDD(Device):
         self.destaged = 0
         self.destaged_bytes = 0
         self.appends = 0
+        self.overwrites = 0
+        self.coalesced = 0
+        self.dirty_read_hits = 0
 
     def reset_stats(self) -> None:
         super().reset_stats()
@@ -248,6 +263,9 @@ class HDD(Device):
             "dirty_bytes": self._dirty_bytes,
             "media_cache_bytes": self._mc_bytes,
             "media_cache_appends": self.appends,
+            "write_overwrites": self.overwrites,
+            "write_coalesced": self.coalesced,
+            "dirty_read_hits": self.dirty_read_hits,
             "queued": self._n,
             "host_fifo": len(self._hostq),
         }
@@ -308,6 +326,10 @@ class HDD(Device):
             if end <= lba:
                 end = lba + 1
             par = self._par
+            if self._dpg and self._dirty_hit(lba, end):
+                self.dirty_read_hits += 1
+                self._read_hit(req, now)
+                return
             if not self._busy and par[K.PF_ON] != 0.0:
                 if K.seg_hit(now, float(lba), float(end), self._seg, par):
                     self._read_hit(req, now)
@@ -389,29 +411,97 @@ class HDD(Device):
         if self._dirty_bytes + nbytes > self._wc_size:
             return False
         if self._max_seg:
-            dq = self._dram if self._mc else self._dirty
             nseg = self._ndram if self._mc else self._ndirty
-            tail = dq[-1] if dq else None
-            merges = tail is not None and tail[0] + tail[1] == lba and tail[1] * self._ss + nbytes <= self._merge
-            if not merges and nseg >= self._max_seg:
+            if nseg >= self._max_seg and self._coalesce_target(lba, nbytes // self._ss) is None:
                 return False
         return True
+
+    def _coalesce_target(self, lba: int, ns: int) -> tuple[list, int] | None:
+        """(extent, how) a cached write of ``ns`` sectors at ``lba`` joins without a new segment:
+        how 0 = exact overwrite, 1 = appends to the extent's end, 2 = prepends to its start."""
+        e = self._dstart.get(lba)
+        if e is not None and e[1] == ns:
+            return e, 0
+        lim = self._merge // self._ss
+        e = self._dend.get(lba)
+        if e is not None and e[1] + ns <= lim:
+            return e, 1
+        e = self._dstart.get(lba + ns)
+        if e is not None and e[1] + ns <= lim:
+            return e, 2
+        return None
+
+    def _pages(self, lba: int, end: int) -> range:
+        """4 KiB pages wholly inside sectors [lba, end)."""
+        pg = self._pg
+        return range(-(-lba // pg), end // pg)
+
+    def _dirty_hit(self, lba: int, end: int) -> bool:
+        dp = self._dpg
+        pg = self._pg
+        return all(p in dp for p in range(lba // pg, -(-end // pg)))
+
+    def _pages_add(self, lba: int, end: int) -> None:
+        dp = self._dpg
+        for p in self._pages(lba, end):
+            dp[p] = dp.get(p, 0) + 1
+
+    def _pages_drop(self, lba: int, end: int) -> None:
+        dp = self._dpg
+        for p in self._pages(lba, end):
+            c = dp.get(p, 0) - 1
+            if c > 0:
+                dp[p] = c
+            else:
+                dp.pop(p, None)
+
+    def _rewindow(self, e: list, now: float) -> None:
+        """Extent ``e`` grew while in the destage window: rewrite its candidate row."""
+        cr = self._cr
+        for i in range(self._n):
+            if cr[i] is e:
+                K.enqueue(self._cq, i, float(e[0]), float(e[1]), 1.0, now, float(e[2]), 1.0, now, 0.0,
+                          self._zt, self._par)
+                return
+
+    def _unindex(self, e: list) -> None:
+        """Extent ``e`` leaves the host-facing queue (into the destage window or an append)."""
+        if self._dstart.get(e[0]) is e:
+            del self._dstart[e[0]]
+        end = e[0] + e[1]
+        if self._dend.get(end) is e:
+            del self._dend[end]
 
     def _accept(self, req: Request, now: float, lba: int, end: int, fua_flush: bool) -> None:
         """Take a write into the write cache and acknowledge it after overhead + link transfer."""
         self._seq += 1
         ns = end - lba
-        dq = self._dram if self._mc else self._dirty
-        tail = dq[-1] if dq else None
-        if tail is not None and tail[0] + tail[1] == lba and (tail[1] + ns) * self._ss <= self._merge:
-            tail[1] += ns
+        hit = self._coalesce_target(lba, ns)
+        if hit is not None and hit[1] == 0:
+            # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
+            self.overwrites += 1
         else:
-            dq.append([lba, ns, self._seq])
-            if self._mc:
-                self._ndram += 1
+            if hit is not None:
+                e, how = hit
+                self.coalesced += 1
+                self._unindex(e)
+                self._pages_drop(e[0], e[0] + e[1])
+                if how == 2:
+                    e[0] = lba
+                e[1] += ns
             else:
-                self._ndirty += 1
-        self._dirty_bytes += ns * self._ss
+                e = [lba, ns, self._seq, 0]  # [first sector, sectors, first seq, in destage window]
+                (self._dram if self._mc else self._dirty).append(e)
+                if self._mc:
+                    self._ndram += 1
+                else:
+                    self._ndirty += 1
+            self._dstart[e[0]] = e
+            self._dend[e[0] + e[1]] = e
+            self._dirty_bytes += ns * self._ss
+            self._pages_add(e[0], e[0] + e[1])
+            if hit is not None and e[3]:
+                self._rewindow(e, now)
         K.seg_put(float(lba), float(end), now, self._seg, self._par)  # reads of it hit the buffer
         dur = req.size / self._lrate
         ls = self.link.reserve(now + self._ovh_w, dur, now)
@@ -439,6 +529,7 @@ class HDD(Device):
             self._release(now)
             return
         self._dirty_bytes -= nb
+        self._pages_drop(e[0], e[0] + e[1])
         if self._flushes:
             self._count_flushes(e, now)
         self._release(now)
@@ -483,7 +574,9 @@ class HDD(Device):
 
     def _start_append(self, now: float) -> bool:
         """One media operation: seek to the media cache and append up to ``media_cache_batch`` of
-        dirty DRAM data at the next free sectors of its log (no rotational wait)."""
+        dirty DRAM data at the next free sectors of its log: the arm waits until the log's write
+        pointer comes under the head (a log append has one place to go; back-to-back appends with a
+        gap between them wait most of a revolution)."""
         dq = self._dram
         ss = self._ss
         batch = []
@@ -494,7 +587,9 @@ class HDD(Device):
                 break
             if self._mc_bytes + nb + b > self._mc_size:
                 break
-            batch.append(dq.popleft())
+            e = dq.popleft()
+            self._unindex(e)
+            batch.append(e)
             nb += b
         if not batch:
             return False
@@ -503,7 +598,11 @@ class HDD(Device):
         dist = abs(par[K.ST_CYL] - self._mc_cyl)
         seek = self.seek(dist, write=True) if dist > 0 else 0.0
         xfer = nb / ss / self._mc_sps
-        dur = seek + xfer
+        ang = (self._mc_log % self._mc_spt) / self._mc_spt
+        rot = float(K.rot_wait(now + seek, ang, par))
+        self._mc_log += nb // ss
+        par[K.A_ROT] += rot
+        dur = seek + rot + xfer
         par[K.ST_CYL] = self._mc_cyl
         par[K.ST_HEAD] = 0.0
         par[K.A_SEEK] += seek
@@ -528,6 +627,7 @@ class HDD(Device):
             nb = e[1] * ss
             self._ndram -= 1
             self._dirty_bytes -= nb
+            self._pages_drop(e[0], e[0] + e[1])
             self._mc_bytes += nb
             if self._flushes:
                 self._count_flushes(e, now)
@@ -562,8 +662,11 @@ class HDD(Device):
 
     def _fill_window(self, now: float) -> None:
         dq = self._dirty
+        mc = self._mc
         while dq and self._win < self._window:
             e = dq.popleft()
+            if not mc:
+                e[3] = 1  # in the destage window: still joinable until dispatched
             K.enqueue(
                 self._cq,
                 self._n,
@@ -656,6 +759,8 @@ class HDD(Device):
                 self._mech_end = done
         else:
             self._win -= 1
+            if item[3]:
+                self._unindex(item)  # in flight: no longer joinable
             self._busy_acc += tend - now
             self._mech_end = tend
             ev = simpy.Event(env)

@@ -448,6 +448,7 @@ def choose(now, n, cq, par, sk, tt, mode, et):
             wseq = _window_seq(n, cq, par[P_WIN], mode)
             est = par[P_EST] != 0.0
             margin = par[P_MARGIN]
+            dcost = par[P_DCOST] if n > 1 else 0.0
             for i in range(n):
                 kind = cq[i, C_KIND]
                 if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
@@ -458,8 +459,11 @@ def choose(now, n, cq, par, sk, tt, mode, et):
                     continue  # beyond the firmware's look-ahead window
                 scored += 1
                 t0 = cq[i, C_READY]
-                if t0 < now:
-                    t0 = now
+                tn = now
+                if dcost > 0.0 and (cq[i, C_CYL] != cc or cq[i, C_HEAD] != ch):
+                    tn = now + dcost  # the firmware counts its own decision time before a move
+                if t0 < tn:
+                    t0 = tn
                 w = 1 if cq[i, C_W] != 0.0 else 0
                 if est:
                     mv = est_move(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, et)
