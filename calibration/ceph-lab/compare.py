@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model vs lab: run the lab's experiments on the model and join them with the measured points.
 
-    python calibration/ceph-lab/compare.py [--sim-dir DIR] [--runtime S] [--profile clusters/ceph_lab_fitted]
+    python calibration/ceph-lab/compare.py [--sim-dir DIR] [--runtime S] [--profile clusters/ceph_lab_fitted] [--tag T]
 
 Runs experiment.yaml (croit and norepeat sequences), experiment_smallcache.yaml and experiment_cold.yaml (fresh
 cluster per run)
@@ -10,7 +10,9 @@ unless --sim-dir holds their outputs, then writes
                        whether the point was fitted (croit QD1) or predicted, and whether the measured spread
                        is below the acceptance bound (IOPS 25 %, p50/p99 35 %);
   data/counters.csv    per point: measured perf counters (cache hit share, deferred share, kv commit latency,
-                       txcs per kv commit, op queue wait) beside the simulator's own statistics.
+                       txcs per kv commit, op queue wait, CPU per IO) beside the simulator's own statistics.
+With --tag T the tables are prediction_T.csv / counters_T.csv (e.g. --profile clusters/ceph_lab_batching_fitted
+--tag batching: the model with the lab's CPU-batching and stall mechanisms).
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ def run_sim(exp: Path, out: Path, profile: str | None, runtime: float | None) ->
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
+def _cpu_per_io(cl: dict[str, Any], iops: float | None) -> float | None:
+    hosts = cl.get("hosts") or {}
+    if not iops or not hosts:
+        return None
+    busy = sum(h.get("cpu_utilisation", 0.0) * h.get("cpu_servers", 0) for h in hosts.values())
+    return 1e6 * busy / iops
+
+
 def sim_points(sim_dir: Path, variant_default: str | None = None) -> dict[tuple[str, str, int], dict[str, Any]]:
     """(variant, rw, qd) -> simulated figures and statistics of one `simrun run` output directory."""
     out = {}
@@ -80,6 +90,8 @@ def sim_points(sim_dir: Path, variant_default: str | None = None) -> dict[tuple[
                                   if batches else None),
             "throttled_share": cl["summary"].get("throttled_share"),
             "cpu_util": cl["summary"].get("cpu_util_max"),
+            # CPU seconds per client IO of the whole host (OSDs + client), comparable to the lab's OSD + fio sum
+            "cpu_us_per_io": _cpu_per_io(cl, _f(row[f"{d}.iops"])),
         }
     return out
 
@@ -115,8 +127,10 @@ def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path) -> tuple[
             c[f"meas_{m}"] = sp["mean"]
             c[f"meas_{m}_sd"] = sp["sd"]
         for m in ("cache_hit_share", "deferred_share", "txc_per_kv_commit", "kv_commit_mean_ms", "throttled_share",
-                  "cpu_util"):
+                  "cpu_util", "cpu_us_per_io"):
             c[f"sim_{m}"] = s.get(m) if s else None
+        osd_cpu, fio_cpu = c.get("meas_cpu_osd_us_per_io"), c.get("meas_cpu_fio_us_per_io")
+        c["meas_cpu_us_per_io"] = osd_cpu + fio_cpu if osd_cpu is not None and fio_cpu is not None else None
         for m in ("cache_hit_share", "deferred_share"):
             me, si = c[f"meas_{m}"], c[f"sim_{m}"]
             c[f"{m}_ok"] = (None if me is None or si is None
@@ -142,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runtime", type=float)
     ap.add_argument("--profile")
     ap.add_argument("--data", type=Path, default=HERE / "data")
+    ap.add_argument("--tag", default="", help="write prediction_TAG.csv / counters_TAG.csv (another profile's tables)")
     a = ap.parse_args(argv)
     main_dir, cold_dir, small_dir = a.sim_dir / "main", a.sim_dir / "cold", a.sim_dir / "smallcache"
     if not a.reuse:
@@ -153,9 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     sim.update(sim_points(small_dir, "smallcache"))
     pred, cnt = build(sim, a.data)
     prof = a.profile or "clusters/ceph_lab_fitted"
-    write_csv(a.data / "prediction.csv", pred,
+    sfx = f"_{a.tag}" if a.tag else ""
+    write_csv(a.data / f"prediction{sfx}.csv", pred,
               f"model ({prof}) vs lab (calibration/ceph-lab/compare.py); set=fit: in the calibration's loss")
-    write_csv(a.data / "counters.csv", cnt,
+    write_csv(a.data / f"counters{sfx}.csv", cnt,
               f"measured perf counters (mean, sd over repeats) beside the model's statistics ({prof})")
     for r in pred:
         print(f"{r['variant']:10} {r['rw']:9} QD{r['qd']:<3} {r['set']:10} "

@@ -697,6 +697,33 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
                         cells.append(f"{row['rw']} QD{int(float(row['qd']))} {iops:.0f} vs {mi:.0f} ({errs[-1]:+.0f}%)")
                 md.append("; ".join(cells) + ".")
                 summary.append({"campaign": "Ceph lab (fresh croit replay, IOPS)", "kind": "reproduction", **_stats(errs)})
+    mech_p = lab / "data" / "prediction_batching.csv"
+    if mech_p.is_file():
+        # the same points on the model with the lab's mechanisms (CPU wakeups, kv commit CPU, off-CPU stalls)
+        mech = _read_csv(mech_p)
+        md += ["", "### With the lab's mechanisms (`models/clusters/ceph_lab_batching_fitted`)", "",
+               "Thread wakeups amortised over queued jobs, the kv_sync commit cycle's own CPU, the client's CPU per "
+               "write, off-CPU stalls instead of the lognormal cost spread; refitted on the same croit QD1 points "
+               "(calibrate_batching.yaml). Within bounds (testable points / all predicted points):", "",
+               "| metric | before (ceph_lab_fitted) | with the mechanisms |", "|---|---|---|"]
+        for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %")):
+            cells = []
+            for tab in (pred, mech):
+                pr = [r for r in tab if r["set"] == "prediction"]
+                tst = [r for r in pr if r.get(f"{m}_testable") == "True"]
+                cells.append(f"{sum(r.get(f'{m}_ok') == 'True' for r in tst)} of {len(tst)} / "
+                             f"{sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)}")
+            md.append(f"| {lab_m} {b} | {cells[0]} | {cells[1]} |")
+        md += ["", "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
+               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in mech:
+            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
+                                          *cell(r, "p99_ms")]) + " |")
+        for s2 in ("fit", "prediction"):
+            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
+                sel = [_f(r.get(f"err_{m}_pct")) for r in mech if r["set"] == s2]
+                summary.append({"campaign": f"Ceph lab, mechanisms ({s2}, {lab_m})", "kind": s2,
+                                **_stats([e for e in sel if e is not None])})
     md += ["", "Mechanisms and what the lab showed: docs/ceph-model.md, \"What the lab showed\".", ""]
     return md, summary
 

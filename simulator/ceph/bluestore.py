@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.ceph.cache import LruCache, make_cache
-from simulator.ceph.resources import call_later
+from simulator.ceph.resources import call_at, call_later
 from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
@@ -192,6 +192,10 @@ class BlueStore(ObjectStore):
         self._dt_waiters: deque = deque()  # (op, resume, cost, t)
         self.aggressive = 0  # deferred_aggressive: op threads blocked on the deferred throttle
         # kv sync
+        self._kv_cpu = cfg.kv_commit_cost
+        self._cpu = getattr(parent, "cpu", None)  # the OSD host's CpuPool
+        if self._cpu is None:
+            self._kv_cpu = 0.0
         self.kv_queue: list[Txc] = []
         self.kv_busy = False
         self._kv_batch: list[Txc] = []
@@ -559,9 +563,20 @@ class BlueStore(ObjectStore):
         self._kv_bytes = nbytes
         self.kv_batches += 1
         self.kv_txcs += len(batch)
-        if force and self.io_since_flush:
+        flush = force and self.io_since_flush
+        if flush:
             self.io_since_flush = False
             self.kv_data_flushes += 1
+        if self._kv_cpu > 0.0:
+            # the cycle's own CPU (kv_commit_cost), once per batch, before its device work
+            call_at(self.env, self._cpu.book(self.env._now, self._kv_cpu), self._kv_io, flush)
+        elif flush:
+            self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
+        else:
+            self._kv_write(None)
+
+    def _kv_io(self, ev: Any) -> None:
+        if ev._value:
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
         else:
             self._kv_write(None)

@@ -63,6 +63,29 @@ class CpuConfig(ConfigModel):
     speed: float = Field(
         1.0, gt=0.0, description="speed relative to the CPU the cost parameters refer to; costs are divided by it (default 1.0)"
     )
+    wakeup_cost: Seconds = Field(
+        0.0, ge=0, le=1e-3,
+        description=(
+            "extra CPU of a job that starts on an idle server (a sleeping thread woken: futex wake, context switch, "
+            "cold caches); a job queued behind another runs back to back without it, so the CPU per IO falls as "
+            "load batches the work. Source: the Ceph lab's CPU seconds per read falling with queue depth "
+            "(calibration/ceph-lab/data/points.csv); 0 = off, seconds (default 0)"
+        ),
+    )
+
+    stall_share: float = Field(
+        0.0, ge=0.0, le=0.5,
+        description=(
+            "share of CPU jobs whose thread, after its work, waits off-CPU for a time slice while other work of "
+            "the machine (not modelled) runs; the core stays free for the modelled jobs, the job's result comes "
+            "stall_mean later on average (exponential). For a host shared with foreign load (the Ceph lab's VM); "
+            "fraction (default 0 = off)"
+        ),
+    )
+    stall_mean: Seconds = Field(
+        0.0, ge=0.0, le=0.1,
+        description="mean of the off-CPU wait of a stalled job (exponential), seconds (default 0 = off)",
+    )
 
     @property
     def servers(self) -> int:
@@ -165,6 +188,13 @@ class ClientConfig(ConfigModel):
     cost_per_byte: float = Field(
         0.0, ge=0,
         description="client CPU per byte of data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
+    )
+    write_cost: Seconds = Field(
+        0.0, ge=0, le=0.01,
+        description=(
+            "extra client CPU to issue a write beyond submit_cost. Source: the Ceph lab's fio rbd client used 268 us "
+            "per 4 KiB write and 98 us per read at QD1 (calibration/ceph-lab/data/points.csv); seconds (default 0)"
+        ),
     )
     host: str | None = Field(
         None, pattern=_NAME,
@@ -482,6 +512,16 @@ class BlueStoreConfig(ConfigModel):
     )
     kv_txc_bytes: Bytes = Field(
         1200, ge=0, description="RocksDB WAL bytes per transaction besides deferred data: onode, extent map, PG log entry, bytes (default 1200)"
+    )
+    kv_commit_cost: Seconds = Field(
+        0.0, ge=0, le=10e-3,
+        description=(
+            "CPU of one kv_sync commit cycle, whatever the number of transactions in it (RocksDB batch submit, WAL "
+            "append and fsync calls, kv_finalize wakeups), booked on the OSD host's CPU before the WAL write; so the "
+            "CPU per write falls as batches grow and the commit slows when the CPU is busy. Source: the Ceph lab's "
+            "CPU per write against txcs per kv commit (calibration/ceph-lab/data/points.csv); 0 = off, seconds "
+            "(default 0)"
+        ),
     )
     kv_cleanup_bytes: Bytes = Field(
         64, ge=0, description="WAL bytes to delete one applied deferred record, bytes (default 64)"

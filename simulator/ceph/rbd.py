@@ -98,7 +98,7 @@ class RbdImage(Device):
         ccfg = self.client_cfg
         cost = ccfg.submit_cost
         if kind == _WRITE:
-            cost += ccfg.cost_per_byte * req.size
+            cost += ccfg.cost_per_byte * req.size + ccfg.write_cost
         if kind == _FLUSH or req.size <= 0:
             self._complete_after(req, client.cpu.book(now, cost) - now)
             return

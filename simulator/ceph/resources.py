@@ -12,6 +12,7 @@ and two bookings with different lead times race for it (see docs/ceph-model.md).
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 import simpy
@@ -62,38 +63,61 @@ def call_at(env: simpy.Environment, t: float, cb: Any, value: Any) -> None:
 class CpuPool(Component):
     """``servers`` identical processors, FCFS; costs are divided by ``speed``."""
 
-    def __init__(self, name: str, parent: Component, servers: int, speed: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        parent: Component,
+        servers: int,
+        speed: float = 1.0,
+        wakeup_cost: float = 0.0,
+        stall_share: float = 0.0,
+        stall_mean: float = 0.0,
+    ):
         super().__init__(name, parent)
         self.servers = int(servers)
         self.speed = float(speed)
         self._inv = 1.0 / self.speed
+        #: extra cost of a job that finds a server idle (thread wakeup), already divided by speed
+        self._wake = float(wakeup_cost) / self.speed
+        #: share of jobs whose result is delayed off-CPU (the thread waits for a time slice while
+        #: other work of the machine runs), exponential with mean ``stall_mean``; the server is free
+        self._stall_p = float(stall_share) if stall_mean > 0.0 else 0.0
+        self._stall_mean = float(stall_mean)
         self._free = [0.0] * self.servers
         self.reset_stats()
 
     def book(self, t: float, cost: float) -> float:
         """Run a job of ``cost`` (reference-CPU seconds) arriving at ``t``; return its end time."""
-        if cost <= 0.0:
+        if cost <= 0.0 and self._wake == 0.0:
             return t
         cost *= self._inv
         free = self._free
         f = free[0]
-        end = (t if t > f else f) + cost
+        if t >= f:  # a server is idle: the job wakes it
+            cost += self._wake
+            end = t + cost
+        else:  # queued behind another job: runs back to back
+            end = f + cost
         _heapreplace(free, end)
         self._busy += cost
         self.jobs += 1
+        if self._stall_p and self.rand.random() < self._stall_p:
+            self.stalls += 1
+            return end - self._stall_mean * math.log(1.0 - self.rand.random())
         return end
 
     def reset_stats(self) -> None:
         self._t0 = self.env.now
         self._busy = 0.0
         self.jobs = 0
+        self.stalls = 0
 
     def utilisation(self) -> float:
         span = self.env.now - self._t0
         return min(1.0, self._busy / (span * self.servers)) if span > 0 else 0.0
 
     def stats(self) -> dict[str, Any]:
-        return {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs}
+        return {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs, "stalls": self.stalls}
 
 
 class Link:
