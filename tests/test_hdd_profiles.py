@@ -14,7 +14,10 @@ from simulator.devices.hdd import HDD, DualActuatorHDD
 from simulator.devices.hdd.bench import make_hdd
 from simulator.devices.registry import load_profile, models_dir
 
-PROFILES = sorted(p.stem for p in (models_dir() / "hdd").glob("*.yaml"))
+# the drives themselves; a profile in models/hdd of another kind (the TurboBoost drive is a
+# flash_read_cache wrapping an HDD) is checked by tests/test_flashcache.py and tests/test_profiles.py
+PROFILES = sorted(p.stem for p in (models_dir() / "hdd").glob("*.yaml") if load_profile(f"hdd/{p.stem}")["kind"] == "hdd")
+WRAPPED = sorted(set(p.stem for p in (models_dir() / "hdd").glob("*.yaml")) - set(PROFILES))
 
 
 def _leaves(d, prefix=""):
@@ -24,6 +27,14 @@ def _leaves(d, prefix=""):
             yield from _leaves(v, key + ".")
         else:
             yield key
+
+
+def test_drive_wrappers_in_models_hdd_are_flash_read_caches_over_an_hdd():
+    assert WRAPPED, "the TurboBoost drive profile is expected in models/hdd"
+    for name in WRAPPED:
+        prof = load_profile(f"hdd/{name}")
+        assert prof["kind"] == "flash_read_cache", name
+        assert load_profile(prof["params"]["backing"]["profile"])["kind"] == "hdd", name
 
 
 def test_the_five_drives_are_there():

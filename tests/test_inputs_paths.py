@@ -103,7 +103,7 @@ def test_profile_file_in_a_file_stays_in_its_directory(tmp_path, ref):
 def test_device_kinds_come_from_one_table():
     assert not hasattr(registry, "register_kind")
     kinds = registry.device_kinds()
-    assert set(kinds) == set(registry.KIND_TABLE) == {"queue", "hdd", "ssd", "raid", "ceph_cluster"}
+    assert set(kinds) == set(registry.KIND_TABLE) == {"queue", "hdd", "ssd", "raid", "flash_read_cache", "ceph_cluster"}
     assert kinds["hdd"].config.__name__ == "HDDConfig" and kinds["ceph_cluster"].config.__name__ == "ClusterConfig"
     src = Path(registry.__file__).read_text()
     assert "ModuleNotFoundError" not in Path(registry.__file__).with_name("__init__.py").read_text()
