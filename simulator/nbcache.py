@@ -10,13 +10,12 @@ differs from the one recorded beside the cache, the module's cached entries are 
 recompiles them.
 
 Where the cache lives: numba writes it to ``__pycache__`` beside the module when that is writable,
-otherwise under ``$NUMBA_CACHE_DIR`` (mirroring the module's path); both places are checked.
+or under ``$NUMBA_CACHE_DIR`` (numba's hashed sub-directory per source directory); both are checked.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 __all__ = ["invalidate_stale"]
@@ -24,10 +23,14 @@ __all__ = ["invalidate_stale"]
 
 def _cache_dirs(module_file: Path) -> list[Path]:
     dirs = [module_file.parent / "__pycache__"]
-    env = os.environ.get("NUMBA_CACHE_DIR")
-    if env:
-        parent = module_file.parent.resolve()
-        dirs.append(Path(env) / parent.relative_to(parent.anchor))
+    try:  # numba's own rule for $NUMBA_CACHE_DIR (a hashed sub-directory per source directory)
+        from numba.core import config
+        from numba.core.caching import UserProvidedCacheLocator
+
+        if config.CACHE_DIR:
+            dirs.append(Path(config.CACHE_DIR) / UserProvidedCacheLocator.get_suitable_cache_subpath(str(module_file)))
+    except (ImportError, AttributeError):  # another numba layout: the in-tree cache is still handled
+        pass
     return dirs
 
 

@@ -39,3 +39,21 @@ def test_unreadable_dependency_changes_nothing(tmp_path):
     _plant(cache)
     assert invalidate_stale(str(mod), str(tmp_path / "missing.py")) is False
     assert len(list(cache.glob("loop.*.nb[ic]"))) == 2
+
+
+def test_numba_cache_dir_is_handled_where_numba_puts_it(tmp_path, monkeypatch):
+    """With $NUMBA_CACHE_DIR (CI sets it) numba keeps the entries in a hashed sub-directory."""
+    from numba.core import config
+    from numba.core.caching import UserProvidedCacheLocator
+
+    mod, dep, _ = _setup(tmp_path)
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "nbc"))
+    where = tmp_path / "nbc" / UserProvidedCacheLocator.get_suitable_cache_subpath(str(mod))
+    where.mkdir(parents=True)
+    _plant(where)
+    invalidate_stale(str(mod), str(dep))
+    _plant(where)
+    assert invalidate_stale(str(mod), str(dep)) is False
+    dep.write_text("y = 3\n")
+    assert invalidate_stale(str(mod), str(dep)) is True
+    assert list(where.glob("loop.*.nb[ic]")) == []
