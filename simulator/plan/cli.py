@@ -17,12 +17,13 @@ def plan_main(file: Path, out: Path | None, workers: int | None, scheduler: str,
     from simulator.plan.report import render
     from simulator.plan.solve import run_plan
 
-    with Progress(TextColumn("[bold]plan"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} configurations searched"),
+    with Progress(TextColumn("[bold]plan"), BarColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=err_console, disable=quiet, transient=False) as prog:
-        task = prog.add_task("plan", total=None)
+        # the count is text, not {task.total:.0f}: the total is unknown (None) until pruning ends
+        task = prog.add_task("pruning the candidates", total=None)
 
         def cb(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total)
+            prog.update(task, completed=done, total=total, description=f"{done}/{total} configurations searched")
 
         try:
             res = run_plan(file, out, workers, scheduler, address, resume, cb)
