@@ -3,7 +3,7 @@
 Cases
 -----
 hdd-sptf-qd32       one HDD (7.2K), SPTF, 4 KiB random read, QD32 — device + IO driver, statistics off
-hdd-fio-qd32        the same with fio's statistics (the full path of an experiment run)
+hdd-fio-qd32        the same with fio's statistics (the full path of an experiment run; libaio, so QD32)
 queue-fio-qd16      the workload layer alone against an ideal queue device
 ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated client IO/s
 ceph-randrw-4m      croit MACH.2 pool, 4 MiB randrw, QD16 over 2 GiB (cache range operations), --ios / 100 IOs
@@ -93,15 +93,17 @@ def _ceph_4m(n: int) -> float:
 
 
 _RR = {"name": "bench", "rw": "randread", "bs": "4k"}
+#: the fio-path cases: libaio, so iodepth is the queue depth (fio's default psync engine runs at depth 1)
+_FIO_RR = {**_RR, "ioengine": "libaio"}
 _HDD = {"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"policy": "sptf", "depth": 32}}}
 #: the device + driver case: libaio without submission latency, offsets uniform with replacement
 _HDD_JOB = {**_RR, "iodepth": 32, "ioengine": "libaio", "sim_slat": 0, "norandommap": 1}
 CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "hdd-sptf-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (device + driver, no statistics)", _workload_case(_HDD, _HDD_JOB, stats=False)),
-    "hdd-fio-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)", _workload_case(_HDD, {**_RR, "iodepth": 32})),
+    "hdd-fio-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)", _workload_case(_HDD, {**_FIO_RR, "iodepth": 32})),
     "queue-fio-qd16": (
         "ideal queue device, 4KiB randread QD16 (fio path)",
-        _workload_case({"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}}, {**_RR, "iodepth": 16}),
+        _workload_case({"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}}, {**_FIO_RR, "iodepth": 16}),
     ),
     # the same cases through the compiled core (simulator.core; identical results, see tests/test_core.py)
     "hdd-sptf-qd32-compiled": (
@@ -110,13 +112,13 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     ),
     "hdd-fio-qd32-compiled": (
         "HDD 7.2K, SPTF, 4KiB randread QD32 (compiled core, fio statistics)",
-        _workload_case(_HDD, {**_RR, "iodepth": 32}, compiled=True),
+        _workload_case(_HDD, {**_FIO_RR, "iodepth": 32}, compiled=True),
     ),
     "queue-fio-qd16-compiled": (
         "ideal queue device, 4KiB randread QD16 (compiled core, fio statistics)",
         _workload_case(
             {"kind": "queue", "params": {"servers": 4, "service": {"dist": "deterministic", "value": "100us"}}},
-            {**_RR, "iodepth": 16},
+            {**_FIO_RR, "iodepth": 16},
             compiled=True,
         ),
     ),
