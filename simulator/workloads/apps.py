@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import simpy
 from pydantic import Field, model_validator
 
 from simulator.config.base import ConfigModel
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, Simulation
 from simulator.units import Bytes, BytesPerSecond, Seconds
+from simulator.workloads.runner import DeviceTap
 
 __all__ = [
     "AppResult",
@@ -151,33 +151,18 @@ def app_config(data: dict[str, Any], source: str | None = None, prefix: str = ""
 
 
 # --------------------------------------------------------------------------- metering
-class Meter:
-    """A device seen through a meter: forwards every request and bins completions (count, bytes,
-    latency sum) per ``bin`` seconds, per op; also totals over a window [``t0``, inf)."""
+class Meter(DeviceTap):
+    """A device seen through a meter: bins completions (count, bytes, latency sum) per ``bin``
+    seconds, per op; also totals over a window [``t0``, inf)."""
 
     def __init__(self, dev: Device, bin_s: float = 1.0):
-        self.dev = dev
+        super().__init__(dev)
         self.bin = float(bin_s)
         self.t0 = 0.0
         self.bins: dict[int, list[float]] = {}  # bin -> [reads, writes, bytes, latency sum]
         self.n = [0, 0, 0, 0]
         self.lat_sum = 0.0
         self.nbytes = 0
-        self.submitted = 0
-        self.completed = 0
-        self._cb = self._done
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.dev, name)
-
-    def submit(self, req: Request) -> simpy.Event:
-        self.submitted += 1
-        ev = self.dev.submit(req)
-        ev.callbacks.append(self._cb)
-        return ev
-
-    def reset_stats(self) -> None:
-        self.dev.reset_stats()
 
     def start_window(self, t: float) -> None:
         self.t0 = t
@@ -185,10 +170,7 @@ class Meter:
         self.lat_sum = 0.0
         self.nbytes = 0
 
-    def _done(self, ev: Any) -> None:
-        self.completed += 1
-        r = ev._value
-        now = ev.env._now
+    def _observe(self, r: Request, now: float) -> None:
         lat = now - r.t_submit
         b = int(now / self.bin)
         row = self.bins.get(b)

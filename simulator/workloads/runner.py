@@ -960,21 +960,18 @@ class Workload(Component):
         return out
 
 
-class RequestLog:
-    """A device seen through a recorder: forwards every request to ``dev`` and keeps, per completed
-    request, its op, offset, size, submit/start/completion times and service time (arrays in
-    completion order). For tests and analyses that need per-IO figures fio does not report; the
-    Workload drives it like any device. ``recording`` can be switched off (e.g. during a warm-up)."""
+class DeviceTap:
+    """A device seen through an observer: forwards every request to ``dev`` unchanged, counts them,
+    and hands each completed request to :meth:`_observe`; any other attribute is the device's
+    (capacity, sector_size, path, reset_stats, stats...), so the Workload drives it like the device."""
 
     def __init__(self, dev: Device):
         self.dev = dev
-        self.recording = True
         self.submitted = 0
         self.completed = 0
-        self.rows: list[tuple[int, int, int, float, float, float, float]] = []
         self._cb = self._done
 
-    def __getattr__(self, name: str) -> Any:  # capacity, sector_size, path, reset_stats, stats...
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.dev, name)
 
     def submit(self, req: Request) -> simpy.Event:
@@ -985,9 +982,25 @@ class RequestLog:
 
     def _done(self, ev: Any) -> None:
         self.completed += 1
+        self._observe(ev._value, ev.env._now)
+
+    def _observe(self, req: Request, now: float) -> None:
+        raise NotImplementedError
+
+
+class RequestLog(DeviceTap):
+    """A recorder: keeps, per completed request, its op, offset, size, submit/start/completion
+    times and service time (arrays in completion order). For tests and analyses that need per-IO
+    figures fio does not report. ``recording`` can be switched off (e.g. during a warm-up)."""
+
+    def __init__(self, dev: Device):
+        super().__init__(dev)
+        self.recording = True
+        self.rows: list[tuple[int, int, int, float, float, float, float]] = []
+
+    def _observe(self, r: Request, now: float) -> None:
         if self.recording:
-            r = ev._value
-            self.rows.append((int(r.op), int(r.offset), int(r.size), r.t_submit, r.t_start, ev.env.now, r.service))
+            self.rows.append((int(r.op), int(r.offset), int(r.size), r.t_submit, r.t_start, now, r.service))
 
     def arrays(self) -> dict[str, np.ndarray]:
         """op, offset, size, t_submit, t_start, t_done, service, latency (= t_done - t_submit)."""
