@@ -24,34 +24,13 @@ from simulator.errors import ConfigError
 __all__ = ["CASES", "run_bench"]
 
 
-class NullStats:
-    """A JobStats stand-in that records nothing (isolates the device and driver's own cost)."""
-
-    records_nothing = True  # the compiled core skips its completion log for it
-
-    def __init__(self, name: str, options: dict[str, str], groupid: int = 0, jobs: int = 1):
-        self.name = name
-
-    def add(self, ddir: int, t_done: float, slat: float, clat: float, nbytes: int) -> None:
-        pass
-
-    def add_sync(self, t_done: float, lat: float) -> None:
-        pass
-
-    def set_window(self, t_start: float, t_end: float) -> None:
-        pass
-
-    def result(self) -> None:
-        return None
-
-
 def _workload_case(
     device_spec: dict[str, Any], job: dict[str, Any], stats: bool = True, compiled: bool = False
 ) -> Callable[[int], float]:
     def run(n: int) -> float:
         from simulator.devices.registry import build_device
         from simulator.engine import Simulation
-        from simulator.workloads.runner import run_fio
+        from simulator.workloads.runner import NullStats, run_fio
 
         if compiled:
             from simulator.core import run_fio_compiled as run_fio

@@ -48,7 +48,7 @@ from simulator.config.base import ConfigModel
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, Simulation
 from simulator.units import Bytes, BytesPerSecond, Seconds
-from simulator.workloads.runner import DeviceTap
+from simulator.workloads.runner import DeviceTap, NullStats
 
 __all__ = [
     "AppResult",
@@ -185,25 +185,6 @@ class Meter(DeviceTap):
             self.n[op] += 1
             self.lat_sum += lat
             self.nbytes += r.size
-
-
-class _NullStats:
-    """The runner's per-thread statistics, unused by applications (they meter the devices)."""
-
-    def __init__(self, *a: Any, **k: Any):
-        pass
-
-    def add(self, *a: Any) -> None:
-        pass
-
-    def add_sync(self, *a: Any) -> None:
-        pass
-
-    def set_window(self, *a: Any) -> None:
-        pass
-
-    def result(self) -> None:
-        return None
 
 
 # --------------------------------------------------------------------------- web server
@@ -529,7 +510,7 @@ def run_app(
             return s
 
     resolve = lambda job: [targets[n] for n in job.filenames]  # noqa: E731
-    wl = Workload(sim, fjobs, resolve, parent=parent, name=f"app_{cfg.app}", stats_factory=_NullStats, io_source=factory)
+    wl = Workload(sim, fjobs, resolve, parent=parent, name=f"app_{cfg.app}", stats_factory=NullStats, io_source=factory)
     t_begin = sim.env.now
     for m in meters:
         m.start_window(t_begin + ramp)

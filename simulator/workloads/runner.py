@@ -960,6 +960,28 @@ class Workload(Component):
         return out
 
 
+class NullStats:
+    """A JobStats stand-in that records nothing: for runs whose figures come from elsewhere (the
+    app study meters its devices) and for ``simrun bench``'s device-and-driver cost."""
+
+    records_nothing = True  # the compiled core skips its completion log for it
+
+    def __init__(self, name: str, options: dict[str, str], groupid: int = 0, jobs: int = 1):
+        self.name = name
+
+    def add(self, ddir: int, t_done: float, slat: float, clat: float, nbytes: int) -> None:
+        pass
+
+    def add_sync(self, t_done: float, lat: float) -> None:
+        pass
+
+    def set_window(self, t_start: float, t_end: float) -> None:
+        pass
+
+    def result(self) -> None:
+        return None
+
+
 class DeviceTap:
     """A device seen through an observer: forwards every request to ``dev`` unchanged, counts them,
     and hands each completed request to :meth:`_observe`; any other attribute is the device's
