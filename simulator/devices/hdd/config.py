@@ -378,24 +378,25 @@ class QueueConfig(ConfigModel):
         "position ordering over a bounded window); 0 = every queued command (ideal SPTF), count, default 0. "
         "Physical bound: at most the queue depth matters",
     )
-    position_estimate: Literal["exact", "table"] = Field(
+    position_estimate: Literal["exact", "table", "profile"] = Field(
         "exact",
-        description="how the firmware estimates positioning: exact (the simulated seek itself: ideal) or table (a "
+        description="how the firmware estimates positioning: exact (the simulated seek itself: ideal); table (a "
         "coarse seek table by cylinder-distance bin, rounded up to the bin's upper edge, plus estimate_margin, then "
-        "the rotational delay from that estimated arrival), default exact",
+        "the rotational delay from that estimated arrival); profile (the same table sampled at the bins' edges and "
+        "read by linear interpolation, as a seek profile, plus estimate_margin), default exact",
     )
     estimate_bins: int = Field(
         32,
         ge=2,
         le=4096,
-        description="table: cylinder-distance bins of the firmware seek table (geometric from 1 cylinder to the full "
+        description="table/profile: cylinder-distance bins of the firmware seek table (geometric from 1 cylinder to the full "
         "stroke), count, default 32",
     )
     estimate_margin: Seconds = Field(
         "0s",
         ge=0,
         le=0.01,
-        description="table: guard band the firmware adds to the estimated seek so that settle-time variation does "
+        description="table/profile: guard band the firmware adds to the estimated seek so that settle-time variation does "
         "not miss the target sector (a missed sector costs a revolution), seconds, default 0; physical range "
         "0-1 ms (a few percent of a revolution)",
     )

@@ -148,7 +148,7 @@ class HDD(Device):
         par[K.P_PHYS] = (g.physical_sector_size or g.sector_size) / g.sector_size
         par[K.P_RMW] = g.rmw_revolutions
         par[K.P_WIN] = q.reorder_window
-        par[K.P_EST] = 1.0 if q.position_estimate == "table" else 0.0
+        par[K.P_EST] = {"exact": 0.0, "table": 1.0, "profile": 2.0}[q.position_estimate]
         par[K.P_MARGIN] = q.estimate_margin
         par[K.P_DCOST] = q.decision_overhead
         self._par = par

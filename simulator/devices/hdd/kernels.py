@@ -64,7 +64,7 @@ P_PHYS = 30  # logical sectors per physical sector (8 for 512e)
 P_RMW = 31  # revolutions added to a media write that covers a physical sector only in part
 # firmware reordering (rotational position ordering as drives do it)
 P_WIN = 32  # look-ahead window: oldest host commands scored per decision; <= 0 = all (ideal)
-P_EST = 33  # 0 = exact positioning estimate (ideal), 1 = coarse firmware seek table (``et``)
+P_EST = 33  # 0 = exact positioning estimate (ideal), 1 = firmware seek table (``et``) rounded up, 2 = interpolated
 P_MARGIN = 34  # guard band added to an estimated move (seek or head switch) before the rotational estimate, s
 P_DCOST = 35  # firmware time per reordering decision among >= 2 candidates, s
 ST_SCORED = 36  # candidates scored by the last choose() (state)
@@ -359,8 +359,12 @@ def position_time(now, i, cq, par, sk, tt):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def est_move(cur_cyl, cur_head, cyl, head, w, par, et):
-    """The firmware's estimate of a move: head switch, or the seek of the distance bin (its upper
-    edge, so the table never promises a seek the arm cannot make)."""
+    """The firmware's estimate of a move: head switch, or the seek from its table. ``P_EST`` 1
+    (table): the seek at the upper edge of the distance bin (rounded up: the table never promises a
+    seek the arm cannot make, and overstates every seek inside a bin by up to the bin's width);
+    ``P_EST`` 2 (profile): linear between the two sampled distances around ``d`` (a seek profile
+    read by interpolation: within a fraction of a percent of the curve; the guard band covers the
+    rest)."""
     d = abs(cyl - cur_cyl)
     if d == 0.0:
         if head == cur_head:
@@ -374,6 +378,11 @@ def est_move(cur_cyl, cur_head, cyl, head, w, par, et):
             hi = mid
         else:
             lo = mid + 1
+    if par[P_EST] == 2.0 and lo > 0 and d < et[0, lo]:
+        # a seek profile: linear between the sampled distances
+        e0 = et[0, lo - 1]
+        f = (d - e0) / (et[0, lo] - e0)
+        return et[1 + w, lo - 1] + f * (et[1 + w, lo] - et[1 + w, lo - 1])
     return et[1 + w, lo]
 
 
