@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import math
+import re
 import statistics
 import time
 from pathlib import Path
@@ -472,8 +473,9 @@ def _hdd_qd_run(profile: str, rw: str, bs: str, qd: int, span: str, params: dict
 
     job: dict[str, Any] = {"rw": rw, "bs": bs.replace("KiB", "k").replace("B", ""), "iodepth": qd,
                            "runtime": f"{runtime:g}s", "ramp_time": f"{max(2.0, runtime / 5):g}s"}
-    if "1 gib" in span.lower():
-        job["size"] = "1g"
+    m = re.search(r"first (\d+(?:\.\d+)?) ?(gib|gb)\b", span.lower())
+    if m:  # the run covers only the start of the device (fio size=)
+        job["size"] = f"{m.group(1)}{'g' if m.group(2) == 'gib' else 'gb'}"
     r = run_job(profile, job, params=params, block_layer=host, seed=seed)
     d = r.dir(rw)
     st = detect_series(d.series, d.series.t0 + d.runtime_s) if d.series is not None else None

@@ -126,6 +126,15 @@ class GeometryConfig(ConfigModel):
         le=100, description="time a read-modify-write adds to such a write, revolutions, default 2 (16-22 ms per "
         "misaligned write at 7.2K = 2-2.6 revolutions, device-facts B)",
     )
+    write_verify_revolutions: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="revolutions added to every media write for a read-after-write check (the drive reads the "
+        "written sectors back on the next pass before it counts the write done), revolutions, default 0 (no "
+        "verification); 1 = one verify pass. Some ATA drives of ~2000-2004 verified writes (xbitlabs found an "
+        "after-write check in Maxtor drives)",
+    )
     layout: Literal["serpentine", "cylinder"] = Field(
         "serpentine",
         description="LBA order: serpentine (each zone is laid surface by surface, alternating direction, as modern drives do) or cylinder (all heads of a cylinder, then the next cylinder: the classic layout), default serpentine",

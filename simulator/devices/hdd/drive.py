@@ -147,6 +147,7 @@ class HDD(Device):
         g = cfg.geometry
         par[K.P_PHYS] = (g.physical_sector_size or g.sector_size) / g.sector_size
         par[K.P_RMW] = g.rmw_revolutions
+        par[K.P_WV] = g.write_verify_revolutions
         par[K.P_WIN] = q.reorder_window
         par[K.P_EST] = {"exact": 0.0, "table": 1.0, "profile": 2.0}[q.position_estimate]
         par[K.P_MARGIN] = q.estimate_margin

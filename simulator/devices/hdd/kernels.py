@@ -69,7 +69,8 @@ P_MARGIN = 34  # guard band added to an estimated move (seek or head switch) bef
 P_DCOST = 35  # firmware time per reordering decision among >= 2 candidates, s
 ST_SCORED = 36  # candidates scored by the last choose() (state)
 A_DEC = 37  # accumulated decision time, s
-NPAR = 38
+P_WV = 38  # revolutions added to every media write (read-after-write verification)
+NPAR = 39
 
 # ---- seek row columns
 S_MODE = 0  # 0 three-point, 1 Ruemmler-Wilkes, 2 table
@@ -531,6 +532,8 @@ def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
         ph = par[P_PHYS]
         if lba - ph * np.floor(lba / ph) != 0.0 or (lba + ns) - ph * np.floor((lba + ns) / ph) != 0.0:
             tend += par[P_RMW] * par[P_T]  # read the partial physical sector(s), write on a later pass
+    if w == 1 and par[P_WV] > 0.0:
+        tend += par[P_WV] * par[P_T]  # the written sectors are read back on the next pass(es)
     par[A_SEEK] += s
     par[A_ROT] += r
     par[A_XFER] += tend - xs
