@@ -120,6 +120,32 @@ def test_estimate_quality_orders_throughput():
     assert mp <= ex[0] + ex[1] + hp, (res, ex)
 
 
+def test_write_verify_adds_one_revolution_per_media_write_and_none_to_reads():
+    """geometry.write_verify_revolutions: the same dispatch (same head position, angle, command) ends
+    exactly k revolutions later for a write, and unchanged for a read."""
+    import numpy as np
+
+    from simulator.devices.hdd import kernels as K
+
+    sim = Simulation(1)
+    dev = build_device({"profile": SATA, "params": {"geometry": {"write_verify_revolutions": 1}}}, "hdd", sim.root)
+    assert dev._par[K.P_WV] == 1.0
+    ends = {}
+    for w in (0.0, 1.0):
+        for wv in (0.0, 1.0, 2.0):
+            par = dev._par.copy()
+            par[K.P_WV] = wv
+            cq = np.zeros((4, K.NCOL))
+            seg = np.full((4, 3), -1.0)
+            K.enqueue(cq, 0, 123456.0, 8.0, w, 0.0, 1.0, 0.0, 0.0, 0.0, dev._zt, par)
+            _i, _k, _t0, _xs, tend = K.dispatch(0.0, 1, cq, dev._zt, par, dev._sk, dev._tt, seg, 0, dev._et)
+            ends[w, wv] = tend
+    T = dev.rev_time
+    assert ends[1.0, 1.0] - ends[1.0, 0.0] == pytest.approx(T, rel=1e-9)
+    assert ends[1.0, 2.0] - ends[1.0, 0.0] == pytest.approx(2 * T, rel=1e-9)
+    assert ends[0.0, 2.0] == ends[0.0, 0.0]
+
+
 def test_sustained_cached_write_rate_is_bounded_by_destage_capacity():
     """Write cache on, cache full after the ramp: host writes cannot go faster than the mechanism
     destages them; with 16 dirty segments that is at most the rate of random writes with 16
