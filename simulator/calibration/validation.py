@@ -500,8 +500,8 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
     md += [f"Reference: `calibration/reference/hdd_qd_sweeps.csv` (sources in `calibration/reference/SOURCES.md`, "
            "summary `hdd_qd_sweeps.md`). Each row simulated with the drive's profile through the workload runner "
            f"({runtime:g} simulated s after a ramp, one fio job, `simulator.devices.hdd.sweep`), behind the host the "
-           "table names (Linux: the block layer with the kernel's defaults; Windows 2000: no host reordering; vendor "
-           "figures: none). Fit policy per drive: `fit` = the command overhead, set so that the QD1 read matches "
+           "table names (Linux: the block layer with the kernel's defaults; Windows 2000: a sector-ordered host queue; "
+           "vendor figures: none). Fit policy per drive: `fit` = the command overhead, set so that the QD1 read matches "
            "(one number, used for reads and writes), and the write-cache state from the table's column; every other "
            "row is a prediction; a data-sheet row without the cache state takes the vendor's convention from its other "
            "data-sheet rows in the table (Seagate: WCD). `spec` rows (vendor formulas, not measurements) and drives without a profile are not "
@@ -513,6 +513,7 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pred_err: list[float] = []
     pred_kind: list[str] = []
+    pred_src: list[str] = []
     fit_err: list[float] = []
     lat_err: list[float] = []
     skipped: list[str] = []
@@ -564,6 +565,7 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
                 (fit_err if is_fit else pred_err).append(e)
                 if not is_fit:
                     pred_kind.append(r.get("kind", ""))
+                    pred_src.append(r.get("source_id", ""))
                 lm = _f(r.get("mean_lat_ms"))
                 le = None
                 if lm:
@@ -582,9 +584,11 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
     n = len(pred_err)
     within = sum(abs(e) <= HDD_QD_GOAL for e in pred_err)
     lw = sum(abs(e) <= HDD_QD_GOAL for e in lat_err)
+    fw = sum(abs(e) <= HDD_QD_GOAL for e in fit_err)
     md += ["", *table, "",
            f"**Summary: {within} of {n} predicted IOPS points within ±{HDD_QD_GOAL:g} % ({(100 * within / n) if n else 0:.0f} %; "
-           f"goal ≥ 80 %); mean latency {lw} of {len(lat_err)} within ±{HDD_QD_GOAL:g} %; {len(fit_err)} fitted QD1 points.** "
+           f"goal ≥ 80 %); mean latency {lw} of {len(lat_err)} within ±{HDD_QD_GOAL:g} %; fitted QD1 points (not counted "
+           f"above): {fw} of {len(fit_err)} within ±{HDD_QD_GOAL:g} %.** "
            f"({time.perf_counter() - t0:.0f} s wall.)"]
     by_kind = []
     for k in sorted(set(pred_kind)):
@@ -592,32 +596,53 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
         by_kind.append(f"{k} {sum(abs(e) <= HDD_QD_GOAL for e in ek)} of {len(ek)}")
     if by_kind:
         md += ["", "Predicted IOPS points within the goal by kind of evidence: " + "; ".join(by_kind) + "."]
+    by_src = []
+    for k in dict.fromkeys(pred_src):
+        ek = [e for e, kk in zip(pred_err, pred_src, strict=True) if kk == k]
+        by_src.append(f"{k} {sum(abs(e) <= HDD_QD_GOAL for e in ek)} of {len(ek)}")
+    if by_src:
+        md += ["", "By source (`source_id`): " + "; ".join(by_src) + "."]
     if skipped:
         md += ["", "Not simulated: " + "; ".join(skipped) + "."]
     md += ["", HDD_QD_NOTES, ""]
-    summary = [{"campaign": "HDD QD sweeps (IOPS, predictions)", "kind": "prediction", **_stats(pred_err)},
+    summary = [{"campaign": "HDD QD sweeps (IOPS, fitted QD1 reads)", "kind": "fit", **_stats(fit_err)},
+               {"campaign": "HDD QD sweeps (IOPS, predictions)", "kind": "prediction", **_stats(pred_err)},
                {"campaign": "HDD QD sweeps (mean latency, predictions)", "kind": "prediction", **_stats(lat_err)}]
     return md, summary
 
 
 HDD_QD_NOTES = (
     "What the drives' firmware does in the model (class defaults in the profiles, not fitted): rotational position "
-    "ordering over the queued commands with a coarse seek table (32 distance bands, rounded up) plus a guard band of "
-    "5 % of a revolution and 0.05 ms of firmware time per reordering decision, which the choice itself accounts for; "
-    "a write cache of 16 dirty segments destaged with reordering over those 16, where a write that overwrites or "
-    "adjoins cached data joins it and reads of cached dirty data are served from the buffer. Seagate Exos drives have "
-    "a media cache (see the Exos 2X14 profile's sources): with WCE=0 a write is acknowledged once appended to the "
-    "on-platter log, and each append waits for the log's write pointer to come under the head; cleaning writes the "
-    "data home between appends, so the WCE=0 rate grows with the queue depth (one append + one cleaning trip per "
-    "batch). Windows 2000 hosts put a sector-ordered queue in front of the drive (Chung et al.: the driver and "
-    "controller reorder what the IDE drive cannot queue). Caveats: the Cheetah sweep covers only the first 1 GiB "
-    "(short seeks); the datasheet rows are vendor ratings with unknown hosts and run lengths (the 2X14 rows' queue "
-    "depth is assumed); the 2000-era drives' mechanics are recalled data-sheet figures. Known misses: modern 7200 rpm "
-    "reads at QD16-32 come out 14-22 % low (with exact positioning estimates instead of the class table they land "
-    "within -2..-15 %: the firmware of current drives estimates better than the class default assumes); the Cheetah "
-    "at QD128 keeps its QD64 rate while the measured one falls 7 %; the 2000-era drives' WCE writes (the Maxtor's "
-    "authors blame a slow controller that misses revolutions); the Exos M and 2X14 WCE=0 write ratings (350, 384) "
-    "sit well below the X24 and 2X18 ones (550, 560) with the same mechanics - the model gives the latter."
+    "ordering over the queued commands with the firmware's seek table (32 distance bands, read by linear "
+    "interpolation: `position_estimate: profile`) plus a guard band of 5 % of a revolution and 0.05 ms of firmware "
+    "time per reordering decision, which the choice itself accounts for; a write cache of 16 dirty segments "
+    "destaged with reordering over those 16, where a write that overwrites or adjoins cached data joins it and reads "
+    "of cached dirty data are served from the buffer. Seagate Exos drives have a media cache (see the Exos 2X14 "
+    "profile's sources): with WCE=0 a write is acknowledged once appended to the on-platter log, and each append "
+    "waits for the log's write pointer to come under the head; cleaning writes the data home between appends. "
+    "The Maxtor reads every write back (`write_verify_revolutions: 1`, its profile's sources). Windows 2000 hosts "
+    "put a sector-ordered queue in front of the drive (Chung et al.: the driver and controller reorder what the IDE "
+    "drive cannot queue). Until 2026-11-23 the seek table was read rounded up to each band's upper edge, which "
+    "overstates a seek inside a band by up to one band width: modern 7200 rpm reads at QD16-32 then came out "
+    "14-22 % low; read by interpolation they are 8-18 % low (exact estimates: 2-13 % low), and the guard band is "
+    "the remaining half of the deficit. Caveats: the Cheetah sweep covers only the first 1 GiB (short seeks); the "
+    "datasheet rows are vendor ratings with unknown hosts and run lengths (the 2X14 rows' queue depth is assumed); "
+    "the 2000-era drives' mechanics are recalled data-sheet figures; the StorageReview rows (2025) do not say the "
+    "region (\"workload limited to 10GB\") nor the write-cache state: they are simulated over the whole drive "
+    "(their reads equal whole-drive ratings; over a 10 GB region the model gives 521-538 reads/s) with the cache as "
+    "shipped. Known misses: (1) media cache with the write cache on (StorageReview X24 and Exos M writes): the "
+    "model acknowledges from DRAM and appends batches back to back at the media rate, about 70,000 writes/s for a "
+    "24 GB cache, while the drives measured 749 and 341 - the same happens with WCE=0 once 31 or more writes are "
+    "queued (appends start where the last one ended, so they never wait a revolution); what bounds a real drive's "
+    "cached random writes is not modelled; (2) the Exos M writes (WCD 350 rated, 341 measured with the cache on) "
+    "against the X24's (550, 749) with the same mechanics - the measured review shows the same gap, also for the "
+    "HAMR IronWolf Pro 30TB (301), so it is the drive, not the rating or the mode; no HAMR write cost is modelled "
+    "(no source); (3) the 2X14's 384 writes (queue depth and cache state not quoted); (4) the Atlas 10K: QD32 reads "
+    "+37 % against a derived figure, and its 8 KiB writes equal its reads (105/s) although the table says WCE on - "
+    "with the write cache off the model gives about its read rate (the source's SCSI write-cache state could not be "
+    "re-read); (5) the Cheetah at QD128 keeps rising while the measured one falls 7 % (the host's request limit at "
+    "QD128 is not modelled); (6) the Fireball and 2X18 writes sit at +23-24 % (the better seek estimate also "
+    "improves destage ordering)."
 )
 
 
