@@ -52,6 +52,7 @@ from simulator.core.layout import (
     HF_LINK_BUSY,
     HF_LRATE,
     HF_MECH_END,
+    HF_OVH_FLUSH,
     HF_OVH_HIT,
     HF_OVH_R,
     HF_OVH_W,
@@ -124,27 +125,47 @@ from simulator.core.layout import (
     TF_TSTOP,
     TI_ARRIVALS,
     TI_BACKLOG,
+    TI_BLOCKER,
+    TI_BLOCKING,
     TI_BS,
+    TI_BS1,
     TI_CBYTES,
     TI_CIOS,
     TI_DDIR,
     TI_DEPTH,
     TI_DEV,
     TI_DONE,
+    TI_ENDFSYNC,
+    TI_ENDSYNCS,
+    TI_FDSYNCN,
+    TI_FLINFL,
+    TI_FSYNCN,
     TI_FUA,
     TI_IFBYTES,
     TI_INFL,
     TI_IOSLIM,
+    TI_ISS,
     TI_ISSUING,
     TI_LIMON,
+    TI_MIXED,
+    TI_MIXREAD,
+    TI_MLEN,
+    TI_MPOS,
     TI_OFFLEN,
+    TI_OFFLENW,
+    TI_OFFMODE,
     TI_OFFPOS,
+    TI_OFFPOSW,
     TI_POISSON,
     TI_RATE,
     TI_RECORD,
     TI_RLEN,
     TI_RPOS,
+    TI_RWDDIR,
+    TI_RWISS,
     TI_STOPSCHED,
+    TI_SYNCDUE,
+    TI_WISS,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
 
@@ -711,7 +732,11 @@ def _h_admit(sp, d, h, r, now):
             _h_dispatch(sp, d, h, now)
     elif op == _WRITE:
         _h_admit_write(sp, d, h, r, now)
-    else:  # TRIM (FLUSH is not routed to the compiled HDD: the support check falls back)
+    elif op == _FLUSH:
+        # HDD._admit: nothing volatile to wait for (the support check refuses writes into a
+        # volatile cache), so the flush is acknowledged after its overhead
+        _h_ack(sp, d, r, now, st.hf[h, HF_OVH_FLUSH])
+    else:  # TRIM
         lba, end = _h_sectors(sp, h, r)
         K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
         _h_ack(sp, d, r, now, st.hf[h, HF_OVH_W])
@@ -829,7 +854,10 @@ def _device_finish(sp, d, r, now):
 # =============================================================================== job threads
 @njit(cache=True, _nrt=False)
 def _t_stop(sp, th):
+    """JobThread._stop (end_fsync: the end flush is due once nothing is in flight)."""
     st = _ld(sp)
+    if st.thi[th, TI_ISSUING] != 0 and st.thi[th, TI_ENDFSYNC] != 0:
+        st.thi[th, TI_ENDSYNCS] = 1  # one file per job
     st.thi[th, TI_ISSUING] = 0
     st.thi[th, TI_BACKLOG] = 0
 
@@ -843,41 +871,28 @@ def _t_finish(sp, th, now):
 
 
 @njit(cache=True, _nrt=False)
-def _t_issue(sp, th, now):
-    """JobThread._issue (closed loop, one file, one direction). False when the thread stops."""
+def _t_new(sp, th, op, off, size, now):
+    """A request from the pool (FioRequest(op, off, size, fua), t_issue = now)."""
     st = _ld(sp)
-    if now >= st.thf[th, TF_TSTOP]:
-        _t_stop(sp, th)
-        return False
-    if st.thi[th, TI_LIMON] != 0:
-        lim = st.thi[th, TI_IOSLIM]
-        if (lim >= 0 and st.thi[th, TI_CIOS] + st.thi[th, TI_INFL] >= lim) or (
-            st.thi[th, TI_CBYTES] + st.thi[th, TI_IFBYTES] >= st.thf[th, TF_BYTESLIM]
-        ):
-            _t_stop(sp, th)
-            return False
-    p = st.thi[th, TI_OFFPOS]
-    off = st.offs[th, p]
-    st.thi[th, TI_OFFPOS] = p + 1
-    if st.thi[th, TI_OFFLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
-        st.gi[GI_LOW] = 1
     nf = st.gi[GI_FREE] - 1
     st.gi[GI_FREE] = nf
     r = st.rfree[nf]
-    ddir = st.thi[th, TI_DDIR]
-    bs = st.thi[th, TI_BS]
-    d = st.thi[th, TI_DEV]
-    st.rqi[r, RI_OP] = ddir
+    st.rqi[r, RI_OP] = op
     st.rqi[r, RI_OFF] = off
-    st.rqi[r, RI_SIZE] = bs
+    st.rqi[r, RI_SIZE] = size
     st.rqi[r, RI_THR] = th
-    st.rqi[r, RI_DEV] = d
-    st.rqi[r, RI_FUA] = st.thi[th, TI_FUA] if ddir == _WRITE else 0
+    st.rqi[r, RI_DEV] = st.thi[th, TI_DEV]
+    st.rqi[r, RI_FUA] = st.thi[th, TI_FUA] if op == _WRITE else 0
     st.rqf[r, RF_TISSUE] = now
     st.rqf[r, RF_TSTART] = 0.0
     st.rqf[r, RF_SERVICE] = 0.0
-    st.thi[th, TI_INFL] += 1
-    st.thi[th, TI_IFBYTES] += bs
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _t_send(sp, th, r, now):
+    """JobThread._submit: to the device now, or after the submission latency (one CPU per thread)."""
+    st = _ld(sp)
     slat = st.thf[th, TF_SLAT]
     if slat > 0.0:
         t = st.thf[th, TF_CPUFREE]
@@ -887,14 +902,94 @@ def _t_issue(sp, th, now):
         st.thf[th, TF_CPUFREE] = t
         schedule(sp, now + (t - now), EV_SUBMIT, th, r)
     else:
-        device_submit(sp, d, r, now)
+        device_submit(sp, st.rqi[r, RI_DEV], r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _t_flush(sp, th, now):
+    """A flush (fsync/fdatasync/end_fsync) takes a slot of the thread."""
+    st = _ld(sp)
+    r = _t_new(sp, th, _FLUSH, 0, 0, now)
+    st.thi[th, TI_INFL] += 1
+    st.thi[th, TI_FLINFL] += 1
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _t_next_ddir(sp, th):
+    """JobThread._next_ddir: fio's get_rw_ddir for rw/randrw (rwmix)."""
+    st = _ld(sp)
+    cur = st.thi[th, TI_RWDDIR]
+    if st.thi[th, TI_ISS + cur] >= st.thi[th, TI_RWISS]:
+        p = st.thi[th, TI_MPOS]
+        u = st.mu[th, p]
+        st.thi[th, TI_MPOS] = p + 1
+        if st.thi[th, TI_MLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
+            st.gi[GI_LOW] = 1
+        mix = st.thi[th, TI_MIXREAD]
+        v = 1 + int(u * 100.0)
+        ddir = 0 if v <= mix else 1
+        if ddir != cur:
+            st.thi[th, TI_RWISS] = st.thi[th, TI_ISS + cur] * (mix if cur == 1 else 100 - mix) // 100
+        st.thi[th, TI_RWDDIR] = ddir
+        cur = ddir
+    return cur
+
+
+@njit(cache=True, _nrt=False)
+def _t_issue(sp, th, now):
+    """JobThread._issue (one file, fixed block sizes). False when the thread stops."""
+    st = _ld(sp)
+    if now >= st.thf[th, TF_TSTOP]:
+        _t_stop(sp, th)
+        return False
+    if st.thi[th, TI_LIMON] != 0:
+        lim = st.thi[th, TI_IOSLIM]
+        if (lim >= 0 and st.thi[th, TI_CIOS] + st.thi[th, TI_INFL] - st.thi[th, TI_FLINFL] >= lim) or (
+            st.thi[th, TI_CBYTES] + st.thi[th, TI_IFBYTES] >= st.thf[th, TF_BYTESLIM]
+        ):
+            _t_stop(sp, th)
+            return False
+    if st.thi[th, TI_SYNCDUE] != 0:
+        st.thi[th, TI_SYNCDUE] = 0
+        r = _t_flush(sp, th, now)
+        if st.thi[th, TI_BLOCKING] != 0:
+            st.thi[th, TI_BLOCKER] = r
+        _t_send(sp, th, r, now)
+        return True  # closed loop: the flush took this slot
+    ddir = _t_next_ddir(sp, th) if st.thi[th, TI_MIXED] != 0 else st.thi[th, TI_DDIR]
+    if ddir == _WRITE and st.thi[th, TI_OFFMODE] != 0:
+        p = st.thi[th, TI_OFFPOSW]
+        off = st.offw[th, p]
+        st.thi[th, TI_OFFPOSW] = p + 1
+        if st.thi[th, TI_OFFLENW] - p - 1 < st.thi[th, TI_DEPTH] + 1:
+            st.gi[GI_LOW] = 1
+    else:
+        p = st.thi[th, TI_OFFPOS]
+        off = st.offs[th, p]
+        st.thi[th, TI_OFFPOS] = p + 1
+        if st.thi[th, TI_OFFLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
+            st.gi[GI_LOW] = 1
+    bs = st.thi[th, TI_BS1] if ddir == _WRITE else st.thi[th, TI_BS]
+    r = _t_new(sp, th, ddir, off, bs, now)
+    st.thi[th, TI_INFL] += 1
+    st.thi[th, TI_IFBYTES] += bs
+    st.thi[th, TI_ISS + ddir] += 1
+    if ddir == _WRITE:
+        w = st.thi[th, TI_WISS] + 1
+        st.thi[th, TI_WISS] = w
+        fs = st.thi[th, TI_FSYNCN]
+        fd = st.thi[th, TI_FDSYNCN]
+        if (fs != 0 and w % fs == 0) or (fd != 0 and w % fd == 0):
+            st.thi[th, TI_SYNCDUE] = 1
+    _t_send(sp, th, r, now)
     return True
 
 
 @njit(cache=True, _nrt=False)
 def _t_fill(sp, th, now):
     st = _ld(sp)
-    while st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
+    while st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH] and st.thi[th, TI_BLOCKER] < 0:
         if not _t_issue(sp, th, now):
             return
 
@@ -903,7 +998,7 @@ def _t_fill(sp, th, now):
 def _t_pump(sp, th, now):
     """JobThread._pump (open loop): issue waiting arrivals while slots are free."""
     st = _ld(sp)
-    while st.thi[th, TI_BACKLOG] > 0 and st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
+    while st.thi[th, TI_BACKLOG] > 0 and st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH] and st.thi[th, TI_BLOCKER] < 0:
         if not _t_issue(sp, th, now):
             return
         st.thi[th, TI_BACKLOG] -= 1
@@ -916,6 +1011,18 @@ def _t_refill(sp, th, now):
         _t_pump(sp, th, now)
     else:
         _t_fill(sp, th, now)
+
+
+@njit(cache=True, _nrt=False)
+def _t_wind_up(sp, th, now):
+    """JobThread._wind_up: nothing in flight and no more IO; the end flush (end_fsync), then the end."""
+    st = _ld(sp)
+    if st.thi[th, TI_ENDSYNCS] > 0:
+        st.thi[th, TI_ENDSYNCS] -= 1
+        r = _t_flush(sp, th, now)
+        _t_send(sp, th, r, now)
+        return
+    _t_finish(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -962,7 +1069,7 @@ def _t_on_arrival(sp, th, now):
     _t_arrive(sp, th, t_next, now)
     _t_pump(sp, th, now)
     if st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_INFL] == 0:
-        _t_finish(sp, th, now)
+        _t_wind_up(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -972,7 +1079,7 @@ def _t_on_time_stop(sp, th, now):
         return
     _t_stop(sp, th)
     if st.thi[th, TI_INFL] == 0:
-        _t_finish(sp, th, now)
+        _t_wind_up(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -981,6 +1088,12 @@ def _t_ramp_end(sp, th, now):
     if st.thi[th, TI_DONE] != 0:
         return
     st.thi[th, TI_LIMON] = 1
+    # fio's reset_all_stats: issue counters restart (rwmix, fsync cadence)
+    st.thi[th, TI_ISS] = 0
+    st.thi[th, TI_ISS + 1] = 0
+    st.thi[th, TI_ISS + 2] = 0
+    st.thi[th, TI_WISS] = 0
+    st.thi[th, TI_RWISS] = 0
     d = st.thi[th, TI_DEV]
     # the runner's rule: without a ramp only the first job to start on a device restarts its counters
     if st.thf[th, TF_RAMP] > 0.0 or st.dvi[d, 2] == 0:
@@ -1007,7 +1120,7 @@ def _t_begin(sp, th, now):
         _t_arrive(sp, th, now, now)
         _t_pump(sp, th, now)
     if st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_INFL] == 0 and st.thi[th, TI_DONE] == 0:
-        _t_finish(sp, th, now)
+        _t_wind_up(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -1016,38 +1129,47 @@ def _t_done(sp, r, now):
     st = _ld(sp)
     th = st.rqi[r, RI_THR]
     st.thi[th, TI_INFL] -= 1
+    op = st.rqi[r, RI_OP]
     size = st.rqi[r, RI_SIZE]
-    st.thi[th, TI_IFBYTES] -= size
-    if now >= st.thf[th, TF_TREC]:
-        st.thi[th, TI_CIOS] += 1
-        st.thi[th, TI_CBYTES] += size
-        if st.thi[th, TI_RECORD] != 0:
-            n = st.gi[GI_LOGN]
-            ts = st.rqf[r, RF_TSUB]
-            lg = st.lg
-            lg[n, 0] = st.rqi[r, RI_OP]
-            lg[n, 1] = now
-            lg[n, 2] = ts - st.rqf[r, RF_TISSUE]
-            lg[n, 3] = now - ts
-            lg[n, 4] = size
-            st.lgt[n] = th
-            st.gi[GI_LOGN] = n + 1
-            if n + 2 >= lg.shape[0]:
-                st.gi[GI_LOW] = 1
+    rec = False
+    if op != _FLUSH:
+        st.thi[th, TI_IFBYTES] -= size
+        if now >= st.thf[th, TF_TREC]:
+            st.thi[th, TI_CIOS] += 1
+            st.thi[th, TI_CBYTES] += size
+            rec = True
+    else:
+        st.thi[th, TI_FLINFL] -= 1
+        rec = now >= st.thf[th, TF_TREC]  # a sync record (the log's op 3: add_sync)
+    if rec and st.thi[th, TI_RECORD] != 0:
+        n = st.gi[GI_LOGN]
+        ts = st.rqf[r, RF_TSUB]
+        lg = st.lg
+        lg[n, 0] = op
+        lg[n, 1] = now
+        lg[n, 2] = ts - st.rqf[r, RF_TISSUE]
+        lg[n, 3] = now - ts
+        lg[n, 4] = size
+        st.lgt[n] = th
+        st.gi[GI_LOGN] = n + 1
+        if n + 2 >= lg.shape[0]:
+            st.gi[GI_LOW] = 1
+    if st.thi[th, TI_BLOCKER] == r:
+        st.thi[th, TI_BLOCKER] = -1
     st.rfree[st.gi[GI_FREE]] = r
     st.gi[GI_FREE] += 1
     if st.thi[th, TI_ISSUING] != 0:
         _t_refill(sp, th, now)
     if st.thi[th, TI_INFL] == 0 and st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_DONE] == 0:
-        _t_finish(sp, th, now)
+        _t_wind_up(sp, th, now)
 
 
 # =============================================================================== the loop
 @njit(cache=True, _nrt=False)
-def _start_threads(sp):
+def _start_threads(sp, lo, hi):
     st = _ld(sp)
     now = st.gf[GF_NOW]
-    for th in range(st.thi.shape[0]):
+    for th in range(lo, hi):
         delay = st.thf[th, TF_DELAY]
         if delay > 0.0:
             schedule(sp, now + delay, EV_BEGIN, th, 0)
@@ -1098,9 +1220,9 @@ def _run_until(sp, t_limit):
 
 # =============================================================================== entry points (from Python)
 @njit(cache=True, _nrt=False)
-def start_threads(st):
-    """Workload.start: every thread begins now (or after its startdelay), in thread order."""
-    _start_threads(_state_ptr(st))
+def start_threads(st, lo, hi):
+    """Workload._start_phase: threads lo..hi-1 begin now (or after their startdelay), in thread order."""
+    _start_threads(_state_ptr(st), lo, hi)
 
 
 @njit(cache=True, _nrt=False)
