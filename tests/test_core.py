@@ -194,6 +194,13 @@ def test_hdd_mixed_rw_with_flushes_identical_to_python():
     assert sync["lat_ns"]["min"] == sync["lat_ns"]["max"]
 
 
+def test_hotband_writes_identical_to_python():
+    """vdbench's hot band: a write lands 1 % of the band further on than a read would, so the
+    generator is asked per IO with the direction (its raw block of offsets is not the write's)."""
+    job = {**_BASE, "rw": "randwrite", "random_distribution": "sim_hotband", "iodepth": 4, "number_ios": 2000}
+    _assert_identical(_WC_OFF, job)
+
+
 @pytest.mark.parametrize("spec", [_queue({"dist": "exponential", "mean": "200us"}), _WC_OFF])
 def test_stonewall_groups_identical_to_python(spec):
     """Stonewalled groups run one after another (the next starts when the last thread of the group
