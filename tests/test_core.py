@@ -194,6 +194,23 @@ def test_hdd_mixed_rw_with_flushes_identical_to_python():
     assert sync["lat_ns"]["min"] == sync["lat_ns"]["max"]
 
 
+@pytest.mark.parametrize(
+    "spec,job",
+    [
+        (_WC_OFF, {"rw": "randread", "bssplit": "4k/50:16k/30:64k/20", "iodepth": 8}),
+        (_WC_OFF, {"rw": "write", "bsrange": "4k-32k", "iodepth": 4}),  # sequential: offsets follow the sizes
+        (_queue({"dist": "exponential", "mean": "100us"}), {"rw": "randwrite", "bssplit": "8k/10:4k/90", "fsync": 5}),
+    ],
+)
+def test_variable_block_sizes_identical_to_python(spec, job):
+    doc = _assert_identical(spec, {**_BASE, "number_ios": 3000, **job})
+    j = doc["jobs"][0]
+    side = j["read"] if job["rw"].endswith("read") else j["write"]
+    assert side["total_ios"] == 3000
+    # sizes vary: the bytes are not a whole multiple of the smallest size times the IO count
+    assert side["io_bytes"] != 3000 * 4096
+
+
 def test_hotband_writes_identical_to_python():
     """vdbench's hot band: a write lands 1 % of the band further on than a read would, so the
     generator is asked per IO with the direction (its raw block of offsets is not the write's)."""
@@ -245,6 +262,7 @@ def test_numjobs_on_two_hdds_identical_to_python():
         (HDD, {"rw": "randtrim"}, "rw=randtrim"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "rate_iops": 100}, "rate_iops with rw=randrw"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randwrite", "rate_iops": 100, "fsync": 2}, "rate_iops"),
+        (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "bssplit": "4k/50:8k/50"}, "bssplit"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "random_distribution": "sim_hotband"},
          "HotbandOffsets"),
         ({"profile": "ssd/intel_520_60gb"}, {"rw": "randread"}, "device kind"),

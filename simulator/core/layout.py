@@ -95,7 +95,8 @@ TI_OFFPOSW = 41
 TI_OFFLENW = 42
 TI_MPOS = 43  # rwmix uniforms buffer: next
 TI_MLEN = 44  # rwmix uniforms buffer: valid length
-NTI = 45
+TI_VARBS = 45  # 1 = block sizes vary per IO (bssplit/bsrange): bsz holds each IO's, beside its offset
+NTI = 46
 TF_TREC = 0  # end of ramp: completions from here on are recorded
 TF_TSTOP = 1  # end of runtime (inf = none)
 TF_RAMP = 2
@@ -188,7 +189,7 @@ State = namedtuple(
         "gi", "gf",
         "ht", "hs", "hk", "hg", "ha",
         "rqi", "rqf", "rfree",
-        "thi", "thf", "offs", "ru", "offw", "mu",
+        "thi", "thf", "offs", "ru", "offw", "mu", "bsz",
         "lg", "lgt",
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",

@@ -165,6 +165,7 @@ from simulator.core.layout import (
     TI_RWISS,
     TI_STOPSCHED,
     TI_SYNCDUE,
+    TI_VARBS,
     TI_WISS,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
@@ -964,13 +965,17 @@ def _t_issue(sp, th, now):
         st.thi[th, TI_OFFPOSW] = p + 1
         if st.thi[th, TI_OFFLENW] - p - 1 < st.thi[th, TI_DEPTH] + 1:
             st.gi[GI_LOW] = 1
+        bs = st.thi[th, TI_BS1]
     else:
         p = st.thi[th, TI_OFFPOS]
         off = st.offs[th, p]
         st.thi[th, TI_OFFPOS] = p + 1
         if st.thi[th, TI_OFFLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
             st.gi[GI_LOW] = 1
-    bs = st.thi[th, TI_BS1] if ddir == _WRITE else st.thi[th, TI_BS]
+        if st.thi[th, TI_VARBS] != 0:  # drawn in Python with the offset (one direction)
+            bs = st.bsz[th, p]
+        else:
+            bs = st.thi[th, TI_BS1] if ddir == _WRITE else st.thi[th, TI_BS]
     r = _t_new(sp, th, ddir, off, bs, now)
     st.thi[th, TI_INFL] += 1
     st.thi[th, TI_IFBYTES] += bs

@@ -94,7 +94,9 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         lo, hi = job.startdelay
         if hi != lo:
             return f"{name}: startdelay as a range"
-        for opt, default in (("bssplit", None), ("bsrange", None), ("sim_mix", None), ("rate", None),
+        if th._varbs and (job.is_mixed or job.rate_iops is not None):
+            return f"{name}: bssplit/bsrange with rw={job.rw} or rate_iops (sizes drawn per direction or per arrival)"
+        for opt, default in (("sim_mix", None), ("rate", None),
                              ("thinktime", 0.0), ("thinktime_iotime", 0.0), ("blockalign", None)):
             if getattr(job, opt, default) not in (default,):
                 return f"{name}: {opt}"
@@ -174,6 +176,7 @@ class CompiledRun:
         mixed = [bool(th._mixed) for th in threads]
         offw = np.zeros((nT, offs.shape[1] if any(mixed) else 1), np.int64)
         mu = np.zeros((nT, 4 * _BLOCK if any(mixed) else 1))
+        bsz = np.zeros((nT, offs.shape[1] if any(th._varbs for th in threads) else 1), np.int64)
         for t, th in enumerate(threads):
             job = th.job
             ddir = job.ddirs[0]
@@ -184,6 +187,7 @@ class CompiledRun:
             thi[t, L.TI_BS1] = th._bs[1]
             thi[t, L.TI_FUA] = 1 if th._fua else 0
             thi[t, L.TI_MIXED] = 1 if th._mixed else 0
+            thi[t, L.TI_VARBS] = 1 if th._varbs else 0
             thi[t, L.TI_MIXREAD] = th._mix_read
             thi[t, L.TI_FSYNCN] = th._fsync_n or 0
             thi[t, L.TI_FDSYNCN] = th._fdsync_n or 0
@@ -317,7 +321,7 @@ class CompiledRun:
                 hlk[h, j] = (s, e)
         st = L.State(
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
-            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, lg, lgt, dvi, dacc, qi, qf, qring, qu,
+            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
         )  # fmt: skip
         self.st = st
@@ -338,6 +342,31 @@ class CompiledRun:
         cap = row.shape[0]
         n = rest
         ddir = 1 if w else (0 if st.thi[t, L.TI_OFFMODE] else int(st.thi[t, L.TI_DDIR]))
+        if not w and st.thi[t, L.TI_VARBS]:
+            # bssplit/bsrange (one direction): each IO's size from the thread's own drawer, then its
+            # offset (JobThread._issue's order; the size and offset streams are independent)
+            draw = th._bsvar[ddir]
+            bsrow = st.bsz[t]
+            bsrow[:rest] = bsrow[pos:ln]
+            nxt = gen.next
+            blocked = _offset_mode(gen) == 0
+            while n < cap:
+                b = draw()
+                bsrow[n] = b
+                row[n] = -1 if blocked else nxt(ddir, b)
+                n += 1
+            if blocked:  # fio's random offsets do not depend on the size: one block at a time
+                k = rest
+                while k < n:
+                    if not gen._buf:
+                        gen._refill()
+                    take = gen._buf[::-1][: n - k]
+                    row[k : k + len(take)] = take
+                    del gen._buf[len(gen._buf) - len(take) :]
+                    k += len(take)
+            st.thi[t, cpos] = 0
+            st.thi[t, clen] = n
+            return
         if _offset_mode(gen) == 0:
             if gen._buf:  # values the Python generator had already drawn come first
                 take = gen._buf[::-1][: cap - n]
