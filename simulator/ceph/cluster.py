@@ -477,21 +477,26 @@ class Cluster(Component):
         prim = pg.acting[pos]
         op.pos = pos
         op.osd = prim
+        if self.recovery is not None:  # in flight: resent if its PG re-peers before the reply
+            self.recovery.live[op] = None
         payload = op.length if op.kind != _READ else 0
         t = self.net.arrival(op.image.client, prim.host, t, payload)
         ocfg = self.cfg.osd
         call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
+        rec = self.recovery
+        if rec is not None and op not in rec.live:
+            return  # a copy the client had resent after a new map: its reply is discarded
         payload = op.length if op.kind == _READ else 0
         img = op.image
         t = self.net.arrival(host, img.client, t, payload)
         ccfg = img.client_cfg
         t = img.client.cpu.book(t, ccfg.complete_cost + ccfg.cost_per_byte * payload)
+        if rec is not None:
+            rec.completed(op, t)
         if self.tracer is not None:
             self.tracer(op, t)
-        if self.timeline is not None:
-            self.timeline.add(op, t)
         op.image.complete_op(op, t)
 
     def mark_down(self, osd_id: int) -> None:
