@@ -118,3 +118,19 @@ def test_down_out_interval_marks_a_down_osd_out() -> None:
     r = cl.stats()["recovery"]
     assert [h["action"] for h in r["history"]] == ["down"] and r["recovered_objects"] == 0
     assert np.isnan(r["recovery_s"])
+
+
+def test_recovery_plot_marks_every_event(tmp_path) -> None:
+    import json
+
+    from simulator.ceph.recovery_plot import _main
+
+    assert _main([str(tmp_path)]) == 2  # no runs: a message, exit 2
+    rec = {"timeline": [[0.0, 10, 1.0, 2.0], [1.0, 12, 1.5, 9.0], [2.0, 11, 1.1, 2.5]],
+           "history": [{"t": 0.5, "action": "down", "osds": [1]}, {"t": 1.2, "action": "in", "osds": [1]}],
+           "episodes": [{"t": 1.2, "t_done": 1.8}], "t_first_event": 0.5, "t_recovered": 1.8}
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "p0_r0.json").write_text(json.dumps({"sim": {"labels": {"pool": "x"}, "cluster": {"recovery": rec}}}))
+    assert _main([str(tmp_path)]) == 0
+    png = tmp_path / "recovery_timeline.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

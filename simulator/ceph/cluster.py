@@ -555,9 +555,10 @@ class Cluster(Component):
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
         * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool
-        * with ``events``: ``recovery_s`` (first ``out`` to the last PG backfilled; NaN while running),
-          ``recovered_gib``, and ``{before,during,after}_{iops,p50_ms,p99_ms}`` of the client object ops
-          completed before the first event, until recovery ended, and after it
+        * with ``events``: ``recovery_s`` (the first recovery's event to its last PG recovered; NaN while
+          running), ``recovered_gib``, ``{before,during,after}_{iops,p50_ms,p99_ms}`` of the client object ops
+          completed before the first event, until recovery ended, and after it, and per applied event i
+          ``ev{i}_{iops,p50_ms,p99_ms,recovery_s,moved_gib}`` (Recovery.event_figures)
         * FileStore only: ``journal_write_ms`` (mean journal write, FUA, over the OSDs),
           ``journal_entries_per_write``, ``journal_used_max`` (peak fill of the fullest journal, fraction),
           ``journal_full_waits`` (times a journal writer waited for a sync), ``sync_s`` (mean syncfs
@@ -580,6 +581,7 @@ class Cluster(Component):
             for ph, f in r["phases"].items():
                 for k in ("iops", "p50_ms", "p99_ms"):
                     rec[f"{ph}_{k}"] = f[k]
+            rec.update(self.recovery.event_figures(self.timeline))
         return {
             **rec,
             "db_util_max": max((d["utilisation"] for d in db), default=0.0),

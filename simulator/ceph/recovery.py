@@ -877,6 +877,28 @@ class Recovery:
         self._reserve()
 
     # ------------------------------------------------------------------ statistics
+    def event_figures(self, timeline: Timeline) -> dict[str, float]:
+        """Per applied event i: ``ev{i}_{iops,p50_ms,p99_ms}`` of the client ops completed from the event
+        to the end of the recovery it started (or to the next event, or now), ``ev{i}_recovery_s`` and
+        ``ev{i}_moved_gib`` (NaN / 0 for an event that moved nothing)."""
+        now = self.env._now
+        eps = {ep["event"]: ep for ep in self.episodes}
+        out: dict[str, float] = {}
+        for i, (t, _a, _ids) in enumerate(self.history):
+            nxt = self.history[i + 1][0] if i + 1 < len(self.history) else now
+            ep = eps.get(i)
+            end = nxt
+            if ep is not None and ep["t_done"] is not None:
+                end = min(end, ep["t_done"]) if ep["t_done"] > t else nxt
+            f = timeline.window(t, max(end, t))
+            out[f"ev{i}_iops"] = f["iops"]
+            out[f"ev{i}_p50_ms"] = f["p50_ms"]
+            out[f"ev{i}_p99_ms"] = f["p99_ms"]
+            done = ep is not None and ep["t_done"] is not None
+            out[f"ev{i}_recovery_s"] = (ep["t_done"] - ep["t"]) if done else float("nan")
+            out[f"ev{i}_moved_gib"] = (ep["bytes"] / float(1 << 30)) if ep is not None else 0.0
+        return out
+
     def stats(self, timeline: Timeline, t_start: float) -> dict[str, Any]:
         now = self.env._now
         first = self.episodes[0] if self.episodes else None
