@@ -260,6 +260,7 @@ class Recovery:
         self.jobs: dict[PG, _Job] = {}
         self.want: dict[PG, tuple[list[int], dict[str, Any]]] = {}  # PGs remapped again while backfilling: the acting set CRUSH wants
         self.absent: dict[PG, dict[int, _Absent]] = {}
+        self.down_since: dict[int, float] = {}
         self.live: dict[ObjOp, None] = {}  # client ops at the OSDs, not yet answered
         self.waiting: deque[_Job] = deque()
         self.running: dict[int, list[_Job]] = {}  # primary OSD id -> its running jobs
@@ -297,7 +298,10 @@ class Recovery:
         self._apply(action, ids, action)
 
     def _auto_out(self, ev: Any) -> None:
-        ids = [i for i in ev._value if not self.cl.osds[i].up and i not in self.out]
+        now = self.env._now
+        ivl = float(self.cfg.down_out_interval)
+        ids = [i for i in ev._value if not self.cl.osds[i].up and i not in self.out
+               and self.down_since.get(i, now) + ivl <= now + 1e-9]  # down all along since the timer started
         if ids:
             self._apply("out", ids, "out (auto)")
 
@@ -308,6 +312,12 @@ class Recovery:
         self.history.append((now, label, list(ids)))
         cl = self.cl
         pgs_all = [pg for pool in cl.pools.values() for pg in pool.pgs]
+        if action == "down":
+            ids = [i for i in ids if cl.osds[i].up]  # an OSD already down changes nothing
+        elif action == "up":
+            ids = [i for i in ids if not cl.osds[i].up]
+        elif action == "in":
+            ids = [i for i in ids if not cl.osds[i].up or i in self.out]
         changed = set(ids)
         ep = {"event": len(self.history) - 1, "action": label, "t": now, "t_done": None, "pgs": 0, "objects": 0,
               "bytes": 0, "log_objects": 0}
@@ -317,6 +327,7 @@ class Recovery:
             for i in ids:
                 if cl.osds[i].up:
                     cl.osds[i].up = False
+                    self.down_since[i] = now
                     for pg in pgs_all:
                         if any(o.id == i for o in pg.acting):
                             self.absent.setdefault(pg, {}).setdefault(i, _Absent())
