@@ -90,9 +90,10 @@ def _p99_bounds(tl, a: float, b: float) -> tuple[float, float]:
     return float(x[max(0, int(k - 3 * sd))]), float(x[min(n - 1, int(math.ceil(k + 3 * sd)))])
 
 
-def test_client_writes_during_backfill_go_to_the_backfill_targets_and_wait_for_them() -> None:
+@pytest.mark.parametrize("ec", [False, True])
+def test_client_writes_during_backfill_go_to_the_backfill_targets_and_wait_for_them(ec: bool) -> None:
     rec = {"recovery_sleep": "0.02s", "peering_time": "0.1s"}
-    p = _params([{"at": "1s", "action": "out", "osd": 2}], hosts=6, per_host=1, recovery=rec)
+    p = _params([{"at": "1s", "action": "out", "osd": 2}], ec=ec, hosts=6, per_host=1, recovery=rec)
     p["images"][0].update(prefilled=True, size="1GiB")
     sim, cl = _cluster(p)
     r = cl.recovery
@@ -103,25 +104,27 @@ def test_client_writes_during_backfill_go_to_the_backfill_targets_and_wait_for_t
         job = r.jobs.get(op.pg)
         n = mirror(prim, op, writes, t)
         if n:
-            done = [p for p in job.targets if (id(op.image), op.objno, p) in job.bases]
+            shards = None if writes is None else {w[0] for w in writes}  # EC: the shards this write touches
+            done = [p for p in job.targets if (id(op.image), op.objno, p) in job.bases and (shards is None or p in shards)]
+            assert len(done) == n
             sent.append((op, [job.new_acting[p].id for p in done]))
         return n
 
     r.mirror = spy
-    ends: dict[int, float] = {}
-    cl.tracer = lambda op, t: ends.__setitem__(id(op), t)
+    ends: dict[ObjOp, float] = {}
+    cl.tracer = lambda op, t: ends.__setitem__(op, t)
     ClosedLoop(sim, cl.image("rbd", "img"), qd=8, rw="randwrite", runtime=6.0, seed=3).run()
     s = cl.stats()["recovery"]
     assert s["pgs_backfilling"] == 0
     assert len(sent) > 20 and s["mirrored_writes"] == sum(len(t) for _, t in sent)
     checked = 0
     for op, tids in sent:
-        if id(op) not in ends:
+        if op not in ends:
             continue  # resent when its PG switched to the new acting set: the copy that completed is another op
         committed = {o: t for o, t in op.commits}
         assert tids
         for tid in tids:  # the backfill target committed the write, and the client heard after that
-            assert tid in committed and ends[id(op)] >= committed[tid]
+            assert tid in committed and ends[op] >= committed[tid]
             checked += 1
     assert checked > 20
 
@@ -134,11 +137,11 @@ def test_ops_in_flight_at_a_failing_osd_are_resent_and_complete_exactly_once(ec:
     sim, cl = _cluster(p)
     img = cl.image("rbd", "img")
     r = cl.recovery
-    at_event: set[int] = set()
+    at_event: dict[int, Request] = {}  # (holding the requests keeps their ids unique)
     resend = r._resend
 
     def spy(pgs):
-        at_event.update(id(op.req) for op in r.live if op.pg in set(pgs))
+        at_event.update((id(op.req), op.req) for op in r.live if op.pg in set(pgs))
         resend(pgs)
 
     r._resend = spy
