@@ -474,11 +474,14 @@ class Cluster(Component):
         if pos < 0:  # PG below min_size: IO blocks until enough replicas are up
             pg.blocked.append((op, t))
             return
+        rec = self.recovery
+        if rec is not None and rec.jobs and rec.hold(op, t):
+            return  # its object is being recovered: the op goes on when it is
         prim = pg.acting[pos]
         op.pos = pos
         op.osd = prim
-        if self.recovery is not None:  # in flight: resent if its PG re-peers before the reply
-            self.recovery.live[op] = None
+        if rec is not None:  # in flight: resent if its PG re-peers before the reply
+            rec.live[op] = None
         payload = op.length if op.kind != _READ else 0
         t = self.net.arrival(op.image.client, prim.host, t, payload)
         ocfg = self.cfg.osd

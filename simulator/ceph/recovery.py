@@ -198,8 +198,8 @@ class _Job:
     ``switch``: the PG moves to ``new_acting`` when the job ends (backfill of a remapped PG); otherwise
     the targets are in the acting set already and pushes land in place."""
 
-    __slots__ = ("active", "bases", "episode", "finished", "kind", "new_acting", "objects", "pg", "primary", "pushed",
-                 "switch", "t_start", "targets")
+    __slots__ = ("active", "bases", "episode", "finished", "kind", "missing", "new_acting", "objects", "pg", "primary",
+                 "pushed", "switch", "t_start", "targets", "waiters")
 
     def __init__(self, pg: PG, new_acting: list[Osd], targets: list[int], objects: deque, kind: str, switch: bool,
                  episode: dict[str, Any]):
@@ -216,6 +216,9 @@ class _Job:
         self.bases: dict[tuple[int, int, int], int] = {}  # (image id, objno, position) -> base on the target
         self.t_start = -1.0
         self.finished = False
+        #: objects not yet recovered (image id, objno) -> target positions, and client ops waiting for them
+        self.missing: dict[tuple[int, int], tuple[int, ...]] = {(id(i), o): tp for i, o, tp in objects}
+        self.waiters: dict[tuple[int, int], list[tuple[ObjOp, float]]] = {}
 
 
 class Recovery:
@@ -284,6 +287,8 @@ class Recovery:
         self.peering_blocks = 0
         self.resent_ops = 0
         self.mirrored_writes = 0
+        self.degraded_waits = 0  # client ops that waited for their object's recovery
+        self.kicked = 0  # objects recovered ahead of their turn because a client op needed them
         self.mirrored_bytes = 0
         self.peak_local = 0  # most reservations one OSD held as primary / as target
         self.peak_remote = 0
@@ -470,6 +475,41 @@ class Recovery:
             self.mirrored_bytes += ln
         self.mirrored_writes += n
         return n
+
+    def hold(self, op: ObjOp, t: float) -> bool:
+        """A client op on an object a recovering OSD of its PG still misses waits for that object
+        (a write: missing anywhere in the acting set; a read: missing at the primary), and the object is
+        recovered at once at client priority (Ceph's wait_for_degraded_object / wait_for_unreadable_object
+        and maybe_kick_recovery). True if ``op`` was held."""
+        job = self.jobs.get(op.pg)
+        if job is None or job.switch:
+            return False
+        key = (id(op.image), op.objno)
+        tpos = job.missing.get(key)
+        if tpos is None:
+            return False
+        pg = op.pg
+        if op.kind == _READ and pg.ppos not in tpos:
+            return False
+        waiting = job.waiters.get(key)
+        if waiting is None:
+            waiting = job.waiters[key] = []
+            objs = job.objects
+            for i, (img, objno, tp) in enumerate(objs):
+                if img is op.image and objno == op.objno:  # not started yet: kick it now
+                    del objs[i]
+                    tids = {job.new_acting[p].id for p in job.targets}
+                    prim = job.primary or next((o for o in pg.acting if o.up and o.id not in tids), None)
+                    if prim is None:
+                        objs.appendleft((img, objno, tp))
+                        break
+                    job.active += 1
+                    self.kicked += 1
+                    self._push(job, img, objno, tp, prim, self.cfg.client_op_priority)
+                    break
+        waiting.append((op, t))
+        self.degraded_waits += 1
+        return True
 
     # ------------------------------------------------------------------ the op-queue scheduler
     def serve(self, osd: Osd, sh: Any) -> None:
@@ -677,7 +717,8 @@ class Recovery:
             job.t_start = now
             self.running.setdefault(prim.id, []).append(job)
             if not job.objects:
-                self._finish(job)
+                if job.active == 0:  # (else the last kicked push finishes it)
+                    self._finish(job)
             else:
                 self._pump(prim)
         still.extend(self.waiting)  # jobs planned meanwhile (a finished job's PG remapped again)
@@ -721,10 +762,11 @@ class Recovery:
         self.pump_armed.discard(osd.id)
         self._pump(osd)
 
-    def _push(self, job: _Job, img: Any, objno: int, tpos: tuple[int, ...]) -> None:
-        """Read the object (replicated: at the primary; EC: k surviving shards), rebuild, send to the targets."""
+    def _push(self, job: _Job, img: Any, objno: int, tpos: tuple[int, ...], prim: Osd | None = None, prio: int = 0) -> None:
+        """Read the object (replicated: at the primary; EC: k surviving shards), rebuild, send to the
+        targets. ``prim``/``prio``: a push a client op kicked (before the job's reservation, at client priority)."""
         pg = job.pg
-        prim = job.primary
+        prim = prim or job.primary
         pool = pg.pool
         rc = self.cfg
         t = prim.cpu.book(self.env._now, rc.recovery_op_cost)
@@ -734,7 +776,7 @@ class Recovery:
             lost = set(job.targets)
             tids = {job.new_acting[i].id for i in job.targets}
             sources = [p for p in range(pool.size) if p not in lost and pg.acting[p].up and pg.acting[p].id not in tids][: pool.ec.k]
-        item = [len(sources), img, objno, tpos]
+        item = [len(sources), img, objno, tpos, prim, prio]
         for pos in sources:
             src = pg.acting[pos]
             rop = _RecOp(_READ, RECOVERY_PUSH, pg, img, objno, 0, img.shard_size)
@@ -743,11 +785,11 @@ class Recovery:
             rop.item = item
             rop.osd = src
             if src is prim:  # the primary's recovery work item
-                rop.prio = rc.recovery_priority
+                rop.prio = prio or rc.recovery_priority
                 rop.wcost = rc.recovery_cost
                 call_at(self.env, t, src.on_op, rop)
             else:  # a sub-read request to the shard's OSD
-                rop.prio = rc.recovery_op_priority
+                rop.prio = prio or rc.recovery_op_priority
                 rop.wcost = img.shard_size
                 cfg = prim.cfg
                 ts = prim.cpu.book(t, cfg.msgr_send_cost)
@@ -756,8 +798,7 @@ class Recovery:
 
     def _source_done(self, rop: _RecOp) -> None:
         """A source read is done; its data goes to the primary (EC) or straight on (replicated)."""
-        job = rop.job
-        prim = job.primary
+        prim = rop.item[4]
         src = rop.osd
         env = self.env
         t = env._now
@@ -775,7 +816,7 @@ class Recovery:
         if item[0] > 0:
             return
         job = rop.job
-        prim = job.primary
+        prim = item[4]
         pool = job.pg.pool
         img, objno, tpos = item[1], item[2], item[3]
         t = self.env._now
@@ -795,7 +836,7 @@ class Recovery:
             wop.osd = tgt
             wop.new_base = -1
             wop.item = item
-            wop.prio = rc.recovery_op_priority
+            wop.prio = item[5] or rc.recovery_op_priority
             wop.wcost = n
             item[0] += 1
             ts = prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n)
@@ -824,7 +865,7 @@ class Recovery:
         self.recovered_bytes += wop.length
         job.episode["bytes"] += wop.length
         tgt = wop.osd
-        prim = job.primary
+        prim = wop.item[4]
         cfg = tgt.cfg
         t = tgt.cpu.book(self.env._now, cfg.msgr_send_cost)
         t = self.cl.net.arrival(tgt.host, prim.host, t, 0)
@@ -844,6 +885,15 @@ class Recovery:
         if job.kind == "recovery":
             self.log_recovered_objects += 1
             job.episode["log_objects"] += 1
+        key = (id(wop.image), wop.objno)
+        job.missing.pop(key, None)
+        held = job.waiters.pop(key, None)
+        if held:  # the client ops that waited for this object go on
+            now = self.env._now
+            for op, t in held:
+                self.cl.send_client_op(op, max(t, now))
+        if job.primary is None:
+            return  # a kicked push of a job still waiting for its reservations
         if not job.objects and job.active == 0:
             self._finish(job)
         self._pump(job.primary)
@@ -941,6 +991,8 @@ class Recovery:
             "ops_resent": self.resent_ops,
             "mirrored_writes": self.mirrored_writes,
             "mirrored_bytes": self.mirrored_bytes,
+            "ops_waited_for_recovery": self.degraded_waits,
+            "objects_kicked": self.kicked,
             "queue_picks_client": self.queue_picks[0],
             "queue_picks_recovery": self.queue_picks[1],
             "peak_backfills_local": self.peak_local,
