@@ -23,6 +23,9 @@ Events (``ClusterConfig.events``, simulated seconds since the cluster was built)
 * ``in``: up and reweight 1 again: CRUSH maps the PGs back; each moves back by recovery (its log
   covers the OSD's absence: the OSD joins the acting set at once) or backfill (it joins at the end);
   an OSD that kept its old copies (it stayed down while out) receives only the objects changed since.
+  While an OSD recovers in place, a client op on an object it still misses (a write; a read if it is
+  the primary) waits for that object, whose recovery starts at once at client priority
+  (wait_for_degraded_object / maybe_kick_recovery).
 
 Client ops in flight when a PG re-peers (new interval) are resent by the client to the PG's new
 primary once peering ends (Objecter resends on a new interval); the copy already at the OSDs runs on
@@ -47,8 +50,8 @@ balanced 50 %, high_recovery_ops 70 %). Recovery reads and writes then compete w
 BlueStore (throttles, kv_sync) and at the block layer and device.
 
 Simplifications: a PG remapped twice finishes its first backfill before the next; backfill's object
-scans are not modelled (only the objects it copies); a client op on an object still missing on a
-recovering OSD does not wait for that object (Ceph recovers it first); the resent op's first copy
+scans are not modelled (only the objects it copies); a write to the object a backfill is copying at
+that moment does not wait for it; the resent op's first copy
 still does its work at the surviving OSDs (Ceph would requeue it and answer the resend from the PG
 log's dup entries).
 
