@@ -98,7 +98,8 @@ def test_seek_profile_estimate_follows_the_curve_and_never_exceeds_the_rounded_u
     dev = build_device({"profile": SATA}, "hdd", sim.root)
     par = dev._par.copy()
     et = dev._et
-    ds = np.unique(np.geomspace(2.0, float(et[0, -1]), 400).round())
+    dmax = float(et[0][np.isfinite(et[0])].max())  # the full stroke (edges beyond the table are +inf)
+    ds = np.unique(np.geomspace(2.0, dmax, 400).round())
     exact = K.seek_curve(ds, 0, dev._sk, dev._tt)
     got = {}
     for mode in (1.0, 2.0):
