@@ -60,6 +60,7 @@ __all__ = [
     "HotbandResult",
     "HotbandStream",
     "hotband_job",
+    "hotband_stream",
     "iops_at_latency",
     "run_hotband",
 ]
@@ -165,6 +166,89 @@ def hotband_job(
         job["filename"] = filename
     job.update(extra or {})
     return job
+
+
+class HotbandStreamGen:
+    """The hot band's IO stream as arrays, without simulated time (preconditioning: the study pre-ran
+    the hot band script for hours before measuring). The same streams, skews, read shares, sizes and
+    offset generators (:mod:`simulator.workloads.offsets`: ``sim_hotband`` with vdbench's write shift,
+    uniform random, sequential continuing per stream and wrapping in its band) as the fio job of
+    :func:`hotband_job`; what differs is only that IOs are drawn i.i.d. by skew instead of in the
+    order a queue of ``threads`` completes them. Successive :meth:`take` calls continue the stream."""
+
+    def __init__(self, capacity: int, *, region: tuple[float, float] = (0.0, 100.0), seed: int = 1,
+                 streams: Sequence[HotbandStream] = HOTBAND_STREAMS, align: int = 512):
+        import numpy as np
+
+        from simulator.workloads.offsets import HotbandOffsets, RandomOffsets
+
+        self._rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x4B,)))
+        r0, r1 = region
+        width = (r1 - r0) / 100.0
+        sizes = np.array([b for b, _ in HOTBAND_XFERSIZES], dtype=np.int64)
+        self._sizes = sizes
+        self._size_p = np.array([p for _, p in HOTBAND_XFERSIZES], dtype=float) / sum(p for _, p in HOTBAND_XFERSIZES)
+        self._skew = np.array([st.skew for st in streams], dtype=float) / sum(st.skew for st in streams)
+        self._rd = np.array([st.rdpct / 100.0 for st in streams])
+        self._streams = list(streams)
+        self._gens: list[Any] = []
+        self._seq_pos: list[int] = []
+        self._bands: list[tuple[int, int]] = []
+        for st in streams:
+            lo = int(capacity * (r0 / 100.0 + width * st.band[0] / 100.0)) // align * align
+            span = int(capacity * width * (st.band[1] - st.band[0]) / 100.0) // align * align
+            self._bands.append((lo, span))
+            self._seq_pos.append(0)
+            if st.access == "seq":
+                self._gens.append(None)
+            else:
+                cls = HotbandOffsets if st.access == "hotband" else RandomOffsets
+                dist = ("sim_hotband",) if st.access == "hotband" else ("random",)
+                g = cls(lo, span, align, int(sizes.max()), dist, np.random.default_rng(self._rng.integers(2**63)), randommap=False)
+                self._gens.append(g)
+
+    def take(self, n: int) -> tuple[Any, Any, Any]:
+        """The next ``n`` IOs: (op 0 read / 1 write, offset, size) arrays."""
+        import numpy as np
+
+        rng = self._rng
+        k = rng.choice(len(self._streams), size=n, p=self._skew)
+        size = rng.choice(self._sizes, size=n, p=self._size_p)
+        op = (rng.random(n) >= self._rd[k]).astype(np.int64)
+        off = np.empty(n, dtype=np.int64)
+        for j, st in enumerate(self._streams):
+            sel = np.flatnonzero(k == j)
+            m = sel.size
+            if not m:
+                continue
+            lo, span = self._bands[j]
+            g = self._gens[j]
+            if g is None:  # sequential: each IO where the previous one of the stream ended, wrapping
+                rel = (self._seq_pos[j] + np.concatenate(([0], np.cumsum(size[sel])[:-1]))) % span
+                rel = np.minimum(rel, span - size[sel])
+                self._seq_pos[j] = int((rel[-1] + size[sel][-1]) % span)
+                off[sel] = lo + rel
+                continue
+            got = np.empty(m, dtype=np.int64)
+            i = 0
+            while i < m:
+                blk = np.asarray(g._refill()[::-1], dtype=np.int64)
+                g._buf = []
+                t = min(m - i, blk.size)
+                got[i:i + t] = blk[:t]
+                i += t
+            shift = getattr(g, "_shift", 0)
+            if shift:  # vdbench: a write lands 1 % of the band further on (HotbandOffsets.next)
+                w = op[sel] == 1
+                b = ((got[w] - g.start) // g.align + shift) % g.nblocks
+                got[w] = g.start + b * g.align
+            off[sel] = got
+        return op, off, size
+
+
+def hotband_stream(capacity: int, n: int, **kw: Any) -> tuple[Any, Any, Any]:
+    """``n`` IOs of the hot band over a target of ``capacity`` bytes (see :class:`HotbandStreamGen`)."""
+    return HotbandStreamGen(capacity, **kw).take(n)
 
 
 @dataclass(frozen=True)
