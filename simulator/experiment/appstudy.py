@@ -81,6 +81,10 @@ class IometerSpec(ConfigModel):
     workers: int = Field(1, ge=1, le=64, description="Iometer disk workers, each with qd outstanding IOs (default 1)")
     runtime: float = Field(2.0, gt=0, le=3600, description="measured seconds per point (default 2)")
     ramp: float = Field(0.5, ge=0, le=3600, description="Iometer ramp-up seconds before measuring (default 0.5)")
+    write_ramp: float | None = Field(
+        None, ge=0, le=3600, description="ramp-up of the mixes with writes, seconds (time for the AWC cache to reach its "
+        "steady fill; default ramp)",
+    )
     precondition: PreconditionSpec = Field(
         default_factory=PreconditionSpec, description="preconditioning of the points (nv_cache: compressed AWC fill)"
     )
@@ -427,6 +431,10 @@ def _fio_run(sim: Any, vol: Any, jobs: list[dict], runtime: float, ramp: float, 
     g = {"ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": runtime, "ramp_time": ramp, "filename": "vol",
          "group_reporting": 1, **(glob or {})}
     g["iops_avg_time"] = max(1, int(1000 * float(g["runtime"]) / 50))  # ms: ~50 samples for the MSER verdict
+    fill0: list[float | None] = []
+    if _nv_fill(vol) is not None:
+        mark = sim.env.timeout(float(g.get("ramp_time") or 0.0))
+        mark.callbacks.append(lambda _ev: fill0.append(_nv_fill(vol)))
     res = run_fio(sim, [vol], jobs, g)
     job = merge(list(res)) if len(res) > 1 else res[0]
     out: dict[str, Any] = {"iops": 0.0, "lat_mean_ms": 0.0}
@@ -455,15 +463,25 @@ def _fio_run(sim: Any, vol: Any, jobs: list[dict], runtime: float, ramp: float, 
     st = _steady(list(res))
     out["steady"] = {k: {"steady": v["steady"], "warmup_s": v["warmup_s"], "bias": v["bias"], "message": v["message"]} for k, v in st.items()}
     out["flash"] = _flash_stats(vol)
-    out["nv_fill"] = _nv_fill(vol)
+    out["nv_fill"] = f1 = _nv_fill(vol)
+    if f1 is not None and fill0:
+        # the AWC caches' own steady state: their fill no longer climbs (destage keeps up) or it has
+        # reached the high watermark (destage competes with host IO there)
+        hw = min(c.cfg.cache.high_watermark for c in _awc_drives(vol))
+        out["nv_fill_ramp_end"] = fill0[0]
+        out["nv_steady"] = bool(f1 - fill0[0] <= 0.05 or f1 >= 0.9 * hw)
     return out
 
 
-def _nv_fill(vol: Any) -> float | None:
-    """Mean fill of the drives' non-volatile write caches at the end of the run (None without one)."""
+def _awc_drives(vol: Any) -> list[Any]:
     from simulator.devices.hdd import HDD
 
-    fills = [c._dirty_bytes / c._wc_size for c in vol.walk() if isinstance(c, HDD) and c._wc == "persistent" and c._wc_size]
+    return [c for c in vol.walk() if isinstance(c, HDD) and c.cfg.cache.write_cache == "persistent"]
+
+
+def _nv_fill(vol: Any) -> float | None:
+    """Mean fill of the drives' non-volatile write caches now (None without one)."""
+    fills = [c.stats()["hdd"]["dirty_bytes"] / c.cfg.cache.write_cache_bytes() for c in _awc_drives(vol)]
     return float(np.mean(fills)) if fills else None
 
 
@@ -487,8 +505,9 @@ def iometer_point(io: IometerSpec, mix: str, qd: int) -> tuple[dict[str, Any], l
     from simulator.workloads.iometer import iometer_jobs
 
     pct = io.mixes[mix]
+    ramp = io.ramp if pct >= 100 or io.write_ramp is None else io.write_ramp
     setup = IometerSetup.model_validate({
-        "run_time": io.runtime, "ramp_up_time": io.ramp, "workers": io.workers, "outstanding_ios": qd,
+        "run_time": io.runtime, "ramp_up_time": ramp, "workers": io.workers, "outstanding_ios": qd,
         "targets": ["vol"],
         "access_specification": {"name": f"{io.bs} {pct}% read {io.percent_random}% random",
                                  "lines": [{"size": io.bs, "percent_read": pct, "percent_random": io.percent_random}]},
@@ -501,7 +520,7 @@ def task_iometer(spec: dict, label: str, mix: str, qd: int) -> dict[str, Any]:
     io = s.iometer
     glob, jobs = iometer_point(io, mix, qd)
     drive = study_drive(s, label, io.precondition.nv_cache)
-    r = _fio_point(io.volume, drive, jobs, io.runtime, io.ramp, s.seed, glob=glob)
+    r = _fio_point(io.volume, drive, jobs, io.runtime, float(glob["ramp_time"]), s.seed, glob=glob)
     return {"workload": "iometer", "config": label, "mix": mix, "qd": qd, **r}
 
 

@@ -36,7 +36,11 @@ One fio job with the simulator's ``sim_mix`` extension (see
 kept constant: each completion issues the next IO), and every IO picks a stream by skew, then its
 direction (read with the stream's rdpct), size (``bssplit``) and offset (``rw=read``/``write`` for
 sequential streams, ``random_distribution=random`` for the uniform stream, ``sim_hotband`` inside
-the band). vdbench assigns streams by skew in the same way under ``iorate=max``.
+the band). vdbench assigns streams by skew in the same way under ``iorate=max``. vdbench puts a
+random IO on a boundary of its own transfer size (the SD's ``align=`` default, "xfersize
+boundaries", Vdbench Users Guide 5.04): each random stream is one ``sim_mix`` entry per transfer
+size (weight = skew x size share) with ``blockalign`` = that size, so a 64 KiB IO never straddles a
+64 KiB RAID chunk and every IO of 4 KiB or more is aligned to a 512e drive's physical sectors.
 
 The metric
 ----------
@@ -136,23 +140,32 @@ def hotband_job(
     width = r1 - r0
     mix = []
     bss = _bssplit()
+    psum = float(sum(p for _, p in HOTBAND_XFERSIZES))
     for st in streams:
         lo, hi = st.band
         opts: dict[str, Any] = {
             "offset": _pct(r0 + width * lo / 100.0),
             "size": _pct(width * (hi - lo) / 100.0),
-            "bssplit": bss,
         }
         if st.access == "seq":
+            # a sequential stream continues where its previous IO ended, whatever the size
             opts["rw"] = "read" if st.rdpct == 100 else ("write" if st.rdpct == 0 else "rw")
-        else:
-            opts["rw"] = "randread" if st.rdpct == 100 else ("randwrite" if st.rdpct == 0 else "randrw")
-            opts["norandommap"] = 1  # vdbench draws independently
-            if st.access == "hotband":
-                opts["random_distribution"] = "sim_hotband"
-        if opts["rw"] in ("rw", "randrw"):
+            opts["bssplit"] = bss
+            if opts["rw"] == "rw":
+                opts["rwmixread"] = st.rdpct
+            mix.append({"weight": st.skew, "name": st.name, "options": opts})
+            continue
+        # random IO: vdbench puts each IO on a boundary of its own transfer size (SD align=, default
+        # "xfersize boundaries", Vdbench Users Guide 5.04): one entry per size with blockalign = size
+        opts["rw"] = "randread" if st.rdpct == 100 else ("randwrite" if st.rdpct == 0 else "randrw")
+        opts["norandommap"] = 1  # vdbench draws independently
+        if st.access == "hotband":
+            opts["random_distribution"] = "sim_hotband"
+        if opts["rw"] == "randrw":
             opts["rwmixread"] = st.rdpct
-        mix.append({"weight": st.skew, "name": st.name, "options": opts})
+        for b, p in HOTBAND_XFERSIZES:
+            mix.append({"weight": st.skew * p / psum, "name": f"{st.name}_{b}",
+                        "options": {**opts, "bs": b, "blockalign": b}})
     job: dict[str, Any] = {
         "name": f"hotband_t{int(threads)}",
         "ioengine": "libaio",
@@ -174,7 +187,9 @@ class HotbandStreamGen:
     offset generators (:mod:`simulator.workloads.offsets`: ``sim_hotband`` with vdbench's write shift,
     uniform random, sequential continuing per stream and wrapping in its band) as the fio job of
     :func:`hotband_job`; what differs is only that IOs are drawn i.i.d. by skew instead of in the
-    order a queue of ``threads`` completes them. Successive :meth:`take` calls continue the stream."""
+    order a queue of ``threads`` completes them, and that a random IO is put on a boundary of its own
+    size by rounding down the offset drawn at ``align``. Successive :meth:`take` calls continue the
+    stream."""
 
     def __init__(self, capacity: int, *, region: tuple[float, float] = (0.0, 100.0), seed: int = 1,
                  streams: Sequence[HotbandStream] = HOTBAND_STREAMS, align: int = 512):
@@ -242,7 +257,9 @@ class HotbandStreamGen:
                 w = op[sel] == 1
                 b = ((got[w] - g.start) // g.align + shift) % g.nblocks
                 got[w] = g.start + b * g.align
-            off[sel] = got
+            # each IO on a boundary of its own size (vdbench's default alignment, as hotband_job)
+            sz = size[sel]
+            off[sel] = lo + (got - lo) // sz * sz
         return op, off, size
 
 
