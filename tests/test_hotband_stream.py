@@ -97,3 +97,33 @@ def test_chunked_replay_stops_when_the_hit_ratio_is_steady():
     r2 = warm_until_steady(dev2, scan, 40_000, 10_000, 0.01)
     assert r2["ios"] == 20_000 and r2["steady"]  # two chunks: the least that can be compared
     assert max(r2["hit_ratio_per_chunk"]) < 0.01  # size/span = 64 MiB / 100 GiB
+
+
+def test_random_ios_sit_on_boundaries_of_their_own_size():
+    """vdbench's default alignment (xfersize boundaries): through the fio job and in the
+    preconditioning stream, every IO of a random stream starts at a multiple of its own size
+    (relative to its band), so none of 64 KiB straddles a 64 KiB chunk."""
+    from test_workload_support import recording_devices
+
+    from simulator.workloads.hotband import run_hotband
+
+    box = {}
+
+    def make(sim):
+        box["d"] = recording_devices(sim, [1e-4], capacity="8GiB", servers=8)["d0"]
+        return [box["d"]]
+
+    run_hotband(make, 8, runtime=0.5, ramp_time=0.0)
+    log = [r for _, r in box["d"].log]
+    cap = 8 * 2**30
+    # IOs inside the hot bands that no sequential stream reaches in 0.5 s (beyond each eighth's first 64 MiB)
+    seq_near = [(k * cap // 8, k * cap // 8 + 64 * 2**20) for k in range(8)]
+    rnd = [r for r in log if not any(a <= r.offset < b for a, b in seq_near)]
+    assert len(rnd) > 1000
+    assert all(r.offset % r.size == 0 for r in rnd if r.size in (4096, 8192, 65536))
+    for st in HOTBAND_STREAMS:
+        if st.access == "seq":
+            continue
+        _, off, size = HotbandStreamGen(CAP, seed=4, streams=[st]).take(5000)
+        p2 = (size & (size - 1)) == 0  # powers of two: absolute alignment (the band starts on a 256 KiB boundary)
+        assert np.all(off[p2] % size[p2] == 0), st.name

@@ -210,7 +210,10 @@ class HotbandStreamGen:
         self._seq_pos: list[int] = []
         self._bands: list[tuple[int, int]] = []
         for st in streams:
-            lo = int(capacity * (r0 / 100.0 + width * st.band[0] / 100.0)) // align * align
+            # band starts on a boundary of the largest transfer size, so that each IO's own-size
+            # alignment is also absolute (as fio aligns the offset of a job with blockalign)
+            top = int(sizes.max())
+            lo = int(capacity * (r0 / 100.0 + width * st.band[0] / 100.0)) // top * top
             span = int(capacity * width * (st.band[1] - st.band[0]) / 100.0) // align * align
             self._bands.append((lo, span))
             self._seq_pos.append(0)
