@@ -168,6 +168,7 @@ class StudySpec(ConfigModel):
     vdi: VdiSpec | None = None
     reference: StudyReference | None = None
     notes: list[str] = Field(default_factory=list, description="limitations and assumptions printed with the table")
+    methods: list[str] = Field(default_factory=list, description="how each figure is produced (Markdown bullets of the report)")
 
 
 METRICS: list[tuple[str, str]] = [
@@ -1093,7 +1094,8 @@ def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
             r = max(wr, key=lambda x: x["qd"])
             out.append(f"| random write IOPS, QD {r['qd']} | {label} | {_pm(r['iops'], r.get('iops_ci'))} | "
                        f"{r.get('runtime_s', 0):g} s after {r.get('ramp_s', 0):g} s ramp | {r.get('ios', 0):,} | "
-                       f"{_steady_word(r.get('steady'))}; AWC fill at end {_num(r.get('nv_fill'))} |")
+                       f"{_steady_word(r.get('steady'))}; AWC fill {_num(r.get('nv_fill_ramp_end'))} at ramp end, "
+                       f"{_num(r.get('nv_fill'))} at the end{'' if r.get('nv_steady', True) else ' (still filling)'} |")
     for label in labels:
         hb = [p for r in res if r["workload"] == "hotband" and r["config"] == label for p in r["points"]]
         for p in sorted(hb, key=lambda x: x["threads"]):
@@ -1120,9 +1122,10 @@ def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
                        f"whole storm ({_num(r['storm_s'])} s) | {r.get('submitted', 0):,} | – |")
     out += ["", "### Preconditioning", ""]
     if io is not None and io.precondition.nv_cache:
+        wr = io.write_ramp if io.write_ramp is not None else io.ramp
         out.append(f"- Iometer: compressed AWC fill: each AWC drive's non-volatile cache scaled to "
-                   f"{io.precondition.nv_cache / 2**20:g} MiB for these points, so that it fills within the "
-                   f"{io.ramp:g} s ramp; the points measure the destage-limited steady state (the AWC fill at the end "
+                   f"{io.precondition.nv_cache / 2**20:g} MiB for these points, so that it reaches its steady fill within "
+                   f"the {wr:g} s ramp of the mixes with writes; the points measure the destage-limited steady state (the AWC fill at the end "
                    "of each point is in the table above; tests/test_hdd_awc.py shows the sustained rate does not depend on "
                    "the capacity). Iometer mixes run as access specifications of `simulator.workloads.iometer` (one line, "
                    f"{io.bs}, {io.percent_random} % random, {io.workers} worker, QD = outstanding IOs).")
@@ -1151,6 +1154,8 @@ def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
     miss = sorted({r["missing"] for r in doc["results"] if "missing" in r})
     if miss:
         out += ["", "Missing runs: " + "; ".join(miss)]
+    if spec.methods:
+        out += ["", "### How each figure is produced", "", *[f"- {m.strip()}" for m in spec.methods]]
     if spec.notes:
         out += ["", "Notes:", "", *[f"- {n}" for n in spec.notes]]
     return "\n".join(out) + "\n"
