@@ -1043,7 +1043,9 @@ def _num(v: Any) -> str:
 
 
 def _pm(v: Any, ci: Any) -> str:
-    return _num(v) if ci is None else f"{_num(v)} ± {_num(ci)}"
+    if ci is None:
+        return _num(v)
+    return f"{_num(v)} ± {ci:,.0f}" if abs(v) >= 100 else f"{_num(v)} ± {ci:.2f}"
 
 
 def _steady_word(st: dict[str, Any] | None) -> str:
