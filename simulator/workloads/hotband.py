@@ -234,7 +234,7 @@ class HotbandStreamGen:
         size = rng.choice(self._sizes, size=n, p=self._size_p)
         op = (rng.random(n) >= self._rd[k]).astype(np.int64)
         off = np.empty(n, dtype=np.int64)
-        for j, st in enumerate(self._streams):
+        for j in range(len(self._streams)):
             sel = np.flatnonzero(k == j)
             m = sel.size
             if not m:
