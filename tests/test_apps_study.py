@@ -131,4 +131,61 @@ def test_miniature_study_runs_end_to_end(tmp_path):
     assert (tmp_path / "results.json").is_file() and (tmp_path / "oltp_over_time.png").is_file()
     rows = A.findings_rows(spec, f, {"oltp_iops": {"plain": 2 * f["oltp_iops"]["plain"]}})
     r = next(x for x in rows if x["metric"] == "oltp_iops" and x["config"] == "plain")
-    assert r["error"] == pytest.approx(-0.5) and r["kind"] == "given"
+    assert r["error"] == pytest.approx(-0.5) and r["kind"] == "given, predicted"
+    # a figure named under reference.fitted is reported as fit; the report keeps the table simrun validate reads
+    spec2 = A.StudySpec.model_validate({**raw, "reference": {"table": "x.csv", "columns": {"plain": "p"}, "metrics": {},
+                                                             "fitted": {"oltp_iops": ["plain"]}, "fit_note": "note."}})
+    rows2 = A.findings_rows(spec2, f, {"oltp_iops": {"plain": 2 * f["oltp_iops"]["plain"]}})
+    assert next(x for x in rows2 if x["metric"] == "oltp_iops" and x["config"] == "plain")["kind"] == "fit"
+    md = A.report_markdown(spec2, {**doc, "rows": rows2}, "simrun mini.yaml")
+    table = [ln for ln in md.splitlines() if ln.startswith("| ") and len(ln.strip().strip("|").split("|")) == 7]
+    assert len(table) == 1 + len(A.METRICS)  # header + one row per metric, 1 + 3 cells per configuration
+    assert "**Fitted**: OLTP IOPS (end of the timeline) (plain). note." in md
+    assert "± " in md  # the run-length table carries CIs
+
+
+def test_iometer_points_are_iometer_access_specifications():
+    """A study mix becomes an Iometer access specification run through simulator.workloads.iometer:
+    one worker, qd outstanding IOs, the mix's read share, 100 % random, no random map (Iometer has none)."""
+    io = A.IometerSpec.model_validate({"volume": {}, "mixes": {"70:30": 70, "write": 0}, "qd": [4], "bs": "4k", "runtime": 2, "ramp": 0.5})
+    glob, jobs = A.iometer_point(io, "70:30", 16)
+    assert glob["iodepth"] == 16 and glob["numjobs"] == 1 and glob["runtime"] == 2 and glob["ramp_time"] == 0.5
+    (job,) = jobs
+    (line,) = job["sim_mix"]
+    assert job["filename"] == "vol"
+    assert line["options"] == {"rw": "randrw", "bs": 4096, "norandommap": 1, "rwmixread": 70}
+    _, (wjob,) = A.iometer_point(io, "write", 1)
+    assert wjob["sim_mix"][0]["options"]["rw"] == "randwrite"
+
+
+def test_awc_fields_reach_only_non_volatile_write_caches():
+    tb = {"profile": "hdd/seagate_exos_15e900_512e_awc_turboboost"}
+    out = A.with_awc(tb, {"destage_window": 7, "persistent_size": 2**24})
+    c = out["params"]["backing"]["params"]["cache"]
+    assert c["destage_window"] == 7 and c["persistent_size"] == 2**24
+    assert A.with_awc({"profile": "hdd/seagate_exos_15e900"}, {"destage_window": 7})["params"]["cache"]["destage_window"] == 16
+    spec = A.load_study(STUDY)
+    d = A.study_drive(spec, "512n+AWC", 2**24)["params"]["cache"]
+    assert d["persistent_size"] == 2**24 and d["destage_window"] == spec.awc["destage_window"]
+
+
+def test_compressed_awc_fill_measures_the_destage_limited_rate():
+    """Iometer random writes on a RAID 10 of two AWC drives whose non-volatile cache is scaled to
+    1 MiB: the cache is full at the end (the run measured the sustained state, not the burst), the
+    MSER verdict is not 'drifting', and the host rate matches the drives' destage capacity: the same
+    drives with WCE=0 and destage_window commands queued each (SPTF over the same candidates),
+    within the two runs' CIs."""
+    awc = {"profile": "hdd/seagate_exos_15e900_awc", "params": {"cache": {"destage_window": 16}}}
+    off = {"profile": "hdd/seagate_exos_15e900"}
+    raw = {"study": "app_study", "name": "awc", "configs": {"awc": awc, "off": off},
+           "iometer": {"volume": {"level": 10, "chunk": "64KiB", "members": {"count": 2}}, "mixes": {"write": 0},
+                       "qd": [8], "runtime": 3.0, "ramp": 0.5, "precondition": {"nv_cache": "1MiB"}}}
+    spec = A.StudySpec.model_validate(raw)
+    r = A.task_iometer(spec.model_dump(mode="json"), "awc", "write", 8)
+    assert r["nv_fill"] > 0.9
+    assert r["steady"]["write"]["steady"] is not False
+    # WCE=0 with 16 commands queued per drive: one host IO is two drive writes (mirror), so QD 16
+    ref = A.task_iometer(spec.model_dump(mode="json"), "off", "write", 16)
+    assert abs(r["iops"] - ref["iops"]) <= 3 * (r["iops_ci"] + ref["iops_ci"]), (r["iops"], r["iops_ci"], ref["iops"], ref["iops_ci"])
+    # ... and far below the burst rate the cache acknowledges at (ack in ~0.2 ms at QD 8: > 20,000 IOPS)
+    assert r["iops"] < 0.1 * 8 / 0.2e-3

@@ -104,9 +104,12 @@ def test_hotband_definition_adds_up():
     seq_writes = sum(s.skew for s in HOTBAND_STREAMS if s.access == "seq" and s.rdpct == 0)
     assert reads == pytest.approx(65.8) and seq_writes == pytest.approx(15.0)
     (j,) = resolve_jobs({}, [hotband_job(8, runtime=1.0, region=(0, 50))])
-    assert j.iodepth == 8 and len(j.sim_mix) == len(HOTBAND_STREAMS)
-    hot1 = next(m for m in j.sim_mix if m.name == "hot1")
+    # sequential streams: one entry each; random ones: one entry per transfer size, aligned to it
+    nseq = sum(s.access == "seq" for s in HOTBAND_STREAMS)
+    assert j.iodepth == 8 and len(j.sim_mix) == nseq + (len(HOTBAND_STREAMS) - nseq) * len(HOTBAND_XFERSIZES)
+    hot1 = next(m for m in j.sim_mix if m.name == "hot1_65536")
     assert (hot1.job.offset, hot1.job.size) == ("5%", "4%")  # (10..18 %) of the first half
+    assert hot1.weight == pytest.approx(28 * 20 / 100)
 
 
 def test_hotband_run_mix_on_a_queue():

@@ -31,8 +31,9 @@ import csv
 import json
 import math
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,25 +42,52 @@ from pydantic import Field
 
 from simulator.config.base import ConfigModel, load_yaml, validate
 from simulator.errors import ConfigError
+from simulator.units import Bytes
 
 __all__ = ["StudySpec", "is_study", "load_study", "run_study", "warm_tree"]
 
 
 # --------------------------------------------------------------------------- spec
 class PreconditionSpec(ConfigModel):
-    """Functional preconditioning: replay the workload's own IOs into the flash caches."""
+    """Preconditioning before the timed runs: functional replay into the flash read caches and/or a
+    compressed fill of the drives' non-volatile write cache (see the module docstring)."""
 
-    requests: int = Field(0, ge=0, le=10**9, description="IOs (web server: files) replayed before the timed runs (default 0 = none)")
+    requests: int = Field(0, ge=0, le=10**9, description="IOs (web server: files) replayed before the timed runs, at most (default 0 = none)")
+    chunk: int = Field(
+        0, ge=0, le=10**9, description="hot band: replay in chunks of this many IOs and stop once the flash read-hit "
+        "ratio of a chunk is within hit_tolerance of the previous chunk's (default 0 = one chunk, no criterion)",
+    )
+    hit_tolerance: float = Field(0.01, gt=0, le=1, description="steady-state criterion of the chunked replay, absolute hit ratio (default 0.01)")
+    nv_cache: Bytes | None = Field(
+        None,
+        ge=2**20,
+        le=2**40,
+        description="compressed write-cache preconditioning: the non-volatile (AWC) write cache of every drive is "
+        "scaled to this many bytes for the run, so that it fills within the ramp and the run measures the "
+        "destage-limited steady state (the sustained rate does not depend on the capacity once it is much larger "
+        "than the destage window, tests/test_hdd_awc.py); default none = the profile's size",
+    )
 
 
 class IometerSpec(ConfigModel):
+    """Iometer points: one access specification per mix (one line: ``bs``, the mix's % read,
+    ``percent_random`` % random) at each queue depth, run through :mod:`simulator.workloads.iometer`."""
+
     volume: dict[str, Any] = Field(description="raid parameters (members.device is the configuration's drive)")
     mixes: dict[str, int] = Field(description="label -> percent reads (100 = all reads, 0 = all writes)")
     qd: list[int] = Field(description="outstanding IOs (Iometer queue depth)")
     bs: str = Field("4k", description="transfer size (default 4k)")
+    percent_random: int = Field(100, ge=0, le=100, description="Iometer % random of every mix (default 100)")
+    workers: int = Field(1, ge=1, le=64, description="Iometer disk workers, each with qd outstanding IOs (default 1)")
     runtime: float = Field(2.0, gt=0, le=3600, description="measured seconds per point (default 2)")
-    ramp: float = Field(0.5, ge=0, le=3600, description="seconds before measuring (default 0.5)")
-    write_ramp: float | None = Field(None, ge=0, le=3600, description="ramp of mixes with writes (default ramp)")
+    ramp: float = Field(0.5, ge=0, le=3600, description="Iometer ramp-up seconds before measuring (default 0.5)")
+    write_ramp: float | None = Field(
+        None, ge=0, le=3600, description="ramp-up of the mixes with writes, seconds (time for the AWC cache to reach its "
+        "steady fill; default ramp)",
+    )
+    precondition: PreconditionSpec = Field(
+        default_factory=PreconditionSpec, description="preconditioning of the points (nv_cache: compressed AWC fill)"
+    )
 
 
 class HotbandSpec(ConfigModel):
@@ -112,15 +140,27 @@ class StudyReference(ConfigModel):
     source: str = Field("", description="where the figures come from")
     columns: dict[str, str] = Field(description="configuration label -> CSV column")
     metrics: dict[str, str] = Field(description="CSV metric name -> study metric")
+    fit_note: str = Field("", description="how the fitted figures entered the calibration (printed with the report)")
+    fitted: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="study metric -> configurations whose published figure entered a calibration (reported as fit; "
+        "the other published figures are predictions compared with the publication); default none",
+    )
 
 
 class StudySpec(ConfigModel):
     study: Literal["app_study"] = Field(description="marks an application study file")
     name: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,99}$", description="output directory out/<name>")
+    title: str = Field("", description="heading of the report (default the name)")
     description: str = Field("", description="what the study shows")
     seed: int = Field(1, ge=0, le=2**32, description="seed of every run")
     workers: int = Field(2, ge=1, le=64, description="worker processes (default 2)")
     configs: dict[str, dict[str, Any]] = Field(min_length=1, description="configuration label -> drive device spec ({profile, params})")
+    awc: dict[str, Any] = Field(
+        default_factory=dict,
+        description="hdd cache fields set on every drive whose write cache is the non-volatile (AWC) mode, e.g. a "
+        "fitted destage_window (calibration/demartek/calibrate_awc.py); default none",
+    )
     iometer: IometerSpec | None = None
     hotband: HotbandSpec | None = None
     webserver: WebSpec | None = None
@@ -128,6 +168,7 @@ class StudySpec(ConfigModel):
     vdi: VdiSpec | None = None
     reference: StudyReference | None = None
     notes: list[str] = Field(default_factory=list, description="limitations and assumptions printed with the table")
+    methods: list[str] = Field(default_factory=list, description="how each figure is produced (Markdown bullets of the report)")
 
 
 METRICS: list[tuple[str, str]] = [
@@ -165,8 +206,8 @@ def _check_refs(spec: StudySpec, source: str) -> None:
     from simulator.devices.registry import resolve_params
     from simulator.workloads.apps import app_config
 
-    for label, drive in spec.configs.items():
-        resolve_params(drive, source, f"configs.{label}")
+    for label in spec.configs:
+        resolve_params(study_drive(spec, label), source, f"configs.{label}")
     for wname in ("iometer", "hotband", "webserver", "vdi"):
         w = getattr(spec, wname)
         if w is not None:
@@ -225,6 +266,37 @@ def _inline(spec: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(out)
 
 
+def with_awc(drive: dict[str, Any], cache: dict[str, Any]) -> dict[str, Any]:
+    """``drive`` with ``cache`` fields set on every HDD in it whose write cache is the non-volatile
+    (persistent / AWC) mode; unchanged when ``cache`` is empty or the drive has no such cache."""
+    if not cache:
+        return drive
+    out = _inline(drive)
+
+    def walk(d: dict[str, Any]) -> None:
+        p = d.get("params") or {}
+        c = p.get("cache") if d.get("kind") == "hdd" else None
+        if isinstance(c, dict) and str(c.get("write_cache", "")).strip().lower() in ("persistent", "awc"):
+            c.update(cache)
+        if isinstance(p.get("backing"), dict):
+            walk(p["backing"])
+        if isinstance(p.get("members"), dict) and isinstance(p["members"].get("device"), dict):
+            walk(p["members"]["device"])
+
+    walk(out)
+    return out
+
+
+def study_drive(s: StudySpec, label: str, nv_cache: int | None = None) -> dict[str, Any]:
+    """The drive of configuration ``label``: the study's ``awc`` fields on its AWC caches and, for a
+    compressed preconditioning, the non-volatile cache scaled to ``nv_cache`` bytes."""
+    cache = dict(s.awc)
+    if nv_cache is not None:
+        cache["persistent_size"] = int(nv_cache)
+        cache.pop("write_cache_size", None)
+    return with_awc(s.configs[label], cache)
+
+
 def _build(sim: Any, volume: dict[str, Any], drive: dict[str, Any], name: str) -> Any:
     from simulator.devices.registry import build_device
 
@@ -232,32 +304,30 @@ def _build(sim: Any, volume: dict[str, Any], drive: dict[str, Any], name: str) -
 
 
 # --------------------------------------------------------------------------- functional warm-up
-def warm_tree(dev: Any, ops: np.ndarray, offs: np.ndarray, sizes: np.ndarray) -> None:
+def warm_tree(dev: Any, ops: np.ndarray, offs: np.ndarray, sizes: np.ndarray) -> tuple[int, int]:
     """Replay accesses (arrays of op, offset, size) without simulated time into every flash read
     cache below ``dev``: through RAID address mapping (reads to one copy, alternating by row; writes
-    invalidate data and parity/mirror copies), partitions and ports."""
+    invalidate data and parity/mirror copies), partitions and ports. Returns (read hits, reads)
+    summed over the flash caches reached (the replay's own hit ratio)."""
     from simulator.devices.flashcache import FlashReadCache
     from simulator.devices.partition import Partition
     from simulator.devices.raid.path import PathPort
     from simulator.devices.raid.volume import RaidVolume
 
     if len(ops) == 0:
-        return
+        return 0, 0
     if isinstance(dev, FlashReadCache):
-        dev.warm(ops, offs, sizes)
-        return
+        return int(dev.warm(ops, offs, sizes)), int(np.count_nonzero(np.asarray(ops) == 0))
     if isinstance(dev, Partition):
-        warm_tree(dev.base, ops, offs + dev.start, sizes)
-        return
+        return warm_tree(dev.base, ops, offs + dev.start, sizes)
     if isinstance(dev, PathPort):
-        warm_tree(dev.member, ops, offs, sizes)
-        return
+        return warm_tree(dev.member, ops, offs, sizes)
     if hasattr(dev, "dev") and not isinstance(dev, RaidVolume):  # a meter
-        warm_tree(dev.dev, ops, offs, sizes)
-        return
+        return warm_tree(dev.dev, ops, offs, sizes)
+    hits = reads = 0
     if isinstance(dev, RaidVolume):
         if not _has_flash(dev):
-            return
+            return 0, 0
         m_ops, m_mem, m_off, m_size = _map_raid(dev, ops, offs, sizes)
         order = np.argsort(m_mem, kind="stable")
         m_ops, m_mem, m_off, m_size = m_ops[order], m_mem[order], m_off[order], m_size[order]
@@ -265,7 +335,31 @@ def warm_tree(dev: Any, ops: np.ndarray, offs: np.ndarray, sizes: np.ndarray) ->
         for i, member in enumerate(dev.members):
             a, b = bounds[i], bounds[i + 1]
             if b > a:
-                warm_tree(member, m_ops[a:b], m_off[a:b], m_size[a:b])
+                h, r = warm_tree(member, m_ops[a:b], m_off[a:b], m_size[a:b])
+                hits += h
+                reads += r
+    return hits, reads
+
+
+def warm_until_steady(dev: Any, chunks: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]], requests: int,
+                      chunk: int, tol: float) -> dict[str, Any]:
+    """Preconditioning with a steady-state criterion: replay chunks of ``chunk`` IOs
+    (``chunks(n)`` -> the next n IOs of the workload's stream as op/offset/size arrays) until the read hit
+    ratio of a chunk differs from the previous chunk's by at most ``tol`` (absolute), or
+    ``requests`` IOs were replayed. Returns what it did (IOs, hit ratio per chunk, steady or not)."""
+    done = 0
+    ratios: list[float] = []
+    steady = False
+    while done < requests:
+        n = min(chunk, requests - done)
+        ops, offs, sizes = chunks(n)
+        h, r = warm_tree(dev, ops, offs, sizes)
+        done += n
+        ratios.append(h / r if r else 0.0)
+        if len(ratios) >= 2 and abs(ratios[-1] - ratios[-2]) <= tol:
+            steady = True
+            break
+    return {"ios": done, "hit_ratio_per_chunk": ratios, "steady": steady, "chunk": chunk, "tol": tol}
 
 
 def _has_flash(dev: Any) -> bool:
@@ -319,30 +413,77 @@ def _map_raid(vol: Any, ops: np.ndarray, offs: np.ndarray, sizes: np.ndarray):
 
 # --------------------------------------------------------------------------- tasks (worker side)
 def _fio_point(volume: dict, drive: dict, jobs: list[dict], runtime: float, ramp: float, seed: int,
-               precondition: Callable[[Any], None] | None = None) -> dict[str, Any]:
+               glob: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One timed fio point on a fresh system (see :func:`_fio_run`)."""
     from simulator.engine import Simulation
-    from simulator.metrics.stats import merge
-    from simulator.workloads.runner import run_fio
 
     sim = Simulation(seed)
     vol = _build(sim, volume, drive, "vol")
-    if precondition is not None:
-        precondition(vol)
-    g = {"ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": runtime, "ramp_time": ramp, "filename": "vol", "group_reporting": 1}
+    return _fio_run(sim, vol, jobs, runtime, ramp, glob)
+
+
+def _fio_run(sim: Any, vol: Any, jobs: list[dict], runtime: float, ramp: float, glob: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One timed fio run on ``vol``: IOPS and mean latency with their batch-means 95 % CI half-widths,
+    the IOs counted, the MSER steady-state verdict over ~50 IOPS samples of the measured window."""
+    from simulator.experiment.execute import _steady
+    from simulator.metrics.stats import merge
+    from simulator.workloads.runner import run_fio
+
+    g = {"ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": runtime, "ramp_time": ramp, "filename": "vol",
+         "group_reporting": 1, **(glob or {})}
+    g["iops_avg_time"] = max(1, int(1000 * float(g["runtime"]) / 50))  # ms: ~50 samples for the MSER verdict
+    fill0: list[float | None] = []
+    if _nv_fill(vol) is not None:
+        mark = sim.env.timeout(float(g.get("ramp_time") or 0.0))
+        mark.callbacks.append(lambda _ev: fill0.append(_nv_fill(vol)))
     res = run_fio(sim, [vol], jobs, g)
     job = merge(list(res)) if len(res) > 1 else res[0]
     out: dict[str, Any] = {"iops": 0.0, "lat_mean_ms": 0.0}
     n = 0
     lat = 0.0
-    for d in job.present_dirs():
+    iops_hw2 = lat_hw2 = 0.0
+    dirs = list(job.present_dirs())
+    for d in dirs:
         out[f"{d.name}_iops"] = d.iops
         out["iops"] += d.iops
         cnt = d.total_ios
         n += cnt
         lat += d.lat.mean_ns / 1e6 * cnt
+        if d.iops_ci is not None:
+            iops_hw2 += ((d.iops_ci.hi - d.iops_ci.lo) / 2.0) ** 2
     out["lat_mean_ms"] = lat / n if n else 0.0
+    for d in dirs:
+        ci = d.lat.mean_ci
+        if ci is not None and n:
+            lat_hw2 += (d.total_ios / n * (ci.hi - ci.lo) / 2.0 / 1e6) ** 2
+    out["iops_ci"] = math.sqrt(iops_hw2)
+    out["lat_ci_ms"] = math.sqrt(lat_hw2)
+    out["ios"] = n
+    out["runtime_s"] = float(g["runtime"])
+    out["ramp_s"] = float(g.get("ramp_time") or 0.0)
+    st = _steady(list(res))
+    out["steady"] = {k: {"steady": v["steady"], "warmup_s": v["warmup_s"], "bias": v["bias"], "message": v["message"]} for k, v in st.items()}
     out["flash"] = _flash_stats(vol)
+    out["nv_fill"] = f1 = _nv_fill(vol)
+    if f1 is not None and fill0:
+        # the AWC caches' own steady state: their fill no longer climbs (destage keeps up) or it has
+        # reached the high watermark (destage competes with host IO there)
+        hw = min(c.cfg.cache.high_watermark for c in _awc_drives(vol))
+        out["nv_fill_ramp_end"] = fill0[0]
+        out["nv_steady"] = bool(f1 - fill0[0] <= 0.05 or f1 >= 0.9 * hw)
     return out
+
+
+def _awc_drives(vol: Any) -> list[Any]:
+    from simulator.devices.hdd import HDD
+
+    return [c for c in vol.walk() if isinstance(c, HDD) and c.cfg.cache.write_cache == "persistent"]
+
+
+def _nv_fill(vol: Any) -> float | None:
+    """Mean fill of the drives' non-volatile write caches now (None without one)."""
+    fills = [c.stats()["hdd"]["dirty_bytes"] / c.cfg.cache.write_cache_bytes() for c in _awc_drives(vol)]
+    return float(np.mean(fills)) if fills else None
 
 
 def _flash_stats(vol: Any) -> dict[str, float]:
@@ -358,14 +499,29 @@ def _flash_stats(vol: Any) -> dict[str, float]:
     return {"hit_ratio": h / (h + m) if h + m else 0.0, "valid_GB": valid / 1e9}
 
 
+def iometer_point(io: IometerSpec, mix: str, qd: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """fio ``(global, jobs)`` of one Iometer point: the mix as an access specification of
+    :mod:`simulator.workloads.iometer` (one line) at ``qd`` outstanding IOs per worker."""
+    from simulator.workloads.iometer import IometerSpec as IometerSetup
+    from simulator.workloads.iometer import iometer_jobs
+
+    pct = io.mixes[mix]
+    ramp = io.ramp if pct >= 100 or io.write_ramp is None else io.write_ramp
+    setup = IometerSetup.model_validate({
+        "run_time": io.runtime, "ramp_up_time": ramp, "workers": io.workers, "outstanding_ios": qd,
+        "targets": ["vol"],
+        "access_specification": {"name": f"{io.bs} {pct}% read {io.percent_random}% random",
+                                 "lines": [{"size": io.bs, "percent_read": pct, "percent_random": io.percent_random}]},
+    })
+    return iometer_jobs(setup)
+
+
 def task_iometer(spec: dict, label: str, mix: str, qd: int) -> dict[str, Any]:
     s = StudySpec.model_validate(spec)
     io = s.iometer
-    pct = io.mixes[mix]
-    rw = "randread" if pct >= 100 else "randwrite" if pct <= 0 else "randrw"
-    job = {"name": f"iometer_{mix}", "rw": rw, "rwmixread": pct, "bs": io.bs, "iodepth": qd}
-    ramp = io.ramp if pct >= 100 or io.write_ramp is None else io.write_ramp
-    r = _fio_point(io.volume, s.configs[label], [job], io.runtime, ramp, s.seed)
+    glob, jobs = iometer_point(io, mix, qd)
+    drive = study_drive(s, label, io.precondition.nv_cache)
+    r = _fio_point(io.volume, drive, jobs, io.runtime, float(glob["ramp_time"]), s.seed, glob=glob)
     return {"workload": "iometer", "config": label, "mix": mix, "qd": qd, **r}
 
 
@@ -379,22 +535,42 @@ def hotband_jobs(hb: HotbandSpec, threads: int) -> list[dict[str, Any]]:
     return [job]
 
 
-def task_hotband(spec: dict, label: str, threads: int) -> dict[str, Any]:
+def task_hotband(spec: dict, label: str) -> dict[str, Any]:
+    """The hot-band sweep of one configuration on one system, threads ascending (as the vdbench
+    script runs its thread counts one after the other on the same storage): preconditioned once
+    (functional replay of the hot band into the flash caches until their hit ratio is steady; the
+    compressed AWC fill of ``precondition.nv_cache``), then one timed point per thread count."""
+    from simulator.engine import Simulation
+
     s = StudySpec.model_validate(spec)
     hb = s.hotband
+    threads = sorted(hb.threads)
     try:
-        jobs = hotband_jobs(hb, threads)
+        jobs = {th: hotband_jobs(hb, th) for th in threads}
     except ImportError as e:
-        return {"workload": "hotband", "config": label, "threads": threads, "missing": f"SNIA hot band not available: {e}"}
+        return {"workload": "hotband", "config": label, "missing": f"SNIA hot band not available: {e}"}
+    sim = Simulation(s.seed)
+    vol = _build(sim, hb.volume, study_drive(s, label, hb.precondition.nv_cache), "vol")
+    pre: dict[str, Any] = {"ios": 0}
+    pc = hb.precondition
+    if pc.requests and _has_flash(vol):
+        if hb.jobs:
+            k = [0]
 
-    def pre(vol: Any) -> None:
-        n = hb.precondition.requests
-        if n and _has_flash(vol):
-            ops, offs, sizes = _fio_stream(jobs, vol, n, s.seed)
-            warm_tree(vol, ops, offs, sizes)
+            def chunks(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                k[0] += 1  # every chunk its own draws (sequential streams restart at their start)
+                return _fio_stream(jobs[threads[0]], vol, n, s.seed + 7919 * k[0])
+        else:
+            from simulator.workloads.hotband import HotbandStreamGen
 
-    r = _fio_point(hb.volume, s.configs[label], jobs, hb.runtime, hb.ramp, s.seed, pre)
-    return {"workload": "hotband", "config": label, "threads": threads, **r}
+            chunks = HotbandStreamGen(vol.capacity, region=tuple(hb.region), seed=s.seed).take
+
+        pre = warm_until_steady(vol, chunks, pc.requests, pc.chunk or pc.requests, pc.hit_tolerance)
+    points = []
+    for th in threads:
+        r = _fio_run(sim, vol, jobs[th], hb.runtime, hb.ramp)
+        points.append({"threads": th, **r})
+    return {"workload": "hotband", "config": label, "points": points, "precondition": pre}
 
 
 def _fio_stream(jobs: list[dict], vol: Any, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -424,7 +600,7 @@ def task_web(spec: dict, label: str) -> dict[str, Any]:
     s = StudySpec.model_validate(spec)
     w = s.webserver
     sim = Simulation(s.seed)
-    raid = _build(sim, w.volume, s.configs[label], "web")
+    raid = _build(sim, w.volume, study_drive(s, label), "web")
     vol = raid.volumes[w.target] if w.target in getattr(raid, "volumes", {}) else raid
     points = []
     warmed = 0
@@ -437,15 +613,18 @@ def task_web(spec: dict, label: str) -> dict[str, Any]:
             offs, sizes = web_stream(files, cfg, np.random.default_rng(np.random.SeedSequence(sim.seed, spawn_key=(0xB0B,))), w.precondition.requests)
             warm_tree(vol, np.zeros(len(offs), np.int64), offs, sizes)
             warmed = len(offs)
-        r = run_app(sim, cfg, {"web": vol}, runtime=w.runtime, ramp=w.ramp)
-        points.append({"users": users, "iops": r.iops, "lat_mean_ms": r.lat_mean_ms, "mb_s": r.mb_s, "flash": _flash_stats(raid), **r.extra})
+        t0 = sim.env.now + w.ramp
+        r = run_app(sim, cfg, {"web": vol}, runtime=w.runtime, ramp=w.ramp, bin_s=w.runtime / 10)
+        points.append({"users": users, "iops": r.iops, "iops_ci": _bins_ci(r.series, t0, sim.env.now, w.runtime / 10),
+                       "ios": r.ios, "runtime_s": w.runtime, "ramp_s": w.ramp, "lat_mean_ms": r.lat_mean_ms, "mb_s": r.mb_s,
+                       "flash": _flash_stats(raid), **r.extra})
     return {"workload": "webserver", "config": label, "points": points, "warm_ios": warmed}
 
 
 def _oltp_system(sim: Any, s: StudySpec, label: str) -> tuple[dict[str, Any], list[str], Any, Any]:
     o = s.oltp
-    data = _build(sim, o.data_volume, s.configs[label], "data")
-    log = _build(sim, o.log_volume, s.configs[label], "log")
+    data = _build(sim, o.data_volume, study_drive(s, label), "data")
+    log = _build(sim, o.log_volume, study_drive(s, label), "log")
     names = list(getattr(data, "volumes", {}))
     devs: dict[str, Any] = {n: data.volumes[n] for n in names} if names else {"data": data}
     devs["log"] = log
@@ -494,13 +673,27 @@ def task_oltp_timeline(spec: dict, label: str, threads: int) -> dict[str, Any]:
             for i, nm in enumerate(names):
                 sel = fi == i
                 warm_tree(devs[nm], ops[sel], offs[sel], sizes[sel])
-        r = run_app(sim, cfg, devs, runtime=o.sample_s, ramp=o.ramp)
+        t0 = sim.env.now + o.ramp
+        r = run_app(sim, cfg, devs, runtime=o.sample_s, ramp=o.ramp, bin_s=o.sample_s / 10)
         iops_prev = r.iops
         t_prev = t + o.sample_s + o.ramp
-        points.append({"t_min": cp, "iops": r.iops, "lat_mean_ms": r.lat_mean_ms, "flash": _flash_stats(data)})
+        points.append({"t_min": cp, "iops": r.iops, "iops_ci": _bins_ci(r.series, t0, sim.env.now, o.sample_s / 10),
+                       "ios": r.ios, "lat_mean_ms": r.lat_mean_ms, "flash": _flash_stats(data), "nv_fill": _nv_fill(data)})
     last = points[-1]
     return {"workload": "oltp", "config": label, "threads": threads, "timeline": points, "iops": last["iops"],
+            "iops_ci": last["iops_ci"], "ios": last["ios"], "sample_s": o.sample_s, "ramp_s": o.ramp,
             "lat_mean_ms": last["lat_mean_ms"], "replayed_ios": replayed}
+
+
+def _bins_ci(series: list[tuple[float, float, float]], t0: float, t1: float, bin_s: float) -> float | None:
+    """95 % half-width of the mean IOPS by batch means over the time bins of ``series`` (t, IOPS,
+    latency) lying wholly inside [t0, t1] (Student t; None with fewer than 3 bins)."""
+    from scipy.stats import t as student
+
+    x = np.array([v for b, v, _ in series if b >= t0 - 1e-9 and b + bin_s <= t1 + 1e-9])
+    if x.size < 3:
+        return None
+    return float(student.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
 
 
 def _log_share(cfg: Any) -> float:
@@ -517,7 +710,7 @@ def task_vdi(spec: dict, label: str) -> dict[str, Any]:
     s = StudySpec.model_validate(spec)
     v = s.vdi
     sim = Simulation(s.seed)
-    raid = _build(sim, v.volume, s.configs[label], "vdi")
+    raid = _build(sim, v.volume, study_drive(s, label), "vdi")
     vol = raid.volumes[v.target] if v.target in getattr(raid, "volumes", {}) else raid
     cfg = VdiBootConfig(**{**v.app, "target": "datastore"})
     r = run_app(sim, cfg, {"datastore": vol}, bin_s=v.bin_s)
@@ -531,7 +724,11 @@ def task_vdi(spec: dict, label: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- orchestration
 def run_study(spec: StudySpec, out_dir: Path | None, workers: int | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run every workload of the study; returns {results, findings}; writes outputs to ``out_dir``."""
+    import os
+    import resource
+
     t0 = time.perf_counter()
+    load0 = os.getloadavg()
     raw = spec.model_dump(mode="json")
     nw = workers or spec.workers
     results: list[dict[str, Any]] = []
@@ -544,25 +741,42 @@ def run_study(spec: StudySpec, out_dir: Path | None, workers: int | None = None,
                 for qd in spec.iometer.qd:
                     tasks.append((task_iometer, (raw, label, mix, qd)))
         if spec.hotband is not None:
-            for th in spec.hotband.threads:
-                tasks.append((task_hotband, (raw, label, th)))
+            tasks.append((task_hotband, (raw, label)))
         if spec.webserver is not None:
             tasks.append((task_web, (raw, label)))
+    # longest first (the applications, then Iometer points by queue depth), the OLTP load search at the
+    # front; the OLTP timelines jump the queue once the load is chosen (they are the longest tasks)
+    first = [(task_oltp_load, (raw, th)) for th in spec.oltp.threads] if spec.oltp is not None else []
+    weight = {task_web: 3, task_vdi: 3, task_hotband: 2, task_iometer: 1}
+    tasks.sort(key=lambda t: (-weight.get(t[0], 0), -(t[1][3] if t[0] is task_iometer else 0)))
+    pending = deque([*first, *tasks])
+    threads = None
+    loads: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=nw) as pool:
-        oltp_load = [pool.submit(_task, task_oltp_load, raw, th) for th in spec.oltp.threads] if spec.oltp is not None else []
-        futs = [pool.submit(_task, f, *a) for f, a in tasks]
-        threads = None
-        if spec.oltp is not None:
-            loads = [f.result() for f in oltp_load]
-            results += loads
-            threads = _pick_load(loads, spec.oltp.target_latency_ms)
-            log(f"oltp: load chosen on {spec.oltp.baseline}: {threads} outstanding IOs")
-            futs += [pool.submit(_task, task_oltp_timeline, raw, label, threads) for label in spec.configs]
-        for f in futs:
-            results.append(f.result())
+        running: dict[Any, Callable] = {}
+        while pending or running:
+            while pending and len(running) < nw:
+                fn, args = pending.popleft()
+                running[pool.submit(_task, fn, *args)] = fn
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in done:
+                fn = running.pop(f)
+                r = f.result()
+                results.append(r)
+                if fn is task_oltp_load:
+                    loads.append(r)
+                    if len(loads) == len(first):
+                        threads = _pick_load(loads, spec.oltp.target_latency_ms)
+                        log(f"oltp: load chosen on {spec.oltp.baseline}: {threads} outstanding IOs")
+                        pending.extendleft((task_oltp_timeline, (raw, label, threads)) for label in reversed(spec.configs))
+                else:
+                    log(f"{r.get('workload')} {r.get('config')} done in {r.get('wall_s', 0):.1f} s")
+    # completion order varies between runs; the document lists the runs in a fixed order
+    results.sort(key=lambda r: json.dumps([str(r.get(k)) for k in ("workload", "config", "mix", "qd", "threads")]))
     findings = _findings(spec, results)
-    doc = {"name": spec.name, "wall_s": time.perf_counter() - t0, "workers": nw, "results": results, "findings": findings,
-           "oltp_threads": threads}
+    cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+    doc = {"name": spec.name, "wall_s": time.perf_counter() - t0, "cpu_s": cpu, "workers": nw, "load_start": list(load0),
+           "load_end": list(os.getloadavg()), "results": results, "findings": findings, "oltp_threads": threads}
     if out_dir is not None:
         _write(spec, out_dir, doc)
     return doc
@@ -611,7 +825,7 @@ def _findings(spec: StudySpec, results: list[dict[str, Any]]) -> dict[str, dict[
         rs = [r for r in results if r.get("config") == label and "missing" not in r]
         wr = [r for r in rs if r["workload"] == "iometer" and spec.iometer and spec.iometer.mixes[r["mix"]] <= 0]
         out["random_write_iops"][label] = max(wr, key=lambda r: r["qd"])["iops"] if wr else None
-        hb = [r for r in rs if r["workload"] == "hotband" and "missing" not in r]
+        hb = [p for r in rs if r["workload"] == "hotband" for p in r["points"]]
         out["hotband_iops_at_target"][label] = _interp_at_target(hb, spec.hotband.target_latency_ms) if hb else None
         web = [p for r in rs if r["workload"] == "webserver" for p in r["points"]]
         out["webserver_iops"][label] = max(web, key=lambda r: r["users"])["iops"] if web else None
@@ -657,8 +871,9 @@ def findings_rows(spec: StudySpec, findings: dict, pub: dict) -> list[dict[str, 
             sim = findings.get(m, {}).get(label)
             ref = pub.get(m, {}).get(label)
             err = (sim - ref) / ref if sim is not None and ref else None
+            fit = spec.reference is not None and label in spec.reference.fitted.get(m, [])
             rows.append({"metric": m, "title": title, "config": label, "simulated": sim, "published": ref,
-                         "error": err, "kind": "given" if ref is not None else "prediction"})
+                         "error": err, "kind": "fit" if fit else ("given, predicted" if ref is not None else "prediction")})
     return rows
 
 
@@ -706,7 +921,7 @@ def _plots(spec: StudySpec, out_dir: Path, results: list[dict[str, Any]]) -> Non
                 ax.set_ylabel(yl)
             axes[0][0].legend(fontsize=7)
             save(fig, fname)
-    hb = [r for r in results if r["workload"] == "hotband" and "missing" not in r]
+    hb = [dict(p, config=r["config"]) for r in results if r["workload"] == "hotband" for p in r["points"]]
     if hb:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
         for lb in labels:
@@ -796,7 +1011,9 @@ def run_study_cli(file: Path, sets: list[tuple[str, Any]], out: Path | None, wor
         console.print(f"missing: {m}")
     for n in spec.notes:
         console.print(f"note: {n}")
-    console.print(f"{len(doc['results'])} runs in {doc['wall_s']:.1f} s wall on {doc['workers']} workers; results in {out_dir}/")
+    console.print(f"{len(doc['results'])} runs in {doc['wall_s']:.1f} s wall ({doc.get('cpu_s', 0):.0f} s CPU) on "
+                  f"{doc['workers']} workers; results in {out_dir}/ (key_findings.md: the report)")
+    (out_dir / "key_findings.md").write_text(report_markdown(spec, doc, f"simrun {file}" + "".join(f" --set {k}={v}" for k, v in sets)))
 
 
 def markdown_table(spec: StudySpec, rows: list[dict[str, Any]]) -> str:
@@ -817,3 +1034,130 @@ def markdown_table(spec: StudySpec, rows: list[dict[str, Any]]) -> str:
             cells += [f(r["simulated"]), f(r["published"]), f(r["error"], True)]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
+
+
+def _pm(v: Any, ci: Any) -> str:
+    if ci is None:
+        return _num(v)
+    return f"{_num(v)} ± {ci:,.0f}" if abs(v) >= 100 else f"{_num(v)} ± {ci:.2f}"
+
+
+def _steady_word(st: dict[str, Any] | None) -> str:
+    if not st:
+        return "–"
+    bad = [k for k, v in st.items() if v.get("steady") is False]
+    unk = [k for k, v in st.items() if v.get("steady") is None]
+    return ("not steady: " + ", ".join(bad)) if bad else ("too short to judge" if unk else "steady (MSER)")
+
+
+def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
+    """calibration/demartek/key_findings.md: the key-findings table (the format `simrun validate`
+    reads), which figures were fitted and which predicted, and per figure its run length, IO count,
+    95 % CI and steady-state verdict, the preconditioning actually done, the wall/CPU time and load."""
+    rows = doc.get("rows") or findings_rows(spec, doc["findings"], doc.get("published") or {})
+    res = [r for r in doc["results"] if "missing" not in r]
+    labels = list(spec.configs)
+    la, lb = doc.get("load_start") or [0, 0, 0], doc.get("load_end") or [0, 0, 0]
+    fit = [f"{r['title']} ({r['config']})" for r in rows if r["kind"] == "fit"]
+    given = [f"{r['title']} ({r['config']})" for r in rows if r["kind"] == "given, predicted"]
+    out = [
+        f"## {spec.title or spec.name}",
+        "",
+        f"Run of `{command}` on {time.strftime('%Y-%m-%d')}: {len(doc['results'])} runs, {doc['wall_s']:.0f} s wall, "
+        f"{doc.get('cpu_s', 0):.0f} s CPU (all processes) on {doc['workers']} workers; load average (1 min) "
+        f"{la[0]:.1f} at the start, {lb[0]:.1f} at the end, on a 2-core machine shared with other jobs. Published "
+        "figures: `calibration/reference/demartek_15e900.csv` (OLTP IOPS, Iometer random-write IOPS, web server "
+        "IOPS; Demartek, commissioned by Seagate); the other four metrics are predictions.",
+        "",
+        "**Fitted**: " + ("; ".join(fit) if fit else "nothing") + (". " + spec.reference.fit_note.strip() if fit and spec.reference else "")
+        + " **Given but predicted** (not in any fit, compared with the publication): " + ("; ".join(given) or "none") + ".",
+        "",
+        markdown_table(spec, rows).rstrip(),
+        "",
+        "### Run lengths, confidence intervals, steady state",
+        "",
+        "± = 95 % confidence half-width by batch means (fio's IOPS CI for the Iometer and hot-band points; 10 time "
+        "bins of the measured window for the web server and OLTP). The VDI boot storm is one deterministic replay "
+        "(no CI; peak = highest 1 s bin).",
+        "",
+        "| figure | configuration | value | measured | IOs | steady state |",
+        "|---|---|---|---|---|---|",
+    ]
+    io = spec.iometer
+    for label in labels:
+        wr = [r for r in res if r["workload"] == "iometer" and r["config"] == label and io and io.mixes[r["mix"]] <= 0]
+        if wr:
+            r = max(wr, key=lambda x: x["qd"])
+            out.append(f"| random write IOPS, QD {r['qd']} | {label} | {_pm(r['iops'], r.get('iops_ci'))} | "
+                       f"{r.get('runtime_s', 0):g} s after {r.get('ramp_s', 0):g} s ramp | {r.get('ios', 0):,} | "
+                       f"{_steady_word(r.get('steady'))}; AWC fill {_num(r.get('nv_fill_ramp_end'))} at ramp end, "
+                       f"{_num(r.get('nv_fill'))} at the end{'' if r.get('nv_steady', True) else ' (still filling)'} |")
+    for label in labels:
+        hb = [p for r in res if r["workload"] == "hotband" and r["config"] == label for p in r["points"]]
+        for p in sorted(hb, key=lambda x: x["threads"]):
+            out.append(f"| hot band, {p['threads']} threads: IOPS / mean latency ms | {label} | {_pm(p['iops'], p.get('iops_ci'))} / "
+                       f"{_pm(p['lat_mean_ms'], p.get('lat_ci_ms'))} | {p.get('runtime_s', 0):g} s after {p.get('ramp_s', 0):g} s | "
+                       f"{p.get('ios', 0):,} | {_steady_word(p.get('steady'))} |")
+    for label in labels:
+        web = [p for r in res if r["workload"] == "webserver" and r["config"] == label for p in r["points"]]
+        if web:
+            p = max(web, key=lambda x: x["users"])
+            out.append(f"| web server IOPS, {p['users']} users | {label} | {_pm(p['iops'], p.get('iops_ci'))} | "
+                       f"{p.get('runtime_s', 0):g} s after {p.get('ramp_s', 0):g} s | {p.get('ios', 0):,} | – |")
+    for label in labels:
+        ol = [r for r in res if r["workload"] == "oltp" and r["config"] == label]
+        if ol:
+            r = ol[0]
+            out.append(f"| OLTP IOPS, {r['timeline'][-1]['t_min']:g} min sample | {label} | {_pm(r['iops'], r.get('iops_ci'))} | "
+                       f"{r.get('sample_s', 0):g} s after {r.get('ramp_s', 0):g} s | {r.get('ios', 0):,} | – |")
+    for label in labels:
+        vd = [r for r in res if r["workload"] == "vdi" and r["config"] == label]
+        if vd:
+            r = vd[0]
+            out.append(f"| boot storm peak IOPS / span s | {label} | {_num(r['peak_iops'])} / {_num(r['boot_span_s'])} | "
+                       f"whole storm ({_num(r['storm_s'])} s) | {r.get('submitted', 0):,} | – |")
+    out += ["", "### Preconditioning", ""]
+    if io is not None and io.precondition.nv_cache:
+        wr = io.write_ramp if io.write_ramp is not None else io.ramp
+        out.append(f"- Iometer: compressed AWC fill: each AWC drive's non-volatile cache scaled to "
+                   f"{io.precondition.nv_cache / 2**20:g} MiB for these points, so that it reaches its steady fill within "
+                   f"the {wr:g} s ramp of the mixes with writes; the points measure the destage-limited steady state (the AWC fill at the end "
+                   "of each point is in the table above; tests/test_hdd_awc.py shows the sustained rate does not depend on "
+                   "the capacity). Iometer mixes run as access specifications of `simulator.workloads.iometer` (one line, "
+                   f"{io.bs}, {io.percent_random} % random, {io.workers} worker, QD = outstanding IOs).")
+    for r in res:
+        if r["workload"] == "hotband" and r.get("precondition", {}).get("ios"):
+            pc = r["precondition"]
+            hr = ", ".join(f"{h:.3f}" for h in pc["hit_ratio_per_chunk"])
+            pts = r["points"]
+            rate = max((p["iops"] for p in pts), default=0.0)
+            hours = pc["ios"] / rate / 3600 if rate else float("nan")
+            out.append(f"- Hot band, {r['config']}: {pc['ios']:,} hot-band IOs replayed functionally into the TurboBoost "
+                       f"caches (no simulated time; ≈ {hours:.1f} h of the hot band at the highest simulated rate, "
+                       f"{rate:,.0f} IOPS), in chunks of {pc['chunk']:,}; read-hit ratio per chunk {hr}; "
+                       + ("stopped: a chunk moved it by ≤ " + f"{pc['tol']:g}" if pc["steady"] else "limit reached before the criterion held")
+                       + ". The thread counts then ran in ascending order on the same system (as the vdbench script does).")
+        if r["workload"] == "webserver" and r.get("warm_ios"):
+            out.append(f"- Web server, {r['config']}: {r['warm_ios']:,} IOs of file reads replayed into the flash caches "
+                       "before the timed runs; the user counts then ran in ascending order on the same system.")
+        if r["workload"] == "oltp" and r.get("replayed_ios"):
+            out.append(f"- OLTP, {r['config']}: between the timeline samples the data IOs the database issued in the "
+                       f"elapsed minutes were replayed functionally ({r['replayed_ios']:,} IOs in all).")
+    pick = doc.get("oltp_threads")
+    if pick is not None:
+        out += ["", f"OLTP load chosen on the baseline ({spec.oltp.baseline}): {pick} outstanding IOs (candidate closest "
+                f"to {spec.oltp.target_latency_ms:g} ms mean latency), kept for every configuration."]
+    miss = sorted({r["missing"] for r in doc["results"] if "missing" in r})
+    if miss:
+        out += ["", "Missing runs: " + "; ".join(miss)]
+    if spec.methods:
+        out += ["", "### How each figure is produced", "", *[f"- {m.strip()}" for m in spec.methods]]
+    if spec.notes:
+        out += ["", "Notes:", "", *[f"- {n}" for n in spec.notes]]
+    return "\n".join(out) + "\n"

@@ -36,7 +36,11 @@ One fio job with the simulator's ``sim_mix`` extension (see
 kept constant: each completion issues the next IO), and every IO picks a stream by skew, then its
 direction (read with the stream's rdpct), size (``bssplit``) and offset (``rw=read``/``write`` for
 sequential streams, ``random_distribution=random`` for the uniform stream, ``sim_hotband`` inside
-the band). vdbench assigns streams by skew in the same way under ``iorate=max``.
+the band). vdbench assigns streams by skew in the same way under ``iorate=max``. vdbench puts a
+random IO on a boundary of its own transfer size (the SD's ``align=`` default, "xfersize
+boundaries", Vdbench Users Guide 5.04): each random stream is one ``sim_mix`` entry per transfer
+size (weight = skew x size share) with ``blockalign`` = that size, so a 64 KiB IO never straddles a
+64 KiB RAID chunk and every IO of 4 KiB or more is aligned to a 512e drive's physical sectors.
 
 The metric
 ----------
@@ -60,6 +64,7 @@ __all__ = [
     "HotbandResult",
     "HotbandStream",
     "hotband_job",
+    "hotband_stream",
     "iops_at_latency",
     "run_hotband",
 ]
@@ -135,23 +140,32 @@ def hotband_job(
     width = r1 - r0
     mix = []
     bss = _bssplit()
+    psum = float(sum(p for _, p in HOTBAND_XFERSIZES))
     for st in streams:
         lo, hi = st.band
         opts: dict[str, Any] = {
             "offset": _pct(r0 + width * lo / 100.0),
             "size": _pct(width * (hi - lo) / 100.0),
-            "bssplit": bss,
         }
         if st.access == "seq":
+            # a sequential stream continues where its previous IO ended, whatever the size
             opts["rw"] = "read" if st.rdpct == 100 else ("write" if st.rdpct == 0 else "rw")
-        else:
-            opts["rw"] = "randread" if st.rdpct == 100 else ("randwrite" if st.rdpct == 0 else "randrw")
-            opts["norandommap"] = 1  # vdbench draws independently
-            if st.access == "hotband":
-                opts["random_distribution"] = "sim_hotband"
-        if opts["rw"] in ("rw", "randrw"):
+            opts["bssplit"] = bss
+            if opts["rw"] == "rw":
+                opts["rwmixread"] = st.rdpct
+            mix.append({"weight": st.skew, "name": st.name, "options": opts})
+            continue
+        # random IO: vdbench puts each IO on a boundary of its own transfer size (SD align=, default
+        # "xfersize boundaries", Vdbench Users Guide 5.04): one entry per size with blockalign = size
+        opts["rw"] = "randread" if st.rdpct == 100 else ("randwrite" if st.rdpct == 0 else "randrw")
+        opts["norandommap"] = 1  # vdbench draws independently
+        if st.access == "hotband":
+            opts["random_distribution"] = "sim_hotband"
+        if opts["rw"] == "randrw":
             opts["rwmixread"] = st.rdpct
-        mix.append({"weight": st.skew, "name": st.name, "options": opts})
+        for b, p in HOTBAND_XFERSIZES:
+            mix.append({"weight": st.skew * p / psum, "name": f"{st.name}_{b}",
+                        "options": {**opts, "bs": b, "blockalign": b}})
     job: dict[str, Any] = {
         "name": f"hotband_t{int(threads)}",
         "ioengine": "libaio",
@@ -165,6 +179,96 @@ def hotband_job(
         job["filename"] = filename
     job.update(extra or {})
     return job
+
+
+class HotbandStreamGen:
+    """The hot band's IO stream as arrays, without simulated time (preconditioning: the study pre-ran
+    the hot band script for hours before measuring). The same streams, skews, read shares, sizes and
+    offset generators (:mod:`simulator.workloads.offsets`: ``sim_hotband`` with vdbench's write shift,
+    uniform random, sequential continuing per stream and wrapping in its band) as the fio job of
+    :func:`hotband_job`; what differs is only that IOs are drawn i.i.d. by skew instead of in the
+    order a queue of ``threads`` completes them, and that a random IO is put on a boundary of its own
+    size by rounding down the offset drawn at ``align``. Successive :meth:`take` calls continue the
+    stream."""
+
+    def __init__(self, capacity: int, *, region: tuple[float, float] = (0.0, 100.0), seed: int = 1,
+                 streams: Sequence[HotbandStream] = HOTBAND_STREAMS, align: int = 512):
+        import numpy as np
+
+        from simulator.workloads.offsets import HotbandOffsets, RandomOffsets
+
+        self._rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x4B,)))
+        r0, r1 = region
+        width = (r1 - r0) / 100.0
+        sizes = np.array([b for b, _ in HOTBAND_XFERSIZES], dtype=np.int64)
+        self._sizes = sizes
+        self._size_p = np.array([p for _, p in HOTBAND_XFERSIZES], dtype=float) / sum(p for _, p in HOTBAND_XFERSIZES)
+        self._skew = np.array([st.skew for st in streams], dtype=float) / sum(st.skew for st in streams)
+        self._rd = np.array([st.rdpct / 100.0 for st in streams])
+        self._streams = list(streams)
+        self._gens: list[Any] = []
+        self._seq_pos: list[int] = []
+        self._bands: list[tuple[int, int]] = []
+        for st in streams:
+            # band starts on a boundary of the largest transfer size, so that each IO's own-size
+            # alignment is also absolute (as fio aligns the offset of a job with blockalign)
+            top = int(sizes.max())
+            lo = int(capacity * (r0 / 100.0 + width * st.band[0] / 100.0)) // top * top
+            span = int(capacity * width * (st.band[1] - st.band[0]) / 100.0) // align * align
+            self._bands.append((lo, span))
+            self._seq_pos.append(0)
+            if st.access == "seq":
+                self._gens.append(None)
+            else:
+                cls = HotbandOffsets if st.access == "hotband" else RandomOffsets
+                dist = ("sim_hotband",) if st.access == "hotband" else ("random",)
+                g = cls(lo, span, align, int(sizes.max()), dist, np.random.default_rng(self._rng.integers(2**63)), randommap=False)
+                self._gens.append(g)
+
+    def take(self, n: int) -> tuple[Any, Any, Any]:
+        """The next ``n`` IOs: (op 0 read / 1 write, offset, size) arrays."""
+        import numpy as np
+
+        rng = self._rng
+        k = rng.choice(len(self._streams), size=n, p=self._skew)
+        size = rng.choice(self._sizes, size=n, p=self._size_p)
+        op = (rng.random(n) >= self._rd[k]).astype(np.int64)
+        off = np.empty(n, dtype=np.int64)
+        for j in range(len(self._streams)):
+            sel = np.flatnonzero(k == j)
+            m = sel.size
+            if not m:
+                continue
+            lo, span = self._bands[j]
+            g = self._gens[j]
+            if g is None:  # sequential: each IO where the previous one of the stream ended, wrapping
+                rel = (self._seq_pos[j] + np.concatenate(([0], np.cumsum(size[sel])[:-1]))) % span
+                rel = np.minimum(rel, span - size[sel])
+                self._seq_pos[j] = int((rel[-1] + size[sel][-1]) % span)
+                off[sel] = lo + rel
+                continue
+            got = np.empty(m, dtype=np.int64)
+            i = 0
+            while i < m:
+                blk = np.asarray(g._refill()[::-1], dtype=np.int64)
+                g._buf = []
+                t = min(m - i, blk.size)
+                got[i:i + t] = blk[:t]
+                i += t
+            shift = getattr(g, "_shift", 0)
+            if shift:  # vdbench: a write lands 1 % of the band further on (HotbandOffsets.next)
+                w = op[sel] == 1
+                b = ((got[w] - g.start) // g.align + shift) % g.nblocks
+                got[w] = g.start + b * g.align
+            # each IO on a boundary of its own size (vdbench's default alignment, as hotband_job)
+            sz = size[sel]
+            off[sel] = lo + (got - lo) // sz * sz
+        return op, off, size
+
+
+def hotband_stream(capacity: int, n: int, **kw: Any) -> tuple[Any, Any, Any]:
+    """``n`` IOs of the hot band over a target of ``capacity`` bytes (see :class:`HotbandStreamGen`)."""
+    return HotbandStreamGen(capacity, **kw).take(n)
 
 
 @dataclass(frozen=True)
