@@ -34,6 +34,7 @@ from simulator.search import Probe, SearchResult, highest_load
 
 __all__ = ["SATURATED", "analytic_bounds", "characterise", "run_unit", "slice_experiment", "slice_layout"]
 
+EC_DATA_POOL = "rbd_data"  # the erasure-coded data pool of an EC candidate's images
 SATURATED = 0.97  # utilisation (or completed/offered share) beyond which a probe counts as unsustainable
 MARGIN = 3.0  # pruning bounds use MARGIN x a drive's own saturated rate: optimistic on purpose
 
@@ -106,6 +107,9 @@ def slice_layout(shape: Shape, spec: PlanSpec, h_ref: int) -> dict[str, Any]:
 
     r = spec.requirement
     s = min(max(spec.simulation.hosts, shape.protection.width), max(h_ref, shape.protection.width))
+    fail = failure_plan(shape, spec, s, h_ref) if r.failure.slo_during_recovery else None
+    if fail is not None:
+        s = fail["hosts"]
     clients = [max(1, round(g.clients * s / max(h_ref, s))) for g in r.workload]
     n_img = sum(clients)
     data = float(r.usable_capacity) * s / max(h_ref, s)  # client data the slice holds in the full cluster
@@ -119,13 +123,58 @@ def slice_layout(shape: Shape, spec: PlanSpec, h_ref: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "hosts": s, "clients": clients, "image_size": img, "data_scale": scale, "h_ref": h_ref,
         "fill": fill, "data_per_osd": per_osd * scale,
+        # offered slice IOPS = per-host load x load_hosts (healthy: the slice's hosts)
+        "load_hosts": float(s) if fail is None else fail["load_hosts"],
     }
+    if fail is not None:
+        out["failure"] = fail["failure"]
     if scale < 1.0:
         out["bluestore"] = {"onode_cache_size": max(1, round(cfg.bluestore.onode_cache_size * scale)),
                             "cache": {"size": max(1 << 20, int(cfg.bluestore.cache.size * scale))}}
         if shape.drive.kind == "hdd":
             out["drive_capacity"] = int(max(want / max(fill, 1e-9), 16 << 30)) >> 20 << 20  # whole MiB (sector multiple)
     return out
+
+
+def failure_plan(shape: Shape, spec: PlanSpec, s: int, h_ref: int) -> dict[str, Any]:
+    """How a slice of ``s`` hosts stands for a cluster of ``h_ref`` hosts that lost a host (or N OSDs).
+
+    * what fails: the slice's last host (``survive: host``), or its first N OSDs in id order
+      (``survive: osds``; host node0 first), marked ``out`` at once, so CRUSH remaps their PG shards
+      and backfill rebuilds them on the survivors. The slice gets one host more than the pool width
+      for a host failure (somewhere to re-protect to), as the cluster does.
+    * the failed share of data: the slice's OSDs hold what they hold in the full cluster (same data
+      per OSD, see :func:`slice_layout`), so the lost host holds a host's worth, and every PG with a
+      shard on it is backfilled from its survivors. Per surviving OSD the backfill runs at its
+      throttled pace (osd_max_backfills, osd_recovery_max_active, sleep / mClock share) in the slice as
+      in the cluster, as long as each OSD has a PG to backfill (true until a cluster is so large
+      that one host's PGs are fewer than the OSDs: then fewer OSDs backfill at once and the slice is
+      pessimistic). The slice's backfill lasts longer than the cluster's (more data per survivor);
+      only a window inside it is measured. When the slice's data is scaled down (``data_scale`` < 1)
+      each PG's backfill is that much shorter, and the re-peering that ends it that much more
+      frequent: the slice's ``recovery.peering_time`` is scaled by ``data_scale`` so that the share of
+      PG time blocked in peering stays the cluster's. The peering right after the failure is not
+      measured (``simulation.recovery_settle``).
+    * the client load: the full cluster's survivors carry the load of ``h_ref`` hosts on ``h_ref - 1``
+      (host) or on n x h_ref - N OSDs; the slice's survivors get the same load per surviving OSD:
+      slice IOPS = per-host load x h_ref x (OSDs surviving in the slice) / (OSDs surviving in the
+      cluster) / OSDs per host. ``h_ref`` is the smallest surviving host count: the largest increase
+      (conservative for larger clusters).
+    """
+    f = spec.requirement.failure
+    n = shape.osds_per_host
+    width = shape.protection.width
+    if f.survive == "host":
+        s = max(s, width + 1)
+        lost = n
+        failure = {"host": f"node{s - 1}" if s > 1 else "node"}
+    else:
+        lost = min(f.osds, n * max(s, width) - 1)
+        s = max(s, width + -(-lost // n) if lost >= n else width)
+        failure = {"osds": list(range(lost))}
+    h = max(h_ref, s)
+    load_hosts = h * (s * n - lost) / (h * n - lost)
+    return {"hosts": s, "load_hosts": load_hosts, "failure": failure}
 
 
 def _simulated_capacity(shape: Shape) -> float:
@@ -157,7 +206,32 @@ def _cluster_params(shape: Shape, hosts: int, pg_num: int, n_images: int, spec: 
                               "device": {"profile": shape.db.profile, "params": dict(shape.db.params)},
                               "db_size": shape.db_size}
     prot = shape.protection
-    extra = {"bluestore": layout["bluestore"]} if layout.get("bluestore") else {}
+    extra: dict[str, Any] = {"bluestore": layout["bluestore"]} if layout.get("bluestore") else {}
+    fd = "host" if hosts >= prot.width else "osd"
+    if prot.ec is None:
+        pools = [{"name": "rbd", "size": prot.replicated, "pg_num": pg_num, "rule": {"device_class": "data", "failure_domain": fd}}]
+    else:
+        # RBD on an erasure-coded pool: the image's data objects in the EC pool (rbd create --data-pool),
+        # its header/metadata in a small replicated pool (not exercised by data IO)
+        pools = [
+            {"name": "rbd", "size": min(3, hosts), "pg_num": 8,
+             "rule": {"device_class": "data", "failure_domain": "host" if hosts >= 3 else "osd"}},
+            {"name": EC_DATA_POOL, "type": "erasure", "pg_num": pg_num,
+             "erasure": {"k": prot.ec[0], "m": prot.ec[1], "stripe_unit": int(prot.stripe_unit)},
+             "rule": {"device_class": "data", "failure_domain": fd}},
+        ]
+        images = [dict(im, data_pool=EC_DATA_POOL) for im in images]
+    fail = layout.get("failure")
+    if fail is not None:
+        at = float(spec.simulation.ramp)
+        extra["events"] = ([{"at": at, "action": "out", "host": fail["host"]}] if "host" in fail
+                           else [{"at": at, "action": "out", "osd": i} for i in fail["osds"]])
+        # a PG re-peers when its backfill ends; with the data scaled by data_scale a PG's backfill ends
+        # 1/data_scale times sooner than in the cluster, so its peering pause is data_scale times as long:
+        # the share of PG time blocked in peering stays the cluster's (see failure_plan)
+        from simulator.ceph.config import RecoveryConfig
+
+        extra["recovery"] = {"peering_time": float(RecoveryConfig().peering_time) * float(layout.get("data_scale", 1.0))}
     return {
         **extra,
         "ceph_release": shape.release,
@@ -165,8 +239,7 @@ def _cluster_params(shape: Shape, hosts: int, pg_num: int, n_images: int, spec: 
         "hosts": [host],
         # the client host stands for all the clients' machines: enough CPU and network not to be the limit
         "client": {"cpu": {"cores": 256}, "nic": {"bandwidth": "400Gbit/s"}},
-        "pools": [{"name": "rbd", "size": prot.replicated or prot.width, "pg_num": pg_num,
-                   "rule": {"device_class": "data", "failure_domain": "host" if hosts >= prot.width else "osd"}}],
+        "pools": pools,
         "images": images,
     }
 
@@ -176,7 +249,7 @@ def slice_experiment(shape: Shape, spec: PlanSpec, layout: dict[str, Any], per_h
     r = spec.requirement
     sim = spec.simulation
     s = layout["hosts"]
-    total = per_host_load * s
+    total = per_host_load * layout.get("load_hosts", s)
     window = min(sim.runtime_max, max(sim.runtime_min, sim.ios_per_probe / max(total, 1e-9))) * (2**level)
     prot = shape.protection
     pg_num = _pow2(shape.pgs_per_osd * s * shape.osds_per_host / prot.width)
@@ -207,7 +280,8 @@ def slice_experiment(shape: Shape, spec: PlanSpec, layout: dict[str, Any], per_h
         "system": {"cluster": {"kind": "ceph_cluster", "params": _cluster_params(shape, s, pg_num, len(images), spec, images, layout)}},
         "workload": {
             "global": {"ioengine": "rbd", "pool": "rbd", "direct": 1, "rate_process": "poisson", "time_based": 1,
-                       "ramp_time": float(sim.ramp), "runtime": float(window), "group_reporting": 1, "norandommap": 1},
+                       "ramp_time": float(sim.ramp) + (float(sim.recovery_settle) if layout.get("failure") else 0.0),
+                       "runtime": float(window), "group_reporting": 1, "norandommap": 1},
             "jobs": jobs,
         },
     }
@@ -248,6 +322,26 @@ def probe(shape: Shape, spec: PlanSpec, layout: dict[str, Any], per_host_load: f
                 metric, half = float(v), float(row.get(f"{d}.p{pct:g}_ms_ci") or 0.0)
     if metric < 0:
         metric, half = math.inf, math.inf
+    rec: dict[str, Any] = {}
+    if layout.get("failure"):
+        # judged on the window, which starts recovery_settle after the failure; it must lie inside the
+        # backfill: when the backfill ended within it, the client ops completed until then decide
+        # (the cluster's during-recovery phase, no CI); when it ended before the window, nothing was measured
+        rs = row.get("ceph.recovery_s")
+        rec = {"recovery_s": None if rs is None or not math.isfinite(rs) else round(float(rs), 3),
+               "recovered_gib": round(float(row.get("ceph.recovered_gib") or 0.0), 3),
+               "during_p99_ms": row.get("ceph.during_p99_ms"), "during_iops": row.get("ceph.during_iops")}
+        if rec["recovery_s"] is not None:
+            dp = row.get(f"ceph.during_p{pct:g}_ms") if pct in (50.0, 99.0) else None
+            if not row.get("ceph.during_iops"):
+                rec["window"] = "after the backfill (it ended before the window): the window's healthy figure"
+            elif dp is not None and math.isfinite(dp):
+                rec["window"] = "the backfill ended inside the window: judged on the ops completed until then"
+                metric, half = float(dp), math.inf
+            else:
+                rec["window"] = "the backfill ended inside the window (no phase figure for this percentile: the window's)"
+        else:
+            rec["window"] = "inside the backfill"
     cl = ((o.doc.get("sim") or {}).get("cluster") or {})
     hosts = cl.get("hosts") or {}
     nic = max([max(h.get("nic_tx_utilisation", 0.0), h.get("nic_rx_utilisation", 0.0)) for h in hosts.values()] or [0.0])
@@ -269,6 +363,7 @@ def probe(shape: Shape, spec: PlanSpec, layout: dict[str, Any], per_host_load: f
         "completed_share": round(completed, 4), "saturated": saturated, "bottleneck": _bottleneck(util, throttled),
         "offered_iops_slice": offered, "window_s": window, "wall_s": round(wall, 3), "ios": o.ios,
         "kv_commit_ms": row.get("ceph.kv_commit_ms"),
+        **({"recovery": rec} if rec else {}),
     }
     return Probe(float(per_host_load), ok, metric, ci, info)
 
