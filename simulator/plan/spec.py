@@ -197,7 +197,7 @@ class Protection(ConfigModel):
             k, m = self.ec
             if not (2 <= k <= 16 and 1 <= m <= 4):
                 raise ValueError("ec needs 2 <= k <= 16 and 1 <= m <= 4")
-        elif "stripe_unit" in self.model_fields_set:
+        elif self.stripe_unit != 4096:
             raise ValueError("stripe_unit is an erasure-code setting (give ec: [k, m])")
         return self
 
