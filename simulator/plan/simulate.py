@@ -367,7 +367,11 @@ def probe(shape: Shape, spec: PlanSpec, layout: dict[str, Any], per_host_load: f
     }
     throttled = float(row.get("ceph.throttled_share") or 0.0)
     completed = done / offered if offered else 0.0
-    saturated = max(util.values()) >= SATURATED or completed < SATURATED
+    # an open loop above what a resource can serve grows its queue without bound, which a short window's
+    # percentile understates: a busy resource fails the probe. During recovery the backfill keeps the drives
+    # busy by design (a throttled closed loop that takes what the scheduler gives it), so there only the
+    # clients' own completions (>= 97 % of what they offered) tell a sustainable load from an unsustainable one
+    saturated = completed < SATURATED or (max(util.values()) >= SATURATED and not layout.get("failure"))
     ok = metric <= bound_ms and not saturated
     ci = None if not math.isfinite(half) else (metric - half, metric + half)
     if saturated and ci is not None:
