@@ -380,3 +380,22 @@ def test_slo_during_recovery_is_judged_on_the_backfill(tmp_path):
     # the backfill's reads and writes load the surviving HDDs: the clients' p99 exceeds the bound
     assert not during.ok and during.ci is not None and during.ci[0] > 5.0
     assert during.info["util"]["drive"] > healthy.info["util"]["drive"] + 0.3
+
+
+@pytest.mark.heavy
+def test_recovery_lowers_the_highest_load_that_meets_the_slo(tmp_path):
+    """The planner's load search on one slice, healthy and judged during a host's backfill: the highest
+    per-host load meeting p99 <= 5 ms while recovering is below the healthy one's CI-decided lower end."""
+    from simulator.plan.simulate import probe, slice_layout
+    from simulator.search import highest_load
+
+    kw = {"drive": "hdd10", "db": "nvme2", "latency": "5ms", "hosts": 3, "recovery_settle": "0.5s", "runtime_max": "3s"}
+    found = {}
+    for during in (False, True):
+        spec, s = _one_shape(tmp_path, {"replicated": 2}, {"survive": "host", "slo_during_recovery": during}, **kw)
+        lay = slice_layout(s, spec, 3)
+        found[during] = highest_load(lambda x, s=s, spec=spec, lay=lay: probe(s, spec, lay, x), 10.0, 320.0,
+                                     rel_tol=0.25, max_probes=6, bound=5.0, expand=2.0)
+    healthy, recovering = found[False], found[True]
+    assert healthy.lower is not None and healthy.lower >= 40.0
+    assert recovering.load is None or recovering.load < healthy.lower
