@@ -108,7 +108,7 @@ def slice_layout(shape: Shape, spec: PlanSpec, h_ref: int) -> dict[str, Any]:
 
     r = spec.requirement
     s = min(max(spec.simulation.hosts, shape.protection.width), max(h_ref, shape.protection.width))
-    fail = failure_plan(shape, spec, s, h_ref) if r.failure.slo_during_recovery else None
+    fail = failure_plan(shape, spec, s) if r.failure.slo_during_recovery else None
     if fail is not None:
         s = fail["hosts"]
     clients = [max(1, round(g.clients * s / max(h_ref, s))) for g in r.workload]
@@ -124,8 +124,6 @@ def slice_layout(shape: Shape, spec: PlanSpec, h_ref: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "hosts": s, "clients": clients, "image_size": img, "data_scale": scale, "h_ref": h_ref,
         "fill": fill, "data_per_osd": per_osd * scale,
-        # offered slice IOPS = per-host load x load_hosts (healthy: the slice's hosts)
-        "load_hosts": float(s) if fail is None else fail["load_hosts"],
     }
     if fail is not None:
         out["failure"] = fail["failure"]
@@ -137,7 +135,7 @@ def slice_layout(shape: Shape, spec: PlanSpec, h_ref: int) -> dict[str, Any]:
     return out
 
 
-def failure_plan(shape: Shape, spec: PlanSpec, s: int, h_ref: int) -> dict[str, Any]:
+def failure_plan(shape: Shape, spec: PlanSpec, s: int) -> dict[str, Any]:
     """How a slice of ``s`` hosts stands for a cluster of ``h_ref`` hosts that lost a host (or N OSDs).
 
     * what fails: the slice's last host (``survive: host``), or its first N OSDs in id order
@@ -156,11 +154,13 @@ def failure_plan(shape: Shape, spec: PlanSpec, s: int, h_ref: int) -> dict[str, 
       frequent: the slice's ``recovery.peering_time`` is scaled by ``data_scale`` so that the share of
       PG time blocked in peering stays the cluster's. The peering right after the failure is not
       measured (``simulation.recovery_settle``).
-    * the client load: the full cluster's survivors carry the load of ``h_ref`` hosts on ``h_ref - 1``
-      (host) or on n x h_ref - N OSDs; the slice's survivors get the same load per surviving OSD:
-      slice IOPS = per-host load x h_ref x (OSDs surviving in the slice) / (OSDs surviving in the
-      cluster) / OSDs per host. ``h_ref`` is the smallest surviving host count: the largest increase
-      (conservative for larger clusters).
+    * the client load: the slice's hosts keep the healthy per-host load and the survivors carry all of it.
+      Against a cluster of H >= s hosts that is exact for the drives and conservative for the rest:
+      a PG with a shard on the lost host (a share width/H of them) writes one copy (shard) fewer while
+      degraded (the model sends no client writes to backfill targets), so the copies written per
+      surviving host are x * width whatever H is (x = healthy per-host client IOPS), in the slice as
+      in the cluster; the client ops each survivor's primaries take rise by s/(s-1) in the slice,
+      >= H/(H-1) in the cluster. (``survive: osds`` likewise, per OSD.)
     """
     f = spec.requirement.failure
     n = shape.osds_per_host
@@ -173,9 +173,7 @@ def failure_plan(shape: Shape, spec: PlanSpec, s: int, h_ref: int) -> dict[str, 
         lost = min(f.osds, n * max(s, width) - 1)
         s = max(s, width + -(-lost // n) if lost >= n else width)
         failure = {"osds": list(range(lost))}
-    h = max(h_ref, s)
-    load_hosts = h * (s * n - lost) / (h * n - lost)
-    return {"hosts": s, "load_hosts": load_hosts, "failure": failure}
+    return {"hosts": s, "failure": failure}
 
 
 def _simulated_capacity(shape: Shape) -> float:
@@ -250,7 +248,7 @@ def slice_experiment(shape: Shape, spec: PlanSpec, layout: dict[str, Any], per_h
     r = spec.requirement
     sim = spec.simulation
     s = layout["hosts"]
-    total = per_host_load * layout.get("load_hosts", s)
+    total = per_host_load * s  # with a failure the survivors carry all of it (see failure_plan)
     window = min(sim.runtime_max, max(sim.runtime_min, sim.ios_per_probe / max(total, 1e-9))) * (2**level)
     prot = shape.protection
     pg_num = _pow2(shape.pgs_per_osd * s * shape.osds_per_host / prot.width)
