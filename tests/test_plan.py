@@ -188,8 +188,9 @@ def test_plan_end_to_end_resumes_and_answers(tmp_path):
     rows = {(row["key"], int(row["hosts"])): row for row in _csv(out / "candidates.csv")}
     assert len(rows) == 2 * 2 * 3  # (rep2, ec2+1) x 2 NICs x hosts 2..4
     ec_rows = [row for (k, _), row in rows.items() if ":ec2+1:" in k]
-    assert ec_rows and all(row["status"] in ("not-simulated", "pruned") for row in ec_rows)
-    assert all("not yet simulated" in row["reason"] for row in ec_rows if row["status"] == "not-simulated")
+    # erasure-coded candidates are simulated like the others (an EC pool in the slice), none left out
+    assert ec_rows and not any(row["status"] == "not-simulated" for row in rows.values())
+    assert any(row["status"] in ("meets", "fails") for row in ec_rows)
     doc = json.loads((out / "plan.json").read_text())
     best = doc["cheapest"][0]
     assert best["nic"] == "nic10g" and best["status"] == "meets"
@@ -291,3 +292,110 @@ def test_slice_keeps_per_osd_data_fill_and_cache_ratio(tmp_path):
     assert sum(lay["clients"]) * lay["image_size"] == pytest.approx(100e12 * 3 / 10 * scale, rel=0.01)
     base = ClusterConfig.model_validate(_cluster_params(shape, 1, 1, 1, spec, []))
     assert lay["bluestore"]["onode_cache_size"] == round(base.bluestore.onode_cache_size * scale) > 1
+
+
+# ------------------------------------------------------------------------------------ erasure coding, recovery
+def _one_shape(tmp_path, protection, failure, drive="nvme2", latency="20ms", db="none", **sim):
+    spec, catalog, _ = load_plan(small_plan(tmp_path, requirement={
+        "usable_capacity": "1TB", "workload": [{"rw": "randwrite", "bs": "4k", "clients": 4, "iodepth": 32}],
+        "slo": {"percentile": 99, "latency": latency, "target_iops": 1200}, "failure": failure},
+        space={"shapes": [{"name": "one", "host": ["box"], "drive": [drive], "osds_per_host": [2], "protection": [protection],
+                           "db_device": [db], "db_fanout": [2], "nic": ["nic10g"], "hosts": {"min": 2, "max": 8}}]},
+        simulation={"hosts": 2, "ramp": "0.3s", "runtime_min": "0.6s", "runtime_max": "1.5s", "ios_per_probe": 1000,
+                    "max_probes": 4, "rel_tol": 0.3, "max_data_per_osd": "8GiB", **sim}))
+    (s,) = enumerate_shapes(spec, catalog)
+    return spec, s
+
+
+def test_ec_candidates_are_simulated_with_an_ec_pool_and_its_overhead(tmp_path):
+    """EC k+m: capacity k/(k+m), data per OSD (k+m)/k per client byte, an erasure-coded data pool in the
+    slice that every client write reaches as k+m shard writes (4 KiB writes on a 4 KiB stripe unit)."""
+    from simulator.experiment.execute import execute_task
+    from simulator.plan.simulate import slice_experiment, slice_layout
+
+    spec_r, rep = _one_shape(tmp_path, {"replicated": 2}, {"survive": "none"})
+    spec_e, ec = _one_shape(tmp_path, {"ec": [2, 1]}, {"survive": "none"})
+    none = spec_e.requirement.failure
+    # 3 hosts x 2 x 1.92 TB = 11.52 TB raw; usable x 2/3 (EC 2+1) vs x 1/2 (size 2), x 0.8 fill
+    assert ec.usable(3, none, 0.8) == pytest.approx(11.52e12 * 2 / 3 * 0.8)
+    assert rep.usable(3, none, 0.8) == pytest.approx(11.52e12 / 2 * 0.8)
+    assert ec.min_hosts_width(none) == 3 and ec.min_hosts_width(none.model_copy(update={"survive": "host"})) == 4
+    lr, le = slice_layout(rep, spec_r, 3), slice_layout(ec, spec_e, 3)
+    # the same client data per slice host: fill per OSD in the ratio of the raw bytes per client byte, 1.5 : 2
+    assert le["fill"] / lr["fill"] == pytest.approx(1.5 / 2)
+    assert le["fill"] == pytest.approx(1e12 * 1.5 / 6 / 1.92e12)
+    raw, offered, _ = slice_experiment(ec, spec_e, le, 200.0)
+    pools = {p["name"]: p for p in raw["system"]["cluster"]["params"]["pools"]}
+    assert pools["rbd_data"]["type"] == "erasure" and pools["rbd_data"]["erasure"]["k"] == 2
+    assert pools["rbd_data"]["rule"]["failure_domain"] == "host"
+    assert all(im["data_pool"] == "rbd_data" for im in raw["system"]["cluster"]["params"]["images"])
+    (o,) = execute_task({"source": "test", "points": [(0, {}, raw)], "replication": 0, "seed": 1})
+    st = o.doc["sim"]["cluster"]["pools"]["rbd_data"]["ec"]
+    assert st["client_writes"] >= 0.9 * offered * float(raw["workload"]["global"]["runtime"])
+    assert st["shard_writes"] == 3 * st["client_writes"]  # every 4 KiB write rewrites its stripe's k+m = 3 chunks
+    assert o.doc["sim"]["cluster"]["pools"]["rbd"]["size"] == 3  # the metadata pool stays replicated
+
+
+def test_recovery_slice_fails_a_host_and_loads_the_survivors(tmp_path):
+    """With slo_during_recovery the slice has width + 1 hosts, loses its last host at the end of the ramp,
+    measures from recovery_settle later, and its survivors carry the slice's whole healthy load."""
+    from simulator.plan.simulate import slice_experiment, slice_layout
+
+    spec, s = _one_shape(tmp_path, {"replicated": 2}, {"survive": "host", "slo_during_recovery": True})
+    lay = slice_layout(s, spec, h_ref=6)
+    assert lay["hosts"] == 3 and lay["failure"] == {"host": "node2"}
+    # 3 hosts' load on the 2 survivors: x 3/2 client ops each (a 6-host cluster's survivors: x 6/5), and the
+    # copies a survivor writes stay 2 x 100/s per host (2/3 of the PGs write 1 copy while degraded), as in the cluster
+    raw, offered, _ = slice_experiment(s, spec, lay, 100.0)
+    assert offered == pytest.approx(100.0 * 3, rel=0.02)
+    params = raw["system"]["cluster"]["params"]
+    assert params["events"] == [{"at": float(spec.simulation.ramp), "action": "out", "host": "node2"}]
+    assert raw["workload"]["global"]["ramp_time"] == pytest.approx(float(spec.simulation.ramp) + 2.0)
+    # N OSDs: the first N ids fail; survivors per OSD as in a cluster of h_ref hosts
+    spec2, s2 = _one_shape(tmp_path, {"replicated": 2}, {"survive": "osds", "osds": 1, "slo_during_recovery": True})
+    lay2 = slice_layout(s2, spec2, h_ref=6)
+    assert lay2["failure"] == {"osds": [0]} and lay2["hosts"] == 2
+    with pytest.raises(Exception, match="slo_during_recovery needs a failure"):
+        _one_shape(tmp_path, {"replicated": 2}, {"survive": "none", "slo_during_recovery": True})
+
+
+def test_slo_during_recovery_is_judged_on_the_backfill(tmp_path):
+    """The same load, healthy and while a lost host's data is backfilled (HDD OSDs with an NVMe DB/WAL,
+    where backfill is cheap to simulate): the healthy slice meets the bound, the recovering one does not,
+    and its window lies inside the backfill (data moved, backfill not finished)."""
+    from simulator.plan.simulate import probe, slice_layout
+
+    kw = {"drive": "hdd10", "db": "nvme2", "latency": "5ms", "hosts": 3, "recovery_settle": "0.5s", "runtime_max": "3s"}
+    spec_h, s_h = _one_shape(tmp_path, {"replicated": 2}, {"survive": "host"}, **kw)
+    spec_r, s_r = _one_shape(tmp_path, {"replicated": 2}, {"survive": "host", "slo_during_recovery": True}, **kw)
+    lay_h, lay_r = slice_layout(s_h, spec_h, 3), slice_layout(s_r, spec_r, 3)
+    assert lay_h["hosts"] == lay_r["hosts"] == 3 and "failure" not in lay_h
+    healthy = probe(s_h, spec_h, lay_h, 60.0)
+    during = probe(s_r, spec_r, lay_r, 60.0)
+    rec = during.info["recovery"]
+    assert rec["window"] == "inside the backfill" and rec["recovery_s"] is None and rec["recovered_gib"] > 0.1
+    assert "recovery" not in healthy.info
+    # both verdicts decided by their 95 % CIs: healthy p99 within 5 ms, recovering p99 above it
+    assert healthy.ok and healthy.ci is not None and healthy.ci[1] <= 5.0
+    # the backfill's reads and writes load the surviving HDDs: the clients' p99 exceeds the bound
+    assert not during.ok and during.ci is not None and during.ci[0] > 5.0
+    assert during.info["util"]["drive"] > healthy.info["util"]["drive"] + 0.3
+
+
+@pytest.mark.heavy
+def test_recovery_lowers_the_highest_load_that_meets_the_slo(tmp_path):
+    """The planner's load search on one slice, healthy and judged during a host's backfill: the highest
+    per-host load meeting p99 <= 5 ms while recovering is below the healthy one's CI-decided lower end."""
+    from simulator.plan.simulate import probe, slice_layout
+    from simulator.search import highest_load
+
+    kw = {"drive": "hdd10", "db": "nvme2", "latency": "5ms", "hosts": 3, "recovery_settle": "0.5s", "runtime_max": "3s"}
+    found = {}
+    for during in (False, True):
+        spec, s = _one_shape(tmp_path, {"replicated": 2}, {"survive": "host", "slo_during_recovery": during}, **kw)
+        lay = slice_layout(s, spec, 3)
+        found[during] = highest_load(lambda x, s=s, spec=spec, lay=lay: probe(s, spec, lay, x), 10.0, 320.0,
+                                     rel_tol=0.25, max_probes=6, bound=5.0, expand=2.0)
+    healthy, recovering = found[False], found[True]
+    assert healthy.lower is not None and healthy.lower >= 40.0
+    assert recovering.load is None or recovering.load < healthy.lower

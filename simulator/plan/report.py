@@ -75,13 +75,15 @@ def render(result: Any, console: Any) -> None:
         f"[bold]{spec.name}[/]: {float(r.usable_capacity) / 1e12:,.0f} TB usable, {r.target_iops:,.0f} IOPS "
         f"({', '.join(f'{g.clients} x {g.rw} {g.bssplit or int(g.bs)}' for g in r.workload)}) at "
         f"p{slo.percentile:g} <= {float(slo.latency) * 1e3:g} ms, survive {r.failure.survive}"
-        + (f" ({r.failure.osds} OSDs)" if r.failure.survive == "osds" else ""),
+        + (f" ({r.failure.osds} OSDs)" if r.failure.survive == "osds" else "")
+        + (", SLO during recovery" if r.failure.slo_during_recovery else ""),
         highlight=False,
     )
     best = result.meeting()
     t = Table(title=f"cheapest configurations meeting the SLO (of {len(result.candidates)} candidates)", title_justify="left")
     for col in ("#", "family", "hosts", "OSDs", "configuration", "cost USD", "usable TB",
-                "IOPS at SLO [CI]", f"p{slo.percentile:g} ms at target", "bottleneck (util)"):
+                "IOPS at SLO [CI]", f"p{slo.percentile:g} ms at target" + (" (recovering)" if r.failure.slo_during_recovery else ""),
+                "bottleneck (util)"):
         t.add_column(col, overflow="fold")
     for i, c in enumerate(best[: spec.report_top], 1):
         lo, est, hi = c.sustainable

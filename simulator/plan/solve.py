@@ -35,24 +35,9 @@ from simulator.plan.catalog import Catalog, load_catalog
 from simulator.plan.spec import PlanSpec
 from simulator.search import SearchResult
 
-__all__ = ["PlanResult", "ec_simulated", "load_plan", "recovery_simulated", "run_plan"]
+__all__ = ["PlanResult", "load_plan", "run_plan"]
 
 _UNIT_FILE = re.compile(r"^[0-9a-f]{12}\.json$")
-
-
-def ec_simulated() -> bool:
-    """Whether the planner builds erasure-coded pools for its slices. Not yet: the Ceph model gained
-    EC pools (pools[].type/erasure) after the planner was written; wiring them into
-    ``simulate._cluster_params`` is the remaining step. Until then EC candidates are reported as
-    not simulated, never simulated as replicated."""
-    return False
-
-
-def recovery_simulated() -> bool:
-    """Whether the planner injects a failure and simulates the SLO during recovery. Not yet (the
-    Ceph model's ``recovery``/``events`` are not driven by the planner): such candidates are
-    reported as not simulated."""
-    return False
 
 
 def load_plan(path: Path) -> tuple[PlanSpec, Catalog, Path]:
@@ -181,18 +166,6 @@ def plan_candidates(spec: PlanSpec, catalog: Catalog, ceilings: dict[str, dict[s
             cands.append(c)
         if not survivors:
             continue
-        if s.protection.ec is not None and not ec_simulated():
-            for c in survivors:
-                c.status, c.reason = "not-simulated", (
-                    "not yet simulated: the planner does not build erasure-coded pools yet (the Ceph model's EC "
-                    "pools are new); cost and capacity are exact, IOPS unknown")
-            continue
-        if r.failure.slo_during_recovery and not recovery_simulated():
-            for c in survivors:
-                c.status, c.reason = "not-simulated", (
-                    "not yet simulated: the SLO must hold during recovery, and the planner does not inject "
-                    "failures/recovery into its runs yet")
-            continue
         h_ref = min(c.hosts for c in survivors)
         h_max = max(c.hosts for c in survivors)
         layout = slice_layout(s, spec, h_ref)
@@ -209,14 +182,18 @@ def plan_candidates(spec: PlanSpec, catalog: Catalog, ceilings: dict[str, dict[s
             "seed": spec.seed, "version": __version__,
         })
         units[s.digest] = unit
-    if any(s.protection.ec is not None for s in shapes) and not ec_simulated():
-        notes.append("erasure-coded candidates: not yet simulated (the planner does not build EC pools yet); shown with cost and capacity")
+    if r.failure.slo_during_recovery:
+        what = "a host" if r.failure.survive == "host" else f"{r.failure.osds} OSD(s)"
+        notes.append(f"SLO judged during recovery: every probe loses {what} (marked out at the end of the ramp) and measures "
+                     f"the clients from {float(spec.simulation.recovery_settle):g} s later, during the backfill, with the "
+                     "survivors carrying the whole load (see plan.json: probes' info.recovery)")
     return cands, units, notes
 
 
 def apply_results(cands: list[Candidate], units: dict[str, dict[str, Any]], results: dict[str, dict[str, Any]], spec: PlanSpec) -> None:
     """Turn each shape's per-host SLO search into verdicts for its host counts."""
     target = spec.requirement.target_iops
+    during = " during recovery" if spec.requirement.failure.slo_during_recovery else ""
     for c in cands:
         if c.status != "pending":
             continue
@@ -242,12 +219,12 @@ def apply_results(cands: list[Candidate], units: dict[str, dict[str, Any]], resu
             c.detail["p_ms_ci"] = list(ref.ci) if ref.ci else None
             c.detail["util"] = ref.info.get("util")
             c.bottleneck = ref.info.get("bottleneck", "")
-        pct = f"p{spec.requirement.slo.percentile:g}"
+        pct = f"p{spec.requirement.slo.percentile:g}" + (" during recovery" if spec.requirement.failure.slo_during_recovery else "")
         if sr.load is not None and sr.load >= need * (1 - 1e-9):
             if sr.lower is not None and sr.lower >= need * (1 - 1e-9):
-                c.status, c.reason = "meets", f"sustains >= {lower:,.0f} IOPS at the SLO (CI-decided)"
+                c.status, c.reason = "meets", f"sustains >= {lower:,.0f} IOPS at the SLO{during} (CI-decided)"
             else:
-                c.status, c.reason = "meets", f"sustains ~{est:,.0f} IOPS at the SLO (point estimate; CI undecided at the target)"
+                c.status, c.reason = "meets", f"sustains ~{est:,.0f} IOPS at the SLO{during} (point estimate; CI undecided at the target)"
                 c.detail["undecided"] = True
         elif sr.load is None:
             low = min(sr.probes, key=lambda p: p.load)

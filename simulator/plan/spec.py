@@ -133,8 +133,17 @@ class FailureSpec(ConfigModel):
     osds: int = Field(1, ge=1, le=1000, description="with survive: osds, how many OSDs, count (default 1)")
     slo_during_recovery: bool = Field(
         False,
-        description="the SLO must also hold while the lost data is recovered (needs the failure simulation; default false)",
+        description=(
+            "the SLO must also hold while the lost data is recovered: every probe fails the host (or the OSDs) and is "
+            "judged on the client latency during the backfill that follows (default false)"
+        ),
     )
+
+    @model_validator(mode="after")
+    def _something_fails(self) -> FailureSpec:
+        if self.slo_during_recovery and self.survive == "none":
+            raise ValueError("slo_during_recovery needs a failure to recover from: survive: host or osds")
+        return self
 
 
 class Requirement(ConfigModel):
@@ -175,6 +184,10 @@ class Protection(ConfigModel):
 
     replicated: int | None = Field(None, ge=2, le=6, description="replicas (pool size), 2..6")
     ec: tuple[int, int] | None = Field(None, description="erasure code [k, m], k 2..16, m 1..4")
+    stripe_unit: Bytes = Field(
+        4096, ge=512, le=1 << 24,
+        description="with ec: bytes of a data chunk per stripe (osd_pool_erasure_code_stripe_unit, default 4096)",
+    )
 
     @model_validator(mode="after")
     def _one(self) -> Protection:
@@ -184,11 +197,16 @@ class Protection(ConfigModel):
             k, m = self.ec
             if not (2 <= k <= 16 and 1 <= m <= 4):
                 raise ValueError("ec needs 2 <= k <= 16 and 1 <= m <= 4")
+        elif self.stripe_unit != 4096:
+            raise ValueError("stripe_unit is an erasure-code setting (give ec: [k, m])")
         return self
 
     @property
     def label(self) -> str:
-        return f"rep{self.replicated}" if self.replicated else f"ec{self.ec[0]}+{self.ec[1]}"
+        if self.replicated:
+            return f"rep{self.replicated}"
+        su = "" if self.stripe_unit == 4096 else f"su{self.stripe_unit // 1024}k" if self.stripe_unit % 1024 == 0 else f"su{self.stripe_unit}"
+        return f"ec{self.ec[0]}+{self.ec[1]}{su}"
 
     @property
     def efficiency(self) -> float:
@@ -272,6 +290,13 @@ class SimulationSpec(ConfigModel):
         description="when no host count meets the SLO, runs spent finding what the configuration does sustain, for the plot (default 3)",
     )
     refine: int = Field(0, ge=0, le=4, description="re-runs (doubled window) of a probe whose CI straddles the bound (default 0)")
+    recovery_settle: Seconds = Field(
+        "2s", ge=0, le=3600,
+        description=(
+            "with slo_during_recovery: simulated time from the failure (at the end of ramp) to the start of the measured "
+            "window: the PGs' peering pause and the client backlog it leaves are not measured, the backfill is (default 2s)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _order(self) -> SimulationSpec:
