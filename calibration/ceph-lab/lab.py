@@ -485,6 +485,37 @@ admin_socket =
                 out[n] = labparse.proc_cpu_seconds(Path(f"/proc/{pid}/stat").read_text(), CLK_TCK)
         return out
 
+    def thread_cpu(self) -> dict[str, dict[str, float]]:
+        """CPU seconds (utime + stime) per daemon and thread name (threads of one name summed), from
+        /proc/<pid>/task/<tid>/stat: which threads carry the daemons' CPU (op workers, messenger, kv_sync,
+        finisher, RocksDB, timers)."""
+        out: dict[str, dict[str, float]] = {}
+        for n, pid in self.state["pids"].items():
+            per: dict[str, float] = {}
+            with contextlib.suppress(OSError):
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    with contextlib.suppress(OSError):
+                        txt = (task / "stat").read_text()
+                        name = txt[txt.index("(") + 1:txt.rindex(")")]
+                        per[name] = per.get(name, 0.0) + labparse.proc_cpu_seconds(txt, CLK_TCK)
+            out[n] = per
+        return out
+
+    def idle_window(self, seconds: float) -> dict[str, Any]:
+        """Daemon CPU over ``seconds`` without client IO (the background a run's CPU counters include)."""
+        la0 = _loadavg()
+        tb, cb = self.thread_cpu(), self.daemon_cpu()
+        hb = labparse.host_cpu(Path("/proc/stat").read_text())
+        t0 = time.time()
+        time.sleep(seconds)
+        wall = time.time() - t0
+        ha = labparse.host_cpu(Path("/proc/stat").read_text())
+        ta, ca = self.thread_cpu(), self.daemon_cpu()
+        return {"wall_s": wall, "loadavg_before": la0, "loadavg_after": _loadavg(),
+                "cpu_s": {n: ca[n] - cb[n] for n in ca if n in cb},
+                "thread_cpu_s": labparse.thread_delta(tb, ta),
+                "host_busy_share": 1 - (ha[1] - hb[1]) / (ha[0] - hb[0]) if ha[0] > hb[0] else None}
+
     def perf_dumps(self) -> dict[str, Any]:
         return {n: self.admin(n, "perf", "dump") for n in sorted(self.state["pids"]) if n.startswith("osd.")}
 
@@ -620,6 +651,10 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
         if rc:
             raise LabError("fill failed")
         info["fill_s"] = time.time() - t0
+        if seq.get("idle_s"):  # background CPU without client IO, after the fill settled
+            time.sleep(float(seq.get("settle_s", 5)))
+            info["idle_before"] = lab.idle_window(float(seq["idle_s"]))
+            log(f"[{name} #{rep}] idle: OSD CPU {sum(v for k, v in info['idle_before']['cpu_s'].items() if k.startswith('osd.')) / info['idle_before']['wall_s']:.3f} cores")
         runs_dir = out / "runs"
         runs_dir.mkdir(exist_ok=True)
         for qd in seq["qds"]:
@@ -641,11 +676,13 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                     args.append(f"--randrepeat={int(seq['randrepeat'])}")
                 la0 = _loadavg()
                 pb = lab.perf_dumps()
+                tb = lab.thread_cpu()
                 cb = lab.daemon_cpu()
                 hb = labparse.host_cpu(Path("/proc/stat").read_text())
                 rc, wall, fio_cpu = lab.fio(rdir / "fio.json", rid, args)
                 ha = labparse.host_cpu(Path("/proc/stat").read_text())
                 ca = lab.daemon_cpu()
+                ta = lab.thread_cpu()
                 pa = lab.perf_dumps()
                 la1 = _loadavg()
                 deltas = {n: labparse.perf_delta(pb[n], pa[n]) for n in pa}
@@ -653,6 +690,7 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                     "id": rid, "sequence": name, "repeat": rep, "rw": rw, "qd": qd, "rc": rc, "wall_s": wall,
                     "fio_args": args, "restart_s": restart_s, "loadavg_before": la0, "loadavg_after": la1,
                     "cpu_s": {n: ca[n] - cb[n] for n in ca if n in cb}, "fio_cpu_s": fio_cpu,
+                    "thread_cpu_s": labparse.thread_delta(tb, ta),
                     "host_busy_share": 1 - (ha[1] - hb[1]) / (ha[0] - hb[0]) if ha[0] > hb[0] else None,
                     "perf_delta": deltas,
                 }
@@ -663,6 +701,9 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                 row = labparse.fio_summary(labparse.fio_load(rdir / "fio.json")) if rc == 0 else {}
                 log(f"  {rid}: {row.get('iops', 0):.0f} IOPS p50 {row.get('p50_ms', 0):.2f} ms "
                     f"p99 {row.get('p99_ms', 0):.2f} ms fast {row.get('fast_share')} load {la1[0]:.1f}")
+        if seq.get("idle_s"):
+            time.sleep(float(seq.get("settle_s", 5)))
+            info["idle_after"] = lab.idle_window(float(seq["idle_s"]))
     finally:
         log(f"[{name} #{rep}] teardown")
         lab.teardown()
@@ -710,6 +751,10 @@ def derive(run_dirs: list[Path], data: Path) -> None:
         ios = max(1, row["ios"])
         row["cpu_osd_us_per_io"] = 1e6 * sum(v for k, v in cpu.items() if k.startswith("osd.")) / ios
         row["cpu_fio_us_per_io"] = 1e6 * run["fio_cpu_s"] / ios
+        row["cpu_window_s"] = run.get("wall_s")  # the CPU counters' window (fio's wall time, start-up included)
+        if run.get("thread_cpu_s"):  # per thread role (labparse.THREAD_ROLES), OSDs summed
+            for role, v in sorted(labparse.thread_roles(run["thread_cpu_s"]).items()):
+                row[f"cpu_osd_{role}_us_per_io"] = 1e6 * v / ios
         row["host_busy_share"] = run["host_busy_share"]
         row["loadavg_1m_before"] = run["loadavg_before"][0]
         row["loadavg_1m_after"] = run["loadavg_after"][0]
@@ -728,6 +773,7 @@ def derive(run_dirs: list[Path], data: Path) -> None:
         (data / "perf").mkdir(parents=True, exist_ok=True)
         (data / "perf" / f"{run['id']}.json").write_text(json.dumps(
             {"perf_delta": run["perf_delta"], "perf_after_gauges": run.get("perf_after_gauges", {}), "cpu_s": run["cpu_s"], "fio_cpu_s": run["fio_cpu_s"],
+             "thread_cpu_s": run.get("thread_cpu_s"), "wall_s": run.get("wall_s"),
              "loadavg_before": run["loadavg_before"], "loadavg_after": run["loadavg_after"],
              "host_busy_share": run["host_busy_share"], "restart_s": run["restart_s"]}, indent=0))
     data.mkdir(parents=True, exist_ok=True)
@@ -775,6 +821,29 @@ def derive(run_dirs: list[Path], data: Path) -> None:
                     for m in ("iops", "p50_ms", "p99_ms", "lat_mean_ms"):
                         line.append(_fmt(labparse.spread([r[m] for r in rs])["mean"]) if dd == d else "")
                 w.writerow(line)
+    # idle windows (sequences with idle_s): the daemons' CPU without client IO, before and after the runs
+    idle = []
+    for d, manifest in zip(run_dirs, manifests, strict=True):
+        for info in manifest.get("sequences", []):
+            for when in ("idle_before", "idle_after"):
+                w = info.get(when)
+                if not w:
+                    continue
+                r = {"run_dir": d.name, "sequence": info["sequence"], "repeat": info["repeat"], "when": when,
+                     "wall_s": w["wall_s"], "loadavg_1m_before": w["loadavg_before"][0],
+                     "host_busy_share": w["host_busy_share"],
+                     "cpu_osd_cores": sum(v for k, v in w["cpu_s"].items() if k.startswith("osd.")) / w["wall_s"],
+                     "cpu_mon_mgr_cores": sum(v for k, v in w["cpu_s"].items() if not k.startswith("osd.")) / w["wall_s"]}
+                for role, v in sorted(labparse.thread_roles(w["thread_cpu_s"]).items()):
+                    r[f"cpu_osd_{role}_cores"] = v / w["wall_s"]
+                idle.append(r)
+    if idle:
+        cols_i = list(dict.fromkeys(k for r in idle for k in r))
+        with open(data / "idle.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols_i)
+            w.writeheader()
+            for r in idle:
+                w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     parts = []
     for d, manifest in zip(run_dirs, manifests, strict=True):
         man = {k: manifest[k] for k in ("campaign_file", "campaign", "only", "started_utc", "finished_utc", "machine",

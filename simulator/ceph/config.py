@@ -86,6 +86,15 @@ class CpuConfig(ConfigModel):
         0.0, ge=0.0, le=0.1,
         description="mean of the off-CPU wait of a stalled job (exponential), seconds (default 0 = off)",
     )
+    background_share: float = Field(
+        0.0, ge=0.0, le=0.9,
+        description=(
+            "share of every CPU job's cost that runs after the job's result is out (a hypothesis for the Ceph lab: "
+            "op-history, stats and deferred-apply bookkeeping on the daemons' helper threads): it keeps the core "
+            "busy, so it counts against throughput, but no IO waits for it. The lab's per-thread CPU counters bound "
+            "it (calibration/ceph-lab/data/threads.csv); fraction (default 0 = off)"
+        ),
+    )
 
     @property
     def servers(self) -> int:

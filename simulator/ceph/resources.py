@@ -20,7 +20,7 @@ from simpy.core import NORMAL
 
 from simulator.engine import Component
 
-__all__ = ["CpuPool", "Link", "Network", "call_at", "call_later"]
+__all__ = ["CpuPool", "Link", "Network", "call_at", "call_later", "then"]
 
 
 _push = heapq.heappush
@@ -60,6 +60,25 @@ def call_at(env: simpy.Environment, t: float, cb: Any, value: Any) -> None:
     _push(env._queue, (t if t > now else now, NORMAL, next(env._eid), ev))
 
 
+def _resume(ev: Any) -> None:
+    fn, arg, t = ev._value
+    fn(arg, t)
+
+
+def then(pool: CpuPool, t: float, fn: Any, arg: Any) -> None:
+    """Continue a chain of bookings at ``t``, the end of the job just booked on ``pool``: ``fn(arg, t)``.
+
+    Normally at once (the next booking is made now for an arrival at ``t``, a short lead). When that job's
+    result comes after an off-CPU stall (``pool.stalled``), ``t`` may be milliseconds ahead and a booking
+    made now would hold a core idle until then; so ``fn`` is called from an event at ``t`` instead.
+    """
+    if pool.stalled:
+        pool.stalled = False
+        call_at(pool.env, t, _resume, (fn, arg, t))
+    else:
+        fn(arg, t)
+
+
 class CpuPool(Component):
     """``servers`` identical processors, FCFS; costs are divided by ``speed``."""
 
@@ -72,6 +91,7 @@ class CpuPool(Component):
         wakeup_cost: float = 0.0,
         stall_share: float = 0.0,
         stall_mean: float = 0.0,
+        background_share: float = 0.0,
     ):
         super().__init__(name, parent)
         self.servers = int(servers)
@@ -83,14 +103,23 @@ class CpuPool(Component):
         #: other work of the machine runs), exponential with mean ``stall_mean``; the server is free
         self._stall_p = float(stall_share) if stall_mean > 0.0 else 0.0
         self._stall_mean = float(stall_mean)
+        #: share of every job's CPU that its thread (or a helper thread) runs after the job's result is out
+        #: (op history, stats, deferred-apply bookkeeping): it keeps the core busy, but nothing waits for it
+        self._bg = float(background_share)
+        #: the last booked job's result comes after a stall (set by every booking while stalls are on);
+        #: a caller that chains a follow-up booking to that job's end uses ``then``
+        self.stalled = False
         self._free = [0.0] * self.servers
         self.reset_stats()
 
     def book(self, t: float, cost: float) -> float:
-        """Run a job of ``cost`` (reference-CPU seconds) arriving at ``t``; return its end time."""
+        """Run a job of ``cost`` (reference-CPU seconds) arriving at ``t``; return the time its result is out
+        (its end, less its background part, plus a stall if it stalls)."""
         if cost <= 0.0 and self._wake == 0.0:
+            self.stalled = False
             return t
         cost *= self._inv
+        bg = cost * self._bg
         free = self._free
         f = free[0]
         if t >= f:  # a server is idle: the job wakes it
@@ -101,9 +130,13 @@ class CpuPool(Component):
         _heapreplace(free, end)
         self._busy += cost
         self.jobs += 1
-        if self._stall_p and self.rand.random() < self._stall_p:
-            self.stalls += 1
-            return end - self._stall_mean * math.log(1.0 - self.rand.random())
+        end -= bg  # the result is out before the job's background part (0 unless background_share)
+        if self._stall_p:
+            if self.rand.random() < self._stall_p:
+                self.stalls += 1
+                self.stalled = True
+                return end - self._stall_mean * math.log(1.0 - self.rand.random())
+            self.stalled = False
         return end
 
     def reset_stats(self) -> None:
