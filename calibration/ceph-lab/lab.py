@@ -130,6 +130,7 @@ class Lab:
         self.state: dict[str, Any] = {"pids": {}, "loops": [], "files": []}
         self._lock_fd: int | None = None
         self.env = dict(os.environ, CEPH_CONF=str(self.conf))
+        self.last_window: dict[str, Any] | None = None  # per-thread CPU of fio's last steady-state window
 
     # ---------------------------------------------------------------- guards
     def acquire(self) -> None:
@@ -519,20 +520,56 @@ admin_socket =
     def perf_dumps(self) -> dict[str, Any]:
         return {n: self.admin(n, "perf", "dump") for n in sorted(self.state["pids"]) if n.startswith("osd.")}
 
-    def fio(self, out: Path, name: str, args: list[str]) -> tuple[int, float, float]:
-        """Run fio, returning (rc, wall seconds, fio user+sys CPU seconds)."""
+    def fio(self, out: Path, name: str, args: list[str],
+            sample_window: tuple[float, float] | None = None) -> tuple[int, float, float]:
+        """Run fio, returning (rc, wall seconds, fio user+sys CPU seconds). With ``sample_window`` = (a, b):
+        per-thread CPU of fio's processes and of the daemons from a to a + b seconds after the start
+        (``self.last_window``)."""
         c = self.cl
         cmd = ["fio", f"--name={name}", "--ioengine=rbd", "--clientname=admin", f"--pool={c['pool']}",
                f"--rbdname={c['image']}", "--direct=1", "--numjobs=1", "--lat_percentiles=1", *args,
                "--output-format=json+", f"--output={out}"]
         t0 = time.time()
         r0 = os.times()
-        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+        window = None
+        if sample_window:  # per-thread CPU of fio (all its processes) and the daemons in the run's steady state
+            a, b = sample_window
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env) as p:
+                time.sleep(a)
+                w0, f0, d0 = time.time(), tree_thread_cpu(p.pid), self.thread_cpu()
+                time.sleep(b)
+                w1, f1, d1 = time.time(), tree_thread_cpu(p.pid), self.thread_cpu()
+                if p.poll() is None:
+                    window = {"start_s": w0 - t0, "wall_s": w1 - w0, "fio_threads": labparse.thread_delta({"fio": f0}, {"fio": f1})["fio"],
+                              "daemon_threads": labparse.thread_delta(d0, d1)}
+                _, err = p.communicate()
+                rc = p.returncode
+        else:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+            rc, err = p.returncode, p.stderr
         r1 = os.times()
         wall = time.time() - t0
-        if p.returncode:
-            log(f"fio {name} failed: {p.stderr.strip()[-300:]}")
-        return p.returncode, wall, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+        if rc:
+            log(f"fio {name} failed: {err.strip()[-300:]}")
+        self.last_window = window
+        return rc, wall, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+
+
+def tree_thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds per thread name of a process and its descendants (fio forks its jobs)."""
+    per: dict[str, float] = {}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    txt = (task / "stat").read_text()
+                    name = txt[txt.index("(") + 1:txt.rindex(")")]
+                    per[name] = per.get(name, 0.0) + labparse.proc_cpu_seconds(txt, CLK_TCK)
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+    return per
 
 
 def _alive(pid: int) -> bool:
@@ -679,7 +716,9 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                 tb = lab.thread_cpu()
                 cb = lab.daemon_cpu()
                 hb = labparse.host_cpu(Path("/proc/stat").read_text())
-                rc, wall, fio_cpu = lab.fio(rdir / "fio.json", rid, args)
+                runtime = float(seq.get("runtime", fio_cfg["runtime"]))
+                win = (3.0, runtime - 5.0) if seq.get("sample_window") and runtime > 8 else None
+                rc, wall, fio_cpu = lab.fio(rdir / "fio.json", rid, args, win)
                 ha = labparse.host_cpu(Path("/proc/stat").read_text())
                 ca = lab.daemon_cpu()
                 ta = lab.thread_cpu()
@@ -690,7 +729,7 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                     "id": rid, "sequence": name, "repeat": rep, "rw": rw, "qd": qd, "rc": rc, "wall_s": wall,
                     "fio_args": args, "restart_s": restart_s, "loadavg_before": la0, "loadavg_after": la1,
                     "cpu_s": {n: ca[n] - cb[n] for n in ca if n in cb}, "fio_cpu_s": fio_cpu,
-                    "thread_cpu_s": labparse.thread_delta(tb, ta),
+                    "thread_cpu_s": labparse.thread_delta(tb, ta), "window": lab.last_window,
                     "host_busy_share": 1 - (ha[1] - hb[1]) / (ha[0] - hb[0]) if ha[0] > hb[0] else None,
                     "perf_delta": deltas,
                 }
@@ -755,6 +794,15 @@ def derive(run_dirs: list[Path], data: Path) -> None:
         if run.get("thread_cpu_s"):  # per thread role (labparse.THREAD_ROLES), OSDs summed
             for role, v in sorted(labparse.thread_roles(run["thread_cpu_s"]).items()):
                 row[f"cpu_osd_{role}_us_per_io"] = 1e6 * v / ios
+        win = run.get("window")
+        if win:  # steady-state window: shares of fio's CPU by thread (fio's job thread vs librbd's threads)
+            ft = win["fio_threads"]
+            tot_f = sum(ft.values()) or 1.0
+            for role, v in sorted(labparse.fio_thread_roles(ft).items()):
+                row[f"fio_{role}_share"] = v / tot_f
+            row["window_fio_cores"] = tot_f / win["wall_s"]
+            row["window_osd_cores"] = sum(sum(th.values()) for n, th in win["daemon_threads"].items()
+                                          if n.startswith("osd.")) / win["wall_s"]
         row["host_busy_share"] = run["host_busy_share"]
         row["loadavg_1m_before"] = run["loadavg_before"][0]
         row["loadavg_1m_after"] = run["loadavg_after"][0]
@@ -773,7 +821,7 @@ def derive(run_dirs: list[Path], data: Path) -> None:
         (data / "perf").mkdir(parents=True, exist_ok=True)
         (data / "perf" / f"{run['id']}.json").write_text(json.dumps(
             {"perf_delta": run["perf_delta"], "perf_after_gauges": run.get("perf_after_gauges", {}), "cpu_s": run["cpu_s"], "fio_cpu_s": run["fio_cpu_s"],
-             "thread_cpu_s": run.get("thread_cpu_s"), "wall_s": run.get("wall_s"),
+             "thread_cpu_s": run.get("thread_cpu_s"), "wall_s": run.get("wall_s"), "window": run.get("window"),
              "loadavg_before": run["loadavg_before"], "loadavg_after": run["loadavg_after"],
              "host_busy_share": run["host_busy_share"], "restart_s": run["restart_s"]}, indent=0))
     data.mkdir(parents=True, exist_ok=True)

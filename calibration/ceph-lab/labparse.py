@@ -297,6 +297,16 @@ def thread_roles(per_daemon: dict[str, dict[str, float]], prefix: str = "osd.") 
     return out
 
 
+def fio_thread_roles(threads: dict[str, float]) -> dict[str, float]:
+    """fio's CPU seconds by role: ``job`` (fio's own threads: submission, reaping, accounting), ``messenger``
+    (librbd's msgr-worker threads), ``librbd`` (io_context_pool, finishers, timers, other librados threads)."""
+    out: dict[str, float] = {}
+    for k, v in threads.items():
+        r = "job" if k.startswith("fio") else "messenger" if k.startswith("msgr-worker") else "librbd"
+        out[r] = out.get(r, 0.0) + v
+    return out
+
+
 def host_cpu(stat_text: str) -> tuple[float, float]:
     """(total, idle) jiffies from /proc/stat's first line."""
     f = [int(x) for x in stat_text.splitlines()[0].split()[1:]]
