@@ -7,6 +7,8 @@ it has no processes). ``then`` defers such follow-ups to an event at the stall's
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from fio_drive import ClosedLoop
 
@@ -149,3 +151,49 @@ def test_background_share_shortens_qd1_latency_not_cpu_per_io():
     cut = lat0 / n0 + lat1 / n1
     assert 0.0 < lat0 - lat1 <= 0.4 * c0 + cut
     assert lat0 - lat1 > 0.2 * c0  # most of it: two cores, the background parts rarely delay the next job
+
+
+def test_foreign_work_takes_its_cores_from_a_saturated_pool():
+    """Two chains of modelled jobs keep 2 cores busy; foreign work of 1 core (Poisson, mean slice 1 ms) takes its
+    share: the modelled jobs get 2 T - foreign busy, and the foreign busy time is 1 core x T within 4 sd of the
+    compound-Poisson sum (var = rate T E[S^2] = 2 L s T)."""
+    sim = Simulation(3)
+    s, L, T = 1e-3, 1.0, 20.0
+    pool = CpuPool("cpu", sim.root, 2, foreign_cores=L, foreign_slice=s)
+    ends = [0.0, 0.0]
+    work = 0.0
+    while min(ends) < T:
+        i = 0 if ends[0] <= ends[1] else 1
+        ends[i] = pool.book(ends[i], 50 * US)
+        work += 50 * US
+    sd = math.sqrt(2 * L * s * T)
+    assert abs(pool.foreign_busy - L * T) < 4 * sd
+    # work conserving: both cores busy all the time, with modelled or foreign work
+    assert work + pool.foreign_busy == pytest.approx(2 * min(ends), rel=0.01)
+
+
+def test_foreign_work_waits_follow_erlang_c():
+    """Light modelled load (far-apart probes of 1 ns) on 2 cores with 1 core of foreign work: M/M/2 with offered
+    load 1: a probe waits with probability C(2, 1) = 1/3, the mean wait is C s / (2 - 1) = s / 3 (PASTA)."""
+    sim = Simulation(5)
+    s = 1e-3
+    pool = CpuPool("cpu", sim.root, 2, foreign_cores=1.0, foreign_slice=s)
+    n = 5000
+    waits = []
+    for i in range(n):
+        t = (i + 1) * 20 * s
+        waits.append(pool.book(t, 1e-9) - t - 1e-9)
+    waited = sum(w > 1e-12 for w in waits) / n
+    assert abs(waited - 1 / 3) < 4 * math.sqrt(2 / 9 / n)
+    se = math.sqrt(5 / 9) * s / math.sqrt(n)  # per-probe sd of the wait: sqrt(E[W^2] - W^2) = sqrt(2/3 - 1/9) s
+    assert abs(sum(waits) / n - s / 3) < 4 * se
+
+
+def test_foreign_cores_must_leave_a_core():
+    from pydantic import ValidationError
+
+    from simulator.ceph.config import CpuConfig
+
+    assert CpuConfig(cores=2, foreign_cores=1.5, foreign_slice=1e-3).foreign_cores == 1.5
+    with pytest.raises(ValidationError, match="foreign_cores"):
+        CpuConfig(cores=2, foreign_cores=2.0, foreign_slice=1e-3)

@@ -92,6 +92,8 @@ class CpuPool(Component):
         stall_share: float = 0.0,
         stall_mean: float = 0.0,
         background_share: float = 0.0,
+        foreign_cores: float = 0.0,
+        foreign_slice: float = 0.0,
     ):
         super().__init__(name, parent)
         self.servers = int(servers)
@@ -106,6 +108,12 @@ class CpuPool(Component):
         #: share of every job's CPU that its thread (or a helper thread) runs after the job's result is out
         #: (op history, stats, deferred-apply bookkeeping): it keeps the core busy, but nothing waits for it
         self._bg = float(background_share)
+        #: foreign work (other processes of the machine): Poisson arrivals of jobs, exponential with mean
+        #: ``foreign_slice``, at the rate that keeps ``foreign_cores`` busy on average; booked lazily (when a
+        #: modelled job arrives after them), FCFS with the modelled jobs; no events
+        self._fg_slice = float(foreign_slice)
+        self._fg_gap = self._fg_slice / float(foreign_cores) if foreign_cores > 0.0 and foreign_slice > 0.0 else 0.0
+        self._fg_next = 0.0
         #: the last booked job's result comes after a stall (set by every booking while stalls are on);
         #: a caller that chains a follow-up booking to that job's end uses ``then``
         self.stalled = False
@@ -118,6 +126,8 @@ class CpuPool(Component):
         if cost <= 0.0 and self._wake == 0.0:
             self.stalled = False
             return t
+        if self._fg_gap and self._fg_next <= t:
+            self._foreign(t)
         cost *= self._inv
         bg = cost * self._bg
         free = self._free
@@ -139,9 +149,23 @@ class CpuPool(Component):
             self.stalled = False
         return end
 
+    def _foreign(self, t: float) -> None:
+        """Book the foreign jobs that arrived up to ``t`` (in arrival order, before the modelled job at ``t``)."""
+        free = self._free
+        r = self.rand
+        ta = self._fg_next
+        while ta <= t:
+            size = -self._fg_slice * math.log(1.0 - r.random())
+            f = free[0]
+            _heapreplace(free, (ta if ta > f else f) + size)
+            self.foreign_busy += size
+            ta -= self._fg_gap * math.log(1.0 - r.random())
+        self._fg_next = ta
+
     def reset_stats(self) -> None:
         self._t0 = self.env.now
         self._busy = 0.0
+        self.foreign_busy = 0.0
         self.jobs = 0
         self.stalls = 0
 
@@ -150,7 +174,11 @@ class CpuPool(Component):
         return min(1.0, self._busy / (span * self.servers)) if span > 0 else 0.0
 
     def stats(self) -> dict[str, Any]:
-        return {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs, "stalls": self.stalls}
+        st = {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs, "stalls": self.stalls}
+        if self._fg_gap:
+            span = self.env.now - self._t0
+            st["foreign_cores"] = self.foreign_busy / span if span > 0 else 0.0
+        return st
 
 
 class Link:
