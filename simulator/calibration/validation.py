@@ -707,6 +707,11 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
          "share of every CPU job run after its result is out (`cpu.background_share`), fitted with the flush cost and "
          "the stalls on the same croit QD1 points (calibrate_background.yaml); the lab's per-thread CPU counters bound "
          "the share independently (data/background/threads.csv)."),
+        ("foreign", "Hypothesis: the VM's other jobs as foreign CPU work (`models/clusters/ceph_lab_foreign_fitted`)",
+         "The machine's other processes take a measured 0.9 of the 2 cores (`cpu.foreign_cores`, from the QD16 runs' CPU "
+         "counters, so croit QD16 is not independent) as Poisson jobs of mean `cpu.foreign_slice`, first come first "
+         "served with the lab's jobs, instead of the fitted stalls; CPU speed, flush and slice fitted on the croit QD1 "
+         "points (calibrate_foreign.yaml)."),
     )
     for tag, title, blurb in variants:
         mech_p = lab / "data" / f"prediction_{tag}.csv"
