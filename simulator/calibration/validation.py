@@ -712,6 +712,9 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
          "counters, so croit QD16 is not independent) as Poisson jobs of mean `cpu.foreign_slice`, first come first "
          "served with the lab's jobs, instead of the fitted stalls; CPU speed, flush and slice fitted on the croit QD1 "
          "points (calibrate_foreign.yaml)."),
+        ("foreign_reads", "Direction test: foreign work fitted on reads only (`models/clusters/ceph_lab_foreign_reads_fitted`)",
+         "As above with 0.8 foreign cores (from the read QD16 runs only), CPU speed and slice fitted on the croit randread "
+         "runs (QD 1, 4, 16; calibrate_foreign_reads.yaml): every write point is a prediction."),
     )
     for tag, title, blurb in variants:
         mech_p = lab / "data" / f"prediction_{tag}.csv"
