@@ -8,7 +8,8 @@ queue-fio-qd16      the workload layer alone against an ideal queue device
 ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated client IO/s
 ceph-randrw-4m      croit MACH.2 pool, 4 MiB randrw, QD16 over 2 GiB (cache range operations), --ios / 100 IOs
 jobstats-add        the statistics hot path alone (IOs recorded per second)
-*-compiled          hdd-sptf-qd32, hdd-fio-qd32 and queue-fio-qd16 through the compiled core
+hdd-randrw-fsync    HDD, write cache off, 4 KiB randrw 70/30, fsync every 32 writes, QD16 (fio path)
+*-compiled          hdd-sptf-qd32, hdd-fio-qd32, queue-fio-qd16 and hdd-randrw-fsync through the compiled core
 Numba compilation is excluded (each case warms up first). Every case drives its device with the
 one IO driver, :func:`simulator.workloads.runner.run_fio`.
 """
@@ -77,6 +78,9 @@ _FIO_RR = {**_RR, "ioengine": "libaio"}
 _HDD = {"profile": "hdd/seagate_st91000640ns", "params": {"queue": {"policy": "sptf", "depth": 32}}}
 #: the device + driver case: libaio without submission latency, offsets uniform with replacement
 _HDD_JOB = {**_RR, "iodepth": 32, "ioengine": "libaio", "sim_slat": 0, "norandommap": 1}
+#: mixed directions and flushes (the write cache off: a cached write path is not compiled yet)
+_HDD_WC_OFF = {"profile": "hdd/seagate_st91000640ns", "params": {"cache": {"write_cache": "off"}}}
+_MIXED_JOB = {**_FIO_RR, "rw": "randrw", "rwmixread": 70, "fsync": 32, "iodepth": 16}
 CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "hdd-sptf-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (device + driver, no statistics)", _workload_case(_HDD, _HDD_JOB, stats=False)),
     "hdd-fio-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)", _workload_case(_HDD, {**_FIO_RR, "iodepth": 32})),
@@ -100,6 +104,14 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
             {**_FIO_RR, "iodepth": 16},
             compiled=True,
         ),
+    ),
+    "hdd-randrw-fsync": (
+        "HDD 7.2K, write cache off, 4KiB randrw 70/30, fsync=32, QD16 (full fio path)",
+        _workload_case(_HDD_WC_OFF, _MIXED_JOB),
+    ),
+    "hdd-randrw-fsync-compiled": (
+        "HDD 7.2K, write cache off, 4KiB randrw 70/30, fsync=32, QD16 (compiled core, fio statistics)",
+        _workload_case(_HDD_WC_OFF, _MIXED_JOB, compiled=True),
     ),
     "ceph-randwrite-qd64": ("Ceph croit MACH.2 pool, 4KiB randwrite QD64 (client IOs)", _ceph),
     "ceph-randrw-4m": ("Ceph croit MACH.2 pool, 4MiB randrw QD16, 2 GiB (client IOs; --ios / 100 of them)", _ceph_4m),

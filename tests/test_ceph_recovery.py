@@ -93,7 +93,7 @@ def test_recovery_moves_exactly_the_failed_osds_data_and_ends(ec: bool) -> None:
     assert n_obj > 30
     sources: list[bool] = []
     push = cl.recovery._push
-    cl.recovery._push = lambda job, img, objno: (sources.append(job.primary.up and job.primary.id != osd), push(job, img, objno))
+    cl.recovery._push = lambda job, img, objno, tpos: (sources.append(job.primary.up and job.primary.id != osd), push(job, img, objno, tpos))
     sim.run(until=60.0)
     assert len(sources) == n_obj and all(sources)  # every push led by a surviving primary
     r = cl.stats()["recovery"]

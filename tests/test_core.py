@@ -161,6 +161,87 @@ def test_hdd_modes_identical_to_python(params, job):
     _assert_identical(spec, job)
 
 
+_WC_OFF = {**HDD, "params": {"cache": {"write_cache": "off"}}}
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        {"rw": "randrw", "rwmixread": 70, "iodepth": 4, "number_ios": 4000},
+        {"rw": "rw", "rwmixread": 30, "iodepth": 4, "number_ios": 4000, "bs": "16k"},  # a position per direction
+        {"rw": "randwrite", "fsync": 4, "iodepth": 8, "number_ios": 3000},
+        {"rw": "randrw", "fdatasync": 3, "end_fsync": 1, "ioengine": "psync", "number_ios": 3000, "ramp_time": "0.1s"},
+        {"rw": "randwrite", "end_fsync": 1, "sync": 1, "iodepth": 4, "time_based": 1, "runtime": "1s", "sim_slat": "5us"},
+    ],
+)
+def test_mixed_rw_and_flushes_identical_to_python(job):
+    doc = _assert_identical(_queue({"dist": "exponential", "mean": "200us"}, servers=2), {**_BASE, **job})
+    j = doc["jobs"][0]
+    if job["rw"].endswith("rw"):  # both directions ran, in about the asked proportion
+        n = j["read"]["total_ios"] + j["write"]["total_ios"]
+        assert abs(j["read"]["total_ios"] / n - job.get("rwmixread", 50) / 100) < 0.05
+    if job.get("fsync") or job.get("fdatasync"):  # one flush per N writes
+        every = job.get("fsync") or job.get("fdatasync")
+        assert j["sync"]["total_ios"] == pytest.approx(j["write"]["total_ios"] / every, abs=1)
+
+
+def test_hdd_mixed_rw_with_flushes_identical_to_python():
+    job = {**_BASE, "rw": "randrw", "rwmixread": 50, "fsync": 8, "end_fsync": 1, "iodepth": 8, "number_ios": 2000}
+    doc = _assert_identical(_WC_OFF, job)
+    # write cache off: a flush has nothing to wait for, its latency is the drive's flush overhead
+    sync = doc["jobs"][0]["sync"]
+    assert sync["total_ios"] == pytest.approx(doc["jobs"][0]["write"]["total_ios"] / 8, abs=1)
+    assert sync["lat_ns"]["min"] == sync["lat_ns"]["max"]
+
+
+@pytest.mark.parametrize(
+    "spec,job",
+    [
+        (_WC_OFF, {"rw": "randread", "bssplit": "4k/50:16k/30:64k/20", "iodepth": 8}),
+        (_WC_OFF, {"rw": "write", "bsrange": "4k-32k", "iodepth": 4}),  # sequential: offsets follow the sizes
+        (_queue({"dist": "exponential", "mean": "100us"}), {"rw": "randwrite", "bssplit": "8k/10:4k/90", "fsync": 5}),
+    ],
+)
+def test_variable_block_sizes_identical_to_python(spec, job):
+    doc = _assert_identical(spec, {**_BASE, "number_ios": 3000, **job})
+    j = doc["jobs"][0]
+    side = j["read"] if job["rw"].endswith("read") else j["write"]
+    assert side["total_ios"] == 3000
+    # sizes vary: the bytes are not a whole multiple of the smallest size times the IO count
+    assert side["io_bytes"] != 3000 * 4096
+
+
+def test_hotband_writes_identical_to_python():
+    """vdbench's hot band: a write lands 1 % of the band further on than a read would, so the
+    generator is asked per IO with the direction (its raw block of offsets is not the write's)."""
+    job = {**_BASE, "rw": "randwrite", "random_distribution": "sim_hotband", "iodepth": 4, "number_ios": 2000}
+    _assert_identical(_WC_OFF, job)
+
+
+@pytest.mark.parametrize("spec", [_queue({"dist": "exponential", "mean": "200us"}), _WC_OFF])
+def test_stonewall_groups_identical_to_python(spec):
+    """Stonewalled groups run one after another (the next starts when the last thread of the group
+    before finishes), with their own windows and device statistics."""
+    jobs = [
+        {**_BASE, "name": "a", "rw": "randread", "iodepth": 4, "number_ios": 1500, "numjobs": 2},
+        {**_BASE, "name": "b", "rw": "randwrite", "iodepth": 2, "time_based": 1, "runtime": "0.5s", "stonewall": 1,
+         "ramp_time": "0.1s"},
+        {**_BASE, "name": "c", "rw": "read", "iodepth": 1, "number_ios": 800, "stonewall": 1, "startdelay": "0.05s"},
+    ]  # fmt: skip
+    outs = []
+    for runner in (run_fio, run_fio_compiled):
+        sim = Simulation(4)
+        dev = build_device(spec, "dev", sim.root)
+        res = runner(sim, [dev], jobs)
+        outs.append((to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0), dev.stats(), sim.now))
+    assert outs[0] == outs[1]
+    docs = outs[0][0]["jobs"]
+    assert [j["read"]["total_ios"] for j in docs] == [1500, 1500, 0, 800]
+    assert docs[2]["write"]["total_ios"] > 20
+    # in sequence: the device's statistics are those of the last group alone
+    assert outs[0][1]["completed"]["read"] == 800 and outs[0][1]["completed"]["write"] == 0
+
+
 def test_numjobs_on_two_hdds_identical_to_python():
     sims = []
     for runner in (run_fio, run_fio_compiled):
@@ -177,9 +258,13 @@ def test_numjobs_on_two_hdds_identical_to_python():
 @pytest.mark.parametrize(
     "spec,job,needle",
     [
-        (HDD, {"rw": "randrw"}, "rw=randrw"),
-        (HDD, {"rw": "randwrite", "fsync": 4}, "fsync"),
-        (HDD, {"rw": "randwrite", "sync": 1}, "sync"),
+        (HDD, {"rw": "randrw"}, "write coalescing"),  # writes into the volatile cache
+        (HDD, {"rw": "randtrim"}, "rw=randtrim"),
+        (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "rate_iops": 100}, "rate_iops with rw=randrw"),
+        (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randwrite", "rate_iops": 100, "fsync": 2}, "rate_iops"),
+        (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "bssplit": "4k/50:8k/50"}, "bssplit"),
+        (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "random_distribution": "sim_hotband"},
+         "HotbandOffsets"),
         ({"profile": "ssd/intel_520_60gb"}, {"rw": "randread"}, "device kind"),
         ({"profile": "hdd/seagate_exos_2x14"}, {"rw": "randread"}, "device kind"),
         ({**HDD, "params": {"cache": {"write_cache": "persistent"}}}, {"rw": "randwrite"}, "persistent"),
@@ -239,6 +324,35 @@ def test_run_until_control_points_do_not_change_the_run():
         docs.append(to_fio_json(wl.results(), {}, time_str="t", sim_meta={}, timestamp=0))
     assert docs[0] == docs[1]
     assert docs[0]["jobs"][0]["read"]["total_ios"] > 50
+
+
+@pytest.mark.parametrize("bins", [2, 7, 32, 4096])
+def test_firmware_seek_estimate_is_the_first_bin_at_or_above_the_distance(bins):
+    """The seek-table estimate the SPTF choice scores (found through a bucket index, no search) is
+    the estimate of the first bin whose edge is >= the distance, for every distance of the stroke."""
+    import numpy as np
+    from numba import njit
+
+    from simulator.devices.hdd import kernels as K
+
+    spec = {**HDD, "params": {"queue": {"position_estimate": "table", "estimate_bins": bins}}}
+    dev = build_device(spec, "dev", Simulation(1).root)
+    et = dev._et
+    nb = int(np.isfinite(et[0]).sum())
+    edges = et[0, :nb]
+
+    @njit
+    def est(ds, w, par, et):
+        out = np.empty(ds.shape[0])
+        for i in range(ds.shape[0]):
+            out[i] = K.est_move(0.0, 0.0, ds[i], 1.0, w, par, et)
+        return out
+
+    ds = np.arange(1, dev.geo.ncyl, dtype=float)
+    for w in (0, 1):
+        want = et[1 + w, np.minimum(np.searchsorted(edges, ds, side="left"), nb - 1)]
+        assert np.array_equal(est(ds, w, dev._par, et), want)
+    assert est(np.zeros(1), 0, dev._par, et)[0] == dev._par[K.P_HSR]  # same cylinder, other head
 
 
 def test_window_seq_is_the_kth_oldest_host_command():

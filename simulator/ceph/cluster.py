@@ -475,24 +475,32 @@ class Cluster(Component):
         if pos < 0:  # PG below min_size: IO blocks until enough replicas are up
             pg.blocked.append((op, t))
             return
+        rec = self.recovery
+        if rec is not None and rec.jobs and rec.hold(op, t):
+            return  # its object is being recovered: the op goes on when it is
         prim = pg.acting[pos]
         op.pos = pos
         op.osd = prim
+        if rec is not None:  # in flight: resent if its PG re-peers before the reply
+            rec.live[op] = None
         payload = op.length if op.kind != _READ else 0
         t = self.net.arrival(op.image.client, prim.host, t, payload)
         ocfg = self.cfg.osd
         call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
+        rec = self.recovery
+        if rec is not None and op not in rec.live:
+            return  # a copy the client had resent after a new map: its reply is discarded
         payload = op.length if op.kind == _READ else 0
         img = op.image
         t = self.net.arrival(host, img.client, t, payload)
         ccfg = img.client_cfg
         t = img.client.cpu.book(t, ccfg.complete_cost + ccfg.cost_per_byte * payload)
+        if rec is not None:
+            rec.completed(op, t)
         if self.tracer is not None:
             self.tracer(op, t)
-        if self.timeline is not None:
-            self.timeline.add(op, t)
         op.image.complete_op(op, t)
 
     def mark_down(self, osd_id: int) -> None:
@@ -551,9 +559,10 @@ class Cluster(Component):
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
         * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool
-        * with ``events``: ``recovery_s`` (first ``out`` to the last PG backfilled; NaN while running),
-          ``recovered_gib``, and ``{before,during,after}_{iops,p50_ms,p99_ms}`` of the client object ops
-          completed before the first event, until recovery ended, and after it
+        * with ``events``: ``recovery_s`` (the first recovery's event to its last PG recovered; NaN while
+          running), ``recovered_gib``, ``{before,during,after}_{iops,p50_ms,p99_ms}`` of the client object ops
+          completed before the first event, until recovery ended, and after it, and per applied event i
+          ``ev{i}_{iops,p50_ms,p99_ms,recovery_s,moved_gib}`` (Recovery.event_figures)
         * FileStore only: ``journal_write_ms`` (mean journal write, FUA, over the OSDs),
           ``journal_entries_per_write``, ``journal_used_max`` (peak fill of the fullest journal, fraction),
           ``journal_full_waits`` (times a journal writer waited for a sync), ``sync_s`` (mean syncfs
@@ -576,6 +585,7 @@ class Cluster(Component):
             for ph, f in r["phases"].items():
                 for k in ("iops", "p50_ms", "p99_ms"):
                     rec[f"{ph}_{k}"] = f[k]
+            rec.update(self.recovery.event_figures(self.timeline))
         return {
             **rec,
             "db_util_max": max((d["utilisation"] for d in db), default=0.0),

@@ -784,15 +784,47 @@ class RecoveryConfig(ConfigModel):
         "200us", ge=0,
         description="CPU of one recovery push at the source and again at the target (PG, messenger), seconds (default 200us, an estimate)",
     )
+    client_op_priority: int = Field(
+        63, ge=1, le=63, description="wpq priority of client ops and their sub-ops (osd_client_op_priority, default 63, range 1-63)"
+    )
+    recovery_op_priority: int = Field(
+        3, ge=1, le=63,
+        description="wpq priority of recovery pushes and recovery sub-reads at their OSD (osd_recovery_op_priority, default 3, range 1-63)",
+    )
+    recovery_priority: int = Field(
+        5, ge=1, le=63,
+        description="wpq priority of the primary's recovery work item, the object read of a push (osd_recovery_priority, default 5)",
+    )
+    recovery_cost: Bytes = Field(
+        "20MiB", gt=0, description="wpq cost of the primary's recovery work item (osd_recovery_cost, default 20MiB)"
+    )
+    down_out_interval: Seconds | None = Field(
+        "600s", ge=0,
+        description=(
+            "an OSD down this long is marked out automatically (mon_osd_down_out_interval, default 600 s); "
+            "null = never (as with the noout flag)"
+        ),
+    )
+    min_pg_log_entries: int = Field(
+        3000, ge=1, description="PG log entries kept while a PG is clean (osd_min_pg_log_entries, Nautilus default 3000)"
+    )
+    max_pg_log_entries: int = Field(
+        10000, ge=1, description="PG log entries kept while a PG is degraded (osd_max_pg_log_entries, default 10000)"
+    )
 
 
 class FailureEventConfig(ConfigModel):
     """A change of an OSD's (or every OSD of a host's) state at a time of the run (simulated time since the
     cluster was built). ``down``: PGs re-peer and run degraded on the others (no data moves). ``out``: also
-    down; CRUSH maps the OSD's PG shards elsewhere (reweight 0) and recovery/backfill copies them there."""
+    down; CRUSH maps the OSD's PG shards elsewhere (reweight 0) and recovery/backfill copies them there.
+    ``up``: the OSD runs again; if it is in, its PGs re-peer with it and the objects written while it was down
+    are recovered to it (log-based recovery, or backfill when the PG log no longer covers its absence).
+    ``in``: the OSD runs and is in again (reweight 1): CRUSH maps its PGs back and they move back to it."""
 
     at: Seconds = Field(ge=0, description="simulated time of the event, seconds since the cluster was built")
-    action: Literal["down", "out"] = Field(description="down (degraded, no remap) or out (remap + backfill)")
+    action: Literal["down", "out", "up", "in"] = Field(
+        description="down (degraded, no remap), out (remap + backfill), up (back; log-based recovery), in (back and reweight 1)"
+    )
     osd: int | None = Field(None, ge=0, description="OSD id (exactly one of osd, host)")
     host: str | None = Field(None, pattern=_NAME, description="host name: all its OSDs (exactly one of osd, host)")
 

@@ -267,9 +267,11 @@ def _write_phase(op: EcOp) -> None:
             if first >= 0:
                 writes.append((i, first * su, (last - first + 1) * su))
         writes += [(p, s0 * su, nstripes * su) for p in range(ec.k, ec.k + ec.m)]
+    rec = osd.cluster.recovery
+    mirrored = rec.mirror(osd, op, writes, t) if rec is not None and pg in rec.jobs else 0  # backfill targets
     writes = [w for w in writes if _up(pg, w[0])]
     op.plan["writes"] = writes
-    op.pending = len(writes)
+    op.pending = len(writes) + mirrored
     net = osd.cluster.net
     obj = op.image.shard_size
     for pos, o, n in writes:

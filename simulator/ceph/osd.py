@@ -87,6 +87,8 @@ class ObjOp:
         "commits", "cost", "group", "image", "kind", "length", "obj_size", "objkey", "objno", "off", "onode_hit",
         "osd", "pending", "pg", "pos", "primary_op", "req", "role", "shard", "t0", "t_local",
     )
+    #: queued in the shard's background (recovery) queue, see simulator.ceph.recovery (class attribute)
+    background = False
 
     def __init__(self, kind: int, role: int, pg: PG, image: Any, objno: int, off: int, length: int):
         self.kind = kind
@@ -122,13 +124,15 @@ class ObjOp:
 class _Shard:
     """An op queue shard: its idle worker threads, its queue, and the workers that finish a job of
     known length at a known time (``lazy``: (t_end, pg)) and are released without an event of
-    their own unless an op is waiting for them (``wake_at``: time of the scheduled release)."""
+    their own unless an op is waiting for them (``wake_at``: time of the scheduled release).
+    ``rq``: recovery ops; while any wait, the cluster's Recovery picks the next op (wpq / mClock)."""
 
-    __slots__ = ("free", "lazy", "q", "wake_at")
+    __slots__ = ("free", "lazy", "q", "rq", "wake_at")
 
     def __init__(self, threads: int):
         self.free = threads
         self.q: deque[ObjOp] = deque()
+        self.rq: deque[ObjOp] = deque()
         self.lazy: list[tuple[float, PG]] = []
         self.wake_at = -1.0
 
@@ -180,10 +184,12 @@ class Osd(Component):
         sh = self.shards[op.pg.shard_seed % self.nshards]
         if sh.lazy:
             self._settle(sh)
-        if sh.free > 0 and not sh.q and op.pg not in self.busy_pgs:
+        if sh.free > 0 and not sh.q and not sh.rq and op.pg not in self.busy_pgs:
             self._dispatch(sh, op)
         else:
-            sh.q.append(op)
+            (sh.rq if op.background else sh.q).append(op)
+            if sh.rq and sh.free > 0:
+                self._next(sh)
             if sh.lazy:
                 self._arm(sh)
 
@@ -213,18 +219,21 @@ class Osd(Component):
             return  # superseded by an earlier wake-up
         sh.wake_at = -1.0
         self._settle(sh)
-        if sh.q:
+        if sh.q or sh.rq:
             self._next(sh)
-        if sh.q and sh.lazy:
+        if (sh.q or sh.rq) and sh.lazy:
             self._arm(sh)
 
     def _release_at(self, sh: _Shard, pg: PG, t: float) -> None:
         """The worker holding ``pg`` is busy until ``t`` (a CPU job whose end is known), then free."""
         sh.lazy.append((t, pg))
-        if sh.q:
+        if sh.q or sh.rq:
             self._arm(sh)
 
     def _next(self, sh: _Shard) -> None:
+        if sh.rq:  # recovery ops wait too: the op-queue scheduler picks (simulator.ceph.recovery)
+            self.cluster.recovery.serve(self, sh)
+            return
         q = sh.q
         busy = self.busy_pgs
         while sh.free > 0 and q:
@@ -247,11 +256,11 @@ class Osd(Component):
     def _free(self, sh: _Shard, pg: PG) -> None:
         sh.free += 1
         self.busy_pgs.discard(pg)
-        if sh.q:
+        if sh.q or sh.rq:
             if sh.lazy:
                 self._settle(sh)
             self._next(sh)
-            if sh.q and sh.lazy:
+            if (sh.q or sh.rq) and sh.lazy:
                 self._arm(sh)
 
     def _dispatch(self, sh: _Shard, op: ObjOp) -> None:
@@ -354,6 +363,9 @@ class Osd(Component):
                     t = net.arrival(self.host, r.host, t, payload)
                     call_at(env, r.cpu.book(t, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
                 pending += 1
+            rec = self.cluster.recovery
+            if rec is not None and pg in rec.jobs:  # backfill targets get the write too
+                pending += rec.mirror(self, op, None, now)
             op.pending = pending
             bs.write(op, self._base(op), pg, self._local_committed)
         else:

@@ -4,27 +4,56 @@ Events (``ClusterConfig.events``, simulated seconds since the cluster was built)
 
 * ``down``: the OSD(s) stop serving. Every PG with a shard there re-peers (no client IO for
   ``recovery.peering_time``) and then runs degraded on the others: replicated writes skip the down
-  replica, erasure-coded reads of a lost shard read k others and decode. Ops already at the OSDs
-  when it fails complete (as if the failure came right after them); Ceph would resend them after peering.
+  replica, erasure-coded reads of a lost shard read k others and decode. The PG log of each such PG
+  records the objects written while the OSD is away. After ``down_out_interval``
+  (mon_osd_down_out_interval, 600 s) an OSD still down is marked out automatically.
 * ``out``: also down, and reweight 0: CRUSH maps each PG again (``Cluster.map_pool``). A PG whose
   acting set changes re-peers and is backfilled: every existing object of the PG is copied to each
   OSD new in its acting set (replicated: read from the acting primary, a survivor; erasure-coded: the
   lost shard is rebuilt from k surviving shards read by the primary and decoded), then the PG switches
-  to the new acting set (another peering). Client IO goes on meanwhile on the survivors.
+  to the new acting set (another peering). Client IO goes on meanwhile on the survivors, and a client
+  write to an object the backfill has already copied goes to the backfill targets too (Ceph sends
+  writes below last_backfill to the backfill peers), so the client waits for their commit as well.
+* ``up``: the OSD runs again. Each PG it is still in re-peers with it; the objects written while it
+  was down are pushed to it -- log-based recovery when the PG log still covers its absence
+  (``max_pg_log_entries`` while the PG stayed degraded, ``min_pg_log_entries`` once it was clean
+  again), else backfill, which compares object versions and so also copies only what changed. The
+  OSD serves client IO at once (its missing objects are pushed meanwhile). An OSD that comes up while
+  out loses its stray PG copies (the PGs are clean elsewhere).
+* ``in``: up and reweight 1 again: CRUSH maps the PGs back; each moves back by recovery (its log
+  covers the OSD's absence: the OSD joins the acting set at once) or backfill (it joins at the end);
+  an OSD that kept its old copies (it stayed down while out) receives only the objects changed since.
+  While an OSD recovers in place, a client op on an object it still misses (a write; a read if it is
+  the primary) waits for that object, whose recovery starts at once at client priority
+  (wait_for_degraded_object / maybe_kick_recovery).
 
-Throttles, as the OSD applies them: a backfilling PG holds a local reservation on its primary and a
-remote one on each target (``max_backfills`` each); a primary runs at most ``recovery_max_active``
-object pushes at a time. The op-queue scheduler decides the pace: ``wpq`` starts an OSD's next push
-``recovery_sleep`` after its previous one (osd_recovery_sleep_hdd 0.1 s: at most 10 pushes/s per OSD);
-``mclock_scheduler`` paces pushes so that their cost (max(bytes, bandwidth/iops) as mClock's
-calc_scaled_cost) stays within the profile's background-recovery reservation of the OSD's bandwidth
-(high_client_ops 40 %, balanced 50 %, high_recovery_ops 70 %) -- the share recovery gets while clients
-use the rest (the model does not hand recovery the idle client share). Recovery reads and writes
-compete with client IO in BlueStore (throttles, kv_sync) and at the block layer and device.
+Client ops in flight when a PG re-peers (new interval) are resent by the client to the PG's new
+primary once peering ends (Objecter resends on a new interval); the copy already at the OSDs runs on
+but its reply is discarded, so every op completes exactly once and its latency includes the wait.
 
-Simplifications: client writes during backfill are not sent to the backfill targets (the copy moves
-exactly the data the PG held when it was remapped); a PG remapped twice finishes its first backfill
-before the next.
+Throttles, as the OSD applies them: a recovering or backfilling PG holds a local reservation on its
+primary and a remote one on each target (``max_backfills`` each; log recovery is granted before
+backfill, as OSD_RECOVERY_PRIORITY_BASE 180 > OSD_BACKFILL_PRIORITY_BASE 100); a primary runs at most
+``recovery_max_active`` object pushes at a time. Recovery work goes through the OSDs' op queues: the
+object read at the primary (a work item of priority osd_recovery_priority 5 and cost osd_recovery_cost
+20 MiB), erasure-coded sub-reads and the push at each target (osd_recovery_op_priority 3, cost = bytes)
+hold an op-queue worker and the PG like client ops do. While recovery ops wait in a shard the scheduler
+picks the next op: ``wpq`` as Ceph's WeightedPriorityQueue (src/common/WeightedPriorityQueue.h: a
+priority class drawn with probability proportional to its priority, then admitted with probability
+(max_cost - 0.9 cost) / max_cost; client ops have osd_client_op_priority 63 and cost = data bytes),
+``mclock_scheduler`` by the profile's client:recovery weights (high_client_ops 2:1, balanced 1:1,
+high_recovery_ops 1:2). The pace: under ``wpq`` an OSD's next push starts ``recovery_sleep`` after its
+previous one (osd_recovery_sleep_hdd 0.1 s: at most 10 pushes/s per OSD); under ``mclock_scheduler``
+pushes are paced so that their cost (max(bytes, bandwidth/iops) as mClock's calc_scaled_cost) stays
+within the profile's background-recovery reservation of the OSD's bandwidth (high_client_ops 40 %,
+balanced 50 %, high_recovery_ops 70 %). Recovery reads and writes then compete with client IO in
+BlueStore (throttles, kv_sync) and at the block layer and device.
+
+Simplifications: a PG remapped twice finishes its first backfill before the next; backfill's object
+scans are not modelled (only the objects it copies); a write to the object a backfill is copying at
+that moment does not wait for it; the resent op's first copy
+still does its work at the surviving OSDs (Ceph would requeue it and answer the resend from the PG
+log's dup entries).
 
 ``Timeline`` records every client object op's latency at completion; ``phases()`` splits it at the
 first event and at the end of recovery into before / during / after (n, IOPS, mean, p50, p99), and
@@ -49,15 +78,18 @@ if TYPE_CHECKING:
     from simulator.ceph.cluster import Cluster
     from simulator.ceph.osd import PG, Osd
 
-__all__ = ["MCLOCK_RECOVERY_SHARE", "Recovery", "Timeline"]
+__all__ = ["MCLOCK_RECOVERY_SHARE", "MCLOCK_WEIGHTS", "Recovery", "Timeline"]
 
 _READ = int(Op.READ)
 _WRITE = int(Op.WRITE)
-RECOVERY_PUSH = 6  # op role of a recovery push at its target (simulator.ceph.osd.EXT_ROLES)
+RECOVERY_PUSH = 6  # op role of a recovery read at its source or push at its target (simulator.ceph.osd.EXT_ROLES)
+MIRROR = 7  # op role of a client write's copy at a backfill target
 
 #: background-recovery reservation of the mClock profiles (src/osd/scheduler/mClockScheduler.cc,
 #: high_client_ops {.6, 2, 0}/{.4, 1, 0}; balanced {.5, 1, 0}/{.5, 1, 0}; high_recovery_ops {.3, 1, 0}/{.7, 2, 0})
 MCLOCK_RECOVERY_SHARE = {"high_client_ops": 0.4, "balanced": 0.5, "high_recovery_ops": 0.7}
+#: client : background-recovery weights of the same profiles (who is served when both have ops queued)
+MCLOCK_WEIGHTS = {"high_client_ops": (2.0, 1.0), "balanced": (1.0, 1.0), "high_recovery_ops": (1.0, 2.0)}
 
 
 class Timeline:
@@ -102,6 +134,12 @@ class Timeline:
             out["after"] = self._fig(lat[t >= b], t_now - b)
         return out
 
+    def window(self, a: float, b: float) -> dict[str, float]:
+        """Figures of the ops completed in [a, b)."""
+        t = np.frombuffer(self.t, dtype=np.float64)
+        lat = np.frombuffer(self.lat, dtype=np.float64)
+        return self._fig(lat[(t >= a) & (t < b)], b - a)
+
     def bins(self, width: float = 1.0) -> list[list[float]]:
         """[bin start, ops, mean ms, p99 ms] per ``width`` seconds (bins with completions only)."""
         t = np.frombuffer(self.t, dtype=np.float64)
@@ -121,33 +159,73 @@ class Timeline:
 
 class _RecOp(ObjOp):
     """A recovery read at a source or push write at a target (``job``; ``new_base``: where the target's
-    BlueStore put the object)."""
+    BlueStore put the object; ``prio``/``wcost``: its op-queue priority and cost)."""
 
-    __slots__ = ("item", "job", "new_base", "targets")
+    __slots__ = ("item", "job", "new_base", "prio", "wcost")
+    background = True
 
     def relocate(self, new_base: int) -> None:
         self.new_base = new_base
 
 
+class _Mirror(ObjOp):
+    """A client write's copy sent to a backfill target (a sub-op that commits into the backfilled object)."""
+
+    __slots__ = ("job", "key")
+
+    def relocate(self, new_base: int) -> None:
+        job = self.job
+        if job.finished:
+            self.image.obj_base[self.objno, self.pos] = new_base
+        else:
+            job.bases[self.key] = new_base
+
+
+class _Absent:
+    """What an OSD holding a copy of a PG misses while it is down or out: the PG log entries written
+    since (``entries``), the objects they touched (``missing``), its old object locations once the PG
+    has left it (``bases``: image id -> {objno: base}; None while it is still in the acting set), and
+    whether the PG was clean meanwhile (its log then trimmed to min_pg_log_entries)."""
+
+    __slots__ = ("bases", "entries", "missing", "trimmed")
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.missing: dict[tuple[int, int], None] = {}
+        self.bases: dict[int, dict[int, int]] | None = None
+        self.trimmed = False
+
+
 class _Job:
-    """The backfill of one PG to its new acting set."""
+    """The recovery or backfill of one PG to the OSDs at ``targets`` (positions in ``new_acting``).
+    ``switch``: the PG moves to ``new_acting`` when the job ends (backfill of a remapped PG); otherwise
+    the targets are in the acting set already and pushes land in place."""
 
-    __slots__ = ("active", "bases", "new_acting", "objects", "pg", "primary", "pushed", "t_start", "targets")
+    __slots__ = ("active", "bases", "episode", "finished", "kind", "missing", "new_acting", "objects", "pg", "primary",
+                 "pushed", "switch", "t_start", "targets", "waiters")
 
-    def __init__(self, pg: PG, new_acting: list[Osd], targets: list[int], objects: list[tuple[Any, int]]):
+    def __init__(self, pg: PG, new_acting: list[Osd], targets: list[int], objects: deque, kind: str, switch: bool,
+                 episode: dict[str, Any]):
         self.pg = pg
         self.new_acting = new_acting
-        self.targets = targets  # positions (in new_acting) whose OSD needs the data
-        self.objects = deque(objects)  # (image, objno)
+        self.targets = targets
+        self.objects = objects  # (image, objno, target positions)
+        self.kind = kind  # "recovery" (log-based) or "backfill"
+        self.switch = switch
+        self.episode = episode
         self.primary: Osd | None = None
         self.active = 0
         self.pushed = 0
-        self.bases: dict[tuple[int, int, int], int] = {}  # (image index, objno, position) -> base on the target
+        self.bases: dict[tuple[int, int, int], int] = {}  # (image id, objno, position) -> base on the target
         self.t_start = -1.0
+        self.finished = False
+        #: objects not yet recovered (image id, objno) -> target positions, and client ops waiting for them
+        self.missing: dict[tuple[int, int], tuple[int, ...]] = {(id(i), o): tp for i, o, tp in objects}
+        self.waiters: dict[tuple[int, int], list[tuple[ObjOp, float]]] = {}
 
 
 class Recovery:
-    """Failure events, peering pauses, backfill jobs and their throttles for one cluster."""
+    """Failure events, peering pauses, recovery/backfill jobs and their throttles for one cluster."""
 
     def __init__(self, cluster: Cluster):
         self.cl = cluster
@@ -182,57 +260,155 @@ class Recovery:
         iops = rc.mclock_max_capacity_iops or (315.0 if rot else 21500.0)
         self.mclock_rate = MCLOCK_RECOVERY_SHARE[rc.mclock_profile] * bw  # bytes/s of cost per OSD
         self.mclock_min_cost = bw / iops
+        wc, wr = MCLOCK_WEIGHTS[rc.mclock_profile]
+        self.mclock_p_rec = wr / (wc + wr)
         self.out: set[int] = set()
         self.jobs: dict[PG, _Job] = {}
+        self.want: dict[PG, tuple[list[int], dict[str, Any]]] = {}  # PGs remapped again while backfilling: the acting set CRUSH wants
+        self.absent: dict[PG, dict[int, _Absent]] = {}
+        self.down_since: dict[int, float] = {}
+        self.live: dict[ObjOp, None] = {}  # client ops at the OSDs, not yet answered
         self.waiting: deque[_Job] = deque()
         self.running: dict[int, list[_Job]] = {}  # primary OSD id -> its running jobs
         self.local_res: dict[int, int] = {}
         self.remote_res: dict[int, int] = {}
         self.next_start: dict[int, float] = {}
         self.pump_armed: set[int] = set()
+        self.reserving = False
+        self.reserve_again = False
+        self.history: list[tuple[float, str, list[int]]] = []  # events as applied (with automatic outs)
+        self.episodes: list[dict[str, Any]] = []
         self.t_first: float | None = None
         self.t_out: float | None = None
         self.t_done: float | None = None
         self.recovered_bytes = 0
         self.recovered_objects = 0
+        self.log_recovered_objects = 0
         self.pgs_remapped = 0
         self.pgs_backfilled = 0
+        self.pgs_recovered = 0
         self.peering_blocks = 0
-        self.peak_local = 0  # most backfill reservations one OSD held as primary / as target
+        self.resent_ops = 0
+        self.mirrored_writes = 0
+        self.degraded_waits = 0  # client ops that waited for their object's recovery
+        self.kicked = 0  # objects recovered ahead of their turn because a client op needed them
+        self.mirrored_bytes = 0
+        self.peak_local = 0  # most reservations one OSD held as primary / as target
         self.peak_remote = 0
         self.peak_active = 0  # most pushes one primary had in flight
-        for at, _action, _ids in self.events:
-            call_at(self.env, max(at, self.env.now), self._event, (at, _action, _ids))
+        self.queue_picks = [0, 0]  # op-queue choices between a waiting client op and recovery op: [client, recovery]
+        for ev in self.events:
+            call_at(self.env, max(ev[0], self.env.now), self._event, ev)
 
     # ------------------------------------------------------------------ events and peering
     def _event(self, ev: Any) -> None:
         _at, action, ids = ev._value
+        self._apply(action, ids, action)
+
+    def _auto_out(self, ev: Any) -> None:
+        now = self.env._now
+        ivl = float(self.cfg.down_out_interval)
+        ids = [i for i in ev._value if not self.cl.osds[i].up and i not in self.out
+               and self.down_since.get(i, now) + ivl <= now + 1e-9]  # down all along since the timer started
+        if ids:
+            self._apply("out", ids, "out (auto)")
+
+    def _apply(self, action: str, ids: list[int], label: str) -> None:
         now = self.env._now
         if self.t_first is None:
             self.t_first = now
+        self.history.append((now, label, list(ids)))
+        cl = self.cl
+        pgs_all = [pg for pool in cl.pools.values() for pg in pool.pgs]
+        if action == "down":
+            ids = [i for i in ids if cl.osds[i].up]  # an OSD already down changes nothing
+        elif action == "up":
+            ids = [i for i in ids if not cl.osds[i].up]
+        elif action == "in":
+            ids = [i for i in ids if not cl.osds[i].up or i in self.out]
         changed = set(ids)
-        for i in ids:
-            self.cl.osds[i].up = False
-        if action == "out":
-            if self.t_out is None:
-                self.t_out = now
-            self.out |= changed
-            self._remap()
-        self._peer([pg for pool in self.cl.pools.values() for pg in pool.pgs
-                    if any(o.id in changed for o in pg.acting)])
-        if action == "out" and not self.jobs:
+        ep = {"event": len(self.history) - 1, "action": label, "t": now, "t_done": None, "pgs": 0, "objects": 0,
+              "bytes": 0, "log_objects": 0}
+        self.episodes.append(ep)
+        peer: list[PG] = []
+        if action in ("down", "out"):
+            for i in ids:
+                if cl.osds[i].up:
+                    cl.osds[i].up = False
+                    self.down_since[i] = now
+                    for pg in pgs_all:
+                        if any(o.id == i for o in pg.acting):
+                            self.absent.setdefault(pg, {}).setdefault(i, _Absent())
+            if action == "out":
+                if self.t_out is None:
+                    self.t_out = now
+                self.out |= changed
+                self._remap(ep, peer)
+            elif self.cfg.down_out_interval is not None:
+                call_at(self.env, now + float(self.cfg.down_out_interval), self._auto_out, list(ids))
+            peer += [pg for pg in pgs_all if any(o.id in changed for o in pg.acting)]
+        else:  # up / in
+            for i in ids:
+                cl.osds[i].up = True
+            if action == "in":
+                self.out -= changed
+            for i in ids:
+                if i in self.out:  # up but out: the PGs are clean elsewhere and delete its stray copies
+                    for pg, ab in self.absent.items():
+                        if i in ab and all(o.id != i for o in pg.acting):
+                            del ab[i]
+            back = [pg for pg in pgs_all if any(o.id in changed for o in pg.acting)]
+            objs = {pool.id: self._objects_by_pg(pool) for pool in cl.pools.values()}
+            for pg in back:
+                if pg in self.jobs:
+                    continue
+                targets = [p for p, o in enumerate(pg.acting) if o.id in changed and o.id in self.absent.get(pg, {})]
+                if targets:
+                    self._plan(pg, list(pg.acting), targets, objs[pg.pool.id].get(pg.ps, []), ep)
+            peer += back
+            if action == "in":
+                self._remap(ep, peer)
+        seen: set[PG] = set()
+        self._peer([pg for pg in peer if not (pg in seen or seen.add(pg))])
+        self._reserve()
+        if ep["pgs"] == 0:
+            ep["t_done"] = now
+            if action != "out":
+                self.episodes.remove(ep)  # nothing to recover: not an episode
+        if not self.jobs and any(e is ep for e in self.episodes):
             self.t_done = now
 
     def _peer(self, pgs: list[PG]) -> None:
-        """PGs whose acting set changed serve no IO for ``peering_time``."""
+        """PGs whose acting set changed serve no IO for ``peering_time``; the ops the client had sent
+        to them are resent to the new primary."""
         if not pgs:
             return
         if self.cfg.peering_time <= 0:
             self._activate(pgs)
+            self._resend(pgs)
             return
         for pg in pgs:
             pg.ppos = -1
+        self._resend(pgs)
         call_at(self.env, self.env._now + self.cfg.peering_time, self._peered, pgs)
+
+    def _resend(self, pgs: list[PG]) -> None:
+        pgset = set(pgs)
+        stale = [op for op in self.live if op.pg in pgset]
+        if not stale:
+            return
+        now = self.env._now
+        for op in stale:
+            del self.live[op]
+            img = op.image
+            new = img.op_class(op.kind, img.client_role, op.pg, img, op.objno, op.off, op.length)
+            new.req = op.req
+            new.group = op.group
+            new.t0 = op.t0
+            if op.commits is not None:
+                new.commits = []
+            self.resent_ops += 1
+            self.cl.send_client_op(new, img.client.cpu.book(now, img.client_cfg.submit_cost))
 
     def _peered(self, ev: Any) -> None:
         self._activate(ev._value)
@@ -247,8 +423,141 @@ class Recovery:
                 for op, t in blocked:
                     self.cl.send_client_op(op, max(t, now))
 
-    # ------------------------------------------------------------------ remapping -> backfill jobs
-    def _remap(self) -> None:
+    # ------------------------------------------------------------------ client ops (called by the cluster)
+    def completed(self, op: ObjOp, t: float) -> bool:
+        """A client op's reply: False for a copy the client had resent elsewhere (discarded). Records the
+        latency and, for a write, the PG log entry that the PG's absent OSDs miss."""
+        if self.live.pop(op, 0) is not None:
+            return False
+        # (the cluster checks liveness before the reply's network and CPU bookings)
+        tl = self.cl.timeline
+        if tl is not None:
+            tl.add(op, t)
+        if op.kind != _READ:
+            ab = self.absent.get(op.pg)
+            if ab:
+                key = (id(op.image), op.objno)
+                for a in ab.values():
+                    a.entries += 1
+                    a.missing[key] = None
+        return True
+
+    def mirror(self, prim: Osd, op: ObjOp, shard_writes: list[tuple[int, int, int]] | None, t: float) -> int:
+        """Send ``op``'s write to the backfill targets that already hold the object; returns how many."""
+        job = self.jobs.get(op.pg)
+        if job is None or not job.switch:
+            return 0
+        img = op.image
+        iid = id(img)
+        if shard_writes is None:
+            items = [(p, op.off, op.length) for p in job.targets]
+        else:
+            items = [w for w in shard_writes if w[0] in job.targets]
+        cfg = prim.cfg
+        net = self.cl.net
+        n = 0
+        for p, o, ln in items:
+            key = (iid, op.objno, p)
+            if key not in job.bases:
+                continue  # not copied yet: the backfill will bring the object with this write
+            tgt = job.new_acting[p]
+            if not tgt.up:
+                continue
+            m = _Mirror(op.kind, MIRROR, op.pg, img, op.objno, o, ln)
+            m.obj_size = img.shard_size
+            m.pos = p
+            m.primary_op = op
+            m.osd = tgt
+            m.job = job
+            m.key = key
+            per_byte = cfg.msgr_cost_per_byte * ln
+            ts = prim.cpu.book(t, cfg.msgr_send_cost + per_byte)
+            ts = net.arrival(prim.host, tgt.host, ts, ln)
+            call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + per_byte), tgt.on_op, m)
+            n += 1
+            self.mirrored_bytes += ln
+        self.mirrored_writes += n
+        return n
+
+    def hold(self, op: ObjOp, t: float) -> bool:
+        """A client op on an object a recovering OSD of its PG still misses waits for that object
+        (a write: missing anywhere in the acting set; a read: missing at the primary), and the object is
+        recovered at once at client priority (Ceph's wait_for_degraded_object / wait_for_unreadable_object
+        and maybe_kick_recovery). True if ``op`` was held."""
+        job = self.jobs.get(op.pg)
+        if job is None or job.switch:
+            return False
+        key = (id(op.image), op.objno)
+        tpos = job.missing.get(key)
+        if tpos is None:
+            return False
+        pg = op.pg
+        if op.kind == _READ and pg.ppos not in tpos:
+            return False
+        waiting = job.waiters.get(key)
+        if waiting is None:
+            waiting = job.waiters[key] = []
+            objs = job.objects
+            for i, (img, objno, tp) in enumerate(objs):
+                if img is op.image and objno == op.objno:  # not started yet: kick it now
+                    del objs[i]
+                    tids = {job.new_acting[p].id for p in job.targets}
+                    prim = job.primary or next((o for o in pg.acting if o.up and o.id not in tids), None)
+                    if prim is None:
+                        objs.appendleft((img, objno, tp))
+                        break
+                    job.active += 1
+                    self.kicked += 1
+                    self._push(job, img, objno, tp, prim, self.cfg.client_op_priority)
+                    break
+        waiting.append((op, t))
+        self.degraded_waits += 1
+        return True
+
+    # ------------------------------------------------------------------ the op-queue scheduler
+    def serve(self, osd: Osd, sh: Any) -> None:
+        """Dispatch waiting ops of a shard while workers are free, choosing between the first
+        dispatchable client op and recovery op as wpq / mClock do."""
+        q, rq = sh.q, sh.rq
+        busy = osd.busy_pgs
+        while sh.free > 0 and (q or rq):
+            ci = next((i for i, o in enumerate(q) if o.pg not in busy), -1)
+            ri = next((i for i, o in enumerate(rq) if o.pg not in busy), -1)
+            if ci < 0 and ri < 0:
+                return
+            if ri < 0:
+                take_rec = False
+            elif ci < 0:
+                take_rec = True
+            else:
+                take_rec = self._pick(osd, q[ci], rq[ri])
+                self.queue_picks[take_rec] += 1
+            if take_rec:
+                op = rq[ri]
+                del rq[ri]
+            else:
+                op = q[ci]
+                del q[ci]
+            osd._dispatch(sh, op)
+
+    def _pick(self, osd: Osd, c: ObjOp, r: _RecOp) -> bool:
+        """True to serve the recovery op ``r`` before the client op ``c``."""
+        rnd = osd.rand
+        if self.mclock:
+            return rnd.random() < self.mclock_p_rec
+        pc = self.cfg.client_op_priority
+        pr = r.prio
+        cc = c.length if c.kind != _READ else 0
+        cr = r.wcost
+        mx = max(cc, cr)
+        while True:  # WeightedPriorityQueue::pop: a class by priority, then a cost coin flip
+            rec = rnd.random() * (pc + pr) < pr
+            cost = cr if rec else cc
+            if mx == 0 or rnd.random() * mx <= mx - 0.9 * cost:
+                return rec
+
+    # ------------------------------------------------------------------ planning
+    def _remap(self, ep: dict[str, Any], peer: list[PG]) -> None:
         cl = self.cl
         by_id = {o.id: o for o in cl.osds}
         for pool in cl.pools.values():
@@ -256,22 +565,68 @@ class Recovery:
             objs = self._objects_by_pg(pool)
             for pg, a in zip(pool.pgs, new, strict=True):
                 if pg in self.jobs:
-                    continue  # one backfill at a time per PG (see module docstring)
-                cur = [o.id for o in pg.acting]
-                if a == cur:
+                    self.want[pg] = (a, ep)  # planned when the running job ends (one job per PG at a time)
                     continue
-                new_acting = [by_id[x] for x in a if x in by_id]
-                if len(new_acting) != len(a):
-                    continue  # an unfillable EC slot: the PG stays degraded
-                if pool.ec is not None:
-                    targets = [i for i, (x, y) in enumerate(zip(cur, a, strict=True)) if x != y]
-                else:
-                    targets = [i for i, x in enumerate(a) if x not in cur]
-                self.pgs_remapped += 1
-                job = _Job(pg, new_acting, targets, objs.get(pg.ps, []))
-                self.jobs[pg] = job
-                self.waiting.append(job)
-        self._reserve()
+                if self._plan_remap(pg, a, by_id, objs.get(pg.ps, []), ep):
+                    peer.append(pg)
+
+    def _plan_remap(self, pg: PG, a: list[int], by_id: dict[int, Osd], objs: list[tuple[Any, int]], ep: dict[str, Any]) -> bool:
+        cur = [o.id for o in pg.acting]
+        if a == cur:
+            return False
+        new_acting = [by_id[x] for x in a if x in by_id]
+        if len(new_acting) != len(a):
+            return False  # an unfillable EC slot: the PG stays degraded
+        if pg.pool.ec is not None:
+            targets = [i for i, (x, y) in enumerate(zip(cur, a, strict=True)) if x != y]
+        else:
+            targets = [i for i, x in enumerate(a) if x not in cur]
+        self.pgs_remapped += 1
+        if not targets:  # only the order changed: no data to move
+            self._relayout(pg, new_acting, [], {})
+            return True
+        self._plan(pg, new_acting, targets, objs, ep)
+        return True
+
+    def _plan(self, pg: PG, new_acting: list[Osd], targets: list[int], objs: list[tuple[Any, int]], ep: dict[str, Any]) -> None:
+        """A job bringing the OSDs at ``targets`` of ``new_acting`` up to date: everything for an OSD
+        without a copy of the PG, the objects changed since it left for one with an old copy."""
+        ab = self.absent.get(pg, {})
+        rc = self.cfg
+        in_place = new_acting == pg.acting
+        kind = "recovery"
+        per_target: dict[int, dict | None] = {}
+        old: dict[int, _Absent] = {}
+        for p in targets:
+            a = ab.pop(new_acting[p].id, None)
+            if a is None or (a.bases is None and not in_place and new_acting[p] not in pg.acting):
+                kind = "backfill"
+                per_target[p] = None
+                continue
+            old[p] = a
+            if a.entries > (rc.min_pg_log_entries if a.trimmed else rc.max_pg_log_entries):
+                kind = "backfill"  # the log no longer covers it; backfill's version compare copies the same objects
+            per_target[p] = a.missing
+        objects: deque = deque()
+        for img, objno in objs:
+            key = (id(img), objno)
+            tpos = tuple(p for p in targets if per_target[p] is None or key in per_target[p])
+            if tpos:
+                objects.append((img, objno, tpos))
+        switch = kind == "backfill" and not in_place
+        job = _Job(pg, new_acting, targets, objects, kind, switch, ep)
+        for p, a in old.items():  # the target's own copies of the objects it does not miss
+            if a.bases is None:
+                continue
+            for img in self.cl.images.values():
+                for objno, b in a.bases.get(id(img), {}).items():
+                    if b >= 0:
+                        job.bases[(id(img), objno, p)] = b
+        if not in_place and not switch:  # log recovery: the OSDs join the acting set now
+            self._relayout(pg, new_acting, targets, job.bases)
+        ep["pgs"] += 1
+        self.jobs[pg] = job
+        self.waiting.append(job)
 
     def _objects_by_pg(self, pool: Any) -> dict[int, list[tuple[Any, int]]]:
         """Existing objects of every image in ``pool``, grouped by PG, in object order."""
@@ -290,19 +645,69 @@ class Recovery:
                     out.setdefault(int(seg_p[0]), []).extend((img, int(x)) for x in seg_o.tolist())
         return out
 
+    def _relayout(self, pg: PG, new: list[Osd], targets: list[int], bases: dict[tuple[int, int, int], int]) -> None:
+        """Switch ``pg`` to the acting set ``new``: the object-location columns follow their OSDs, the
+        targets' columns come from ``bases``; an OSD leaving while down keeps its old copies."""
+        old = pg.acting
+        ec = pg.pool.ec is not None
+        ab = self.absent.get(pg, {})
+        for img in self.cl.images.values():
+            if img.pool is not pg.pool:
+                continue
+            rows = np.flatnonzero(img.obj_ps_array == pg.ps)
+            if rows.size == 0:
+                continue
+            cols = img.obj_base[rows].copy()
+            out = np.full_like(cols, -1)
+            iid = id(img)
+            rl = rows.tolist()
+            for j, o in enumerate(new):
+                if j in targets:
+                    out[:, j] = [bases.get((iid, objno, j), -1) for objno in rl]
+                elif ec:
+                    out[:, j] = cols[:, j]
+                else:
+                    out[:, j] = cols[:, old.index(o)]
+            for i, o in enumerate(old):
+                if (new[i] is not o) if ec else (o not in new):
+                    a = ab.get(o.id)
+                    if a is not None:
+                        if o.up:  # a running OSD deletes the PG copy it no longer serves
+                            del ab[o.id]
+                        else:
+                            if a.bases is None:
+                                a.bases = {}
+                            a.bases[iid] = dict(zip(rl, cols[:, i].tolist(), strict=True))
+            img.obj_base[rows] = out
+        pg.acting = new
+
     def _reserve(self) -> None:
-        """Grant local (primary) and remote (target) backfill reservations, FIFO with skipping."""
+        """Grant local (primary) and remote (target) reservations, log recovery before backfill, FIFO with skipping."""
+        if self.reserving:  # called again from a job finished inside the loop: the loop goes round once more
+            self.reserve_again = True
+            return
+        self.reserving = True
+        try:
+            self.reserve_again = True
+            while self.reserve_again:
+                self.reserve_again = False
+                self._reserve_once()
+        finally:
+            self.reserving = False
+
+    def _reserve_once(self) -> None:
         mb = self.cfg.max_backfills
-        still: deque[_Job] = deque()
         now = self.env._now
-        while self.waiting:
-            job = self.waiting.popleft()
+        order = [j for j in self.waiting if j.kind == "recovery"] + [j for j in self.waiting if j.kind != "recovery"]
+        self.waiting = deque()
+        still: deque[_Job] = deque()
+        for job in order:
             pg = job.pg
-            prim = next((o for o in pg.acting if o.up), None)  # the acting primary: the first up OSD
+            tids = {job.new_acting[i].id for i in job.targets}
+            prim = next((o for o in pg.acting if o.up and o.id not in tids), None)  # a complete acting OSD leads
             if prim is None:
                 still.append(job)
                 continue
-            tids = {job.new_acting[i].id for i in job.targets}
             if self.local_res.get(prim.id, 0) >= mb or any(self.remote_res.get(t, 0) >= mb for t in tids):
                 still.append(job)
                 continue
@@ -315,9 +720,11 @@ class Recovery:
             job.t_start = now
             self.running.setdefault(prim.id, []).append(job)
             if not job.objects:
-                self._finish(job)
+                if job.active == 0:  # (else the last kicked push finishes it)
+                    self._finish(job)
             else:
                 self._pump(prim)
+        still.extend(self.waiting)  # jobs planned meanwhile (a finished job's PG remapped again)
         self.waiting = still
 
     # ------------------------------------------------------------------ pushes
@@ -342,26 +749,27 @@ class Recovery:
                     self.pump_armed.add(osd.id)
                     call_at(env, nxt, self._pump_ev, osd)
                 return
-            img, objno = job.objects.popleft()
+            img, objno, tpos = job.objects.popleft()
             job.active += 1
             self.peak_active = max(self.peak_active, active + 1)
             nbytes = img.shard_size
             if self.mclock:
-                cost = max(nbytes, self.mclock_min_cost) * len(job.targets)
+                cost = max(nbytes, self.mclock_min_cost) * len(tpos)
                 self.next_start[osd.id] = max(now, nxt) + cost / self.mclock_rate
             else:
                 self.next_start[osd.id] = now + self.sleep
-            self._push(job, img, objno)
+            self._push(job, img, objno, tpos)
 
     def _pump_ev(self, ev: Any) -> None:
         osd = ev._value
         self.pump_armed.discard(osd.id)
         self._pump(osd)
 
-    def _push(self, job: _Job, img: Any, objno: int) -> None:
-        """Read the object (replicated: at the primary; EC: k surviving shards), rebuild, send to the targets."""
+    def _push(self, job: _Job, img: Any, objno: int, tpos: tuple[int, ...], prim: Osd | None = None, prio: int = 0) -> None:
+        """Read the object (replicated: at the primary; EC: k surviving shards), rebuild, send to the
+        targets. ``prim``/``prio``: a push a client op kicked (before the job's reservation, at client priority)."""
         pg = job.pg
-        prim = job.primary
+        prim = prim or job.primary
         pool = pg.pool
         rc = self.cfg
         t = prim.cpu.book(self.env._now, rc.recovery_op_cost)
@@ -369,8 +777,9 @@ class Recovery:
             sources = [pg.acting.index(prim)]
         else:
             lost = set(job.targets)
-            sources = [p for p in range(pool.size) if p not in lost and pg.acting[p].up][: pool.ec.k]
-        item = [len(sources), img, objno]
+            tids = {job.new_acting[i].id for i in job.targets}
+            sources = [p for p in range(pool.size) if p not in lost and pg.acting[p].up and pg.acting[p].id not in tids][: pool.ec.k]
+        item = [len(sources), img, objno, tpos, prim, prio]
         for pos in sources:
             src = pg.acting[pos]
             rop = _RecOp(_READ, RECOVERY_PUSH, pg, img, objno, 0, img.shard_size)
@@ -378,27 +787,21 @@ class Recovery:
             rop.job = job
             rop.item = item
             rop.osd = src
-            if src is prim:
-                call_at(self.env, t, self._read_at_source, rop)
+            if src is prim:  # the primary's recovery work item
+                rop.prio = prio or rc.recovery_priority
+                rop.wcost = rc.recovery_cost
+                call_at(self.env, t, src.on_op, rop)
             else:  # a sub-read request to the shard's OSD
+                rop.prio = prio or rc.recovery_op_priority
+                rop.wcost = img.shard_size
                 cfg = prim.cfg
                 ts = prim.cpu.book(t, cfg.msgr_send_cost)
                 ts = self.cl.net.arrival(prim.host, src.host, ts, 0)
-                call_at(self.env, src.cpu.book(ts, cfg.msgr_recv_cost + rc.recovery_op_cost), self._read_at_source, rop)
-
-    def _read_at_source(self, ev: Any) -> None:
-        rop = ev._value
-        src = rop.osd
-        base = int(rop.image.obj_base[rop.objno, rop.pos])
-        if base < 0:
-            self._source_done(rop)
-            return
-        src.bs.read(rop, base, True, self._source_done)
+                call_at(self.env, src.cpu.book(ts, cfg.msgr_recv_cost + rc.recovery_op_cost), src.on_op, rop)
 
     def _source_done(self, rop: _RecOp) -> None:
         """A source read is done; its data goes to the primary (EC) or straight on (replicated)."""
-        job = rop.job
-        prim = job.primary
+        prim = rop.item[4]
         src = rop.osd
         env = self.env
         t = env._now
@@ -416,9 +819,9 @@ class Recovery:
         if item[0] > 0:
             return
         job = rop.job
-        prim = job.primary
+        prim = item[4]
         pool = job.pg.pool
-        img, objno = item[1], item[2]
+        img, objno, tpos = item[1], item[2], item[3]
         t = self.env._now
         if pool.ec is not None:
             ec = pool.ec
@@ -427,7 +830,7 @@ class Recovery:
         n = img.shard_size
         cfg = prim.cfg
         rc = self.cfg
-        for pos in job.targets:
+        for pos in tpos:
             tgt = job.new_acting[pos]
             wop = _RecOp(_WRITE, RECOVERY_PUSH, job.pg, img, objno, 0, n)
             wop.obj_size = n
@@ -436,19 +839,17 @@ class Recovery:
             wop.osd = tgt
             wop.new_base = -1
             wop.item = item
+            wop.prio = item[5] or rc.recovery_op_priority
+            wop.wcost = n
             item[0] += 1
             ts = prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n)
             ts = self.cl.net.arrival(prim.host, tgt.host, ts, n)
             call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + rc.recovery_op_cost),
-                    self._write_at_target, wop)
-
-    def _write_at_target(self, ev: Any) -> None:
-        wop = ev._value
-        if wop.osd.bs.admit(wop, self._admitted):
-            self._admitted(wop)
+                    tgt.on_op, wop)
 
     def _admitted(self, wop: _RecOp) -> None:
-        bs = wop.osd.bs
+        osd = wop.osd
+        bs = osd.bs
         n = wop.length
         if bs.KIND == "bluestore" and n > bs.cfg.prefer_deferred_size:
             base = 0  # BlueStore writes a large write to new space itself (relocate)
@@ -456,13 +857,18 @@ class Recovery:
             base = bs.alloc(n)
         wop.new_base = base
         bs.write(wop, base, ("recovery", wop.pg), self._written)
+        osd._release(wop)  # the push's transaction is queued: the worker takes its next op
 
     def _written(self, wop: _RecOp) -> None:
         job = wop.job
-        job.bases[(id(wop.image), wop.objno, wop.pos)] = wop.new_base
+        if job.switch:
+            job.bases[(id(wop.image), wop.objno, wop.pos)] = wop.new_base
+        else:
+            wop.image.obj_base[wop.objno, wop.pos] = wop.new_base
         self.recovered_bytes += wop.length
+        job.episode["bytes"] += wop.length
         tgt = wop.osd
-        prim = job.primary
+        prim = wop.item[4]
         cfg = tgt.cfg
         t = tgt.cpu.book(self.env._now, cfg.msgr_send_cost)
         t = self.cl.net.arrival(tgt.host, prim.host, t, 0)
@@ -478,52 +884,100 @@ class Recovery:
         job.active -= 1
         job.pushed += 1
         self.recovered_objects += 1
+        job.episode["objects"] += 1
+        if job.kind == "recovery":
+            self.log_recovered_objects += 1
+            job.episode["log_objects"] += 1
+        key = (id(wop.image), wop.objno)
+        job.missing.pop(key, None)
+        held = job.waiters.pop(key, None)
+        if held:  # the client ops that waited for this object go on
+            now = self.env._now
+            for op, t in held:
+                self.cl.send_client_op(op, max(t, now))
+        if job.primary is None:
+            return  # a kicked push of a job still waiting for its reservations
         if not job.objects and job.active == 0:
             self._finish(job)
         self._pump(job.primary)
 
-    # ------------------------------------------------------------------ a PG is backfilled
+    # ------------------------------------------------------------------ a PG is recovered / backfilled
     def _finish(self, job: _Job) -> None:
         pg = job.pg
-        old = pg.acting
         new = job.new_acting
-        for img in self.cl.images.values():
-            if img.pool is not pg.pool:
-                continue
-            rows = np.flatnonzero(img.obj_ps_array == pg.ps)
-            if rows.size == 0:
-                continue
-            cols = img.obj_base[rows].copy()
-            out = np.full_like(cols, -1)
-            for j, o in enumerate(new):
-                if j in job.targets:
-                    for r_i, objno in enumerate(rows.tolist()):
-                        out[r_i, j] = job.bases.get((id(img), objno, j), -1)
-                elif pg.pool.ec is not None:
-                    out[:, j] = cols[:, j]
-                else:
-                    out[:, j] = cols[:, old.index(o)]
-            img.obj_base[rows] = out
-        pg.acting = new
-        self.pgs_backfilled += 1
+        if job.switch:
+            self._relayout(pg, new, job.targets, job.bases)
+        job.finished = True
+        if job.kind == "recovery":
+            self.pgs_recovered += 1
+        else:
+            self.pgs_backfilled += 1
         prim = job.primary
         self.local_res[prim.id] -= 1
         for i in job.targets:
             self.remote_res[new[i].id] -= 1
         self.running[prim.id].remove(job)
         del self.jobs[pg]
-        self._peer([pg])
+        if len(pg.acting) == pg.pool.size and all(o.up for o in pg.acting):
+            for a in self.absent.get(pg, {}).values():
+                a.trimmed = True  # the PG is clean: its log is trimmed to min_pg_log_entries
+        ep = job.episode
+        ep["pgs"] -= 1
+        if ep["pgs"] == 0:
+            ep["t_done"] = self.env._now
+        if job.switch:
+            self._peer([pg])
+        w = self.want.pop(pg, None)
+        if w is not None:
+            a, wep = w
+            by_id = {o.id: o for o in self.cl.osds}
+            objs = self._objects_by_pg(pg.pool).get(pg.ps, [])
+            if self._plan_remap(pg, a, by_id, objs, wep):
+                self._peer([pg])
+            if wep["pgs"] > 0:
+                wep["t_done"] = None
         if not self.jobs:
             self.t_done = self.env._now
         self._reserve()
 
     # ------------------------------------------------------------------ statistics
+    def event_figures(self, timeline: Timeline) -> dict[str, float]:
+        """Per applied event i: ``ev{i}_{iops,p50_ms,p99_ms}`` of the client ops completed from the event
+        to the end of the recovery it started (or to the next event, or now), ``ev{i}_recovery_s`` and
+        ``ev{i}_moved_gib`` (NaN / 0 for an event that moved nothing)."""
+        now = self.env._now
+        eps = {ep["event"]: ep for ep in self.episodes}
+        out: dict[str, float] = {}
+        for i, (t, _a, _ids) in enumerate(self.history):
+            nxt = self.history[i + 1][0] if i + 1 < len(self.history) else now
+            ep = eps.get(i)
+            end = nxt
+            if ep is not None and ep["t_done"] is not None:
+                end = min(end, ep["t_done"]) if ep["t_done"] > t else nxt
+            f = timeline.window(t, max(end, t))
+            out[f"ev{i}_iops"] = f["iops"]
+            out[f"ev{i}_p50_ms"] = f["p50_ms"]
+            out[f"ev{i}_p99_ms"] = f["p99_ms"]
+            done = ep is not None and ep["t_done"] is not None
+            out[f"ev{i}_recovery_s"] = (ep["t_done"] - ep["t"]) if done else float("nan")
+            out[f"ev{i}_moved_gib"] = (ep["bytes"] / float(1 << 30)) if ep is not None else 0.0
+        return out
+
     def stats(self, timeline: Timeline, t_start: float) -> dict[str, Any]:
         now = self.env._now
-        t_end = self.t_done if self.t_out is not None else None
-        rec_s = (self.t_done - self.t_out) if (self.t_out is not None and self.t_done is not None) else float("nan")
+        first = self.episodes[0] if self.episodes else None
+        t_end = self.t_done if self.t_out is not None or self.episodes else None
+        rec_s = float("nan")  # the first episode's: its event to its last PG recovered
+        if first is not None and first["t_done"] is not None:
+            rec_s = first["t_done"] - first["t"]
+        eps = []
+        for ep in self.episodes:
+            e = dict(ep)
+            e["recovery_s"] = (ep["t_done"] - ep["t"]) if ep["t_done"] is not None else float("nan")
+            eps.append(e)
         return {
             "events": [{"at": at, "action": a, "osds": ids} for at, a, ids in self.events],
+            "history": [{"t": t, "action": a, "osds": ids} for t, a, ids in self.history],
             "op_queue": "mclock_scheduler" if self.mclock else "wpq",
             "recovery_sleep_s": self.sleep,
             "t_first_event": self.t_first,
@@ -531,20 +985,74 @@ class Recovery:
             "recovery_s": rec_s,
             "recovered_bytes": self.recovered_bytes,
             "recovered_objects": self.recovered_objects,
+            "log_recovered_objects": self.log_recovered_objects,
             "pgs_remapped": self.pgs_remapped,
             "pgs_backfilled": self.pgs_backfilled,
+            "pgs_recovered": self.pgs_recovered,
             "pgs_backfilling": len(self.jobs),
             "ops_blocked_by_peering": self.peering_blocks,
+            "ops_resent": self.resent_ops,
+            "mirrored_writes": self.mirrored_writes,
+            "mirrored_bytes": self.mirrored_bytes,
+            "ops_waited_for_recovery": self.degraded_waits,
+            "objects_kicked": self.kicked,
+            "queue_picks_client": self.queue_picks[0],
+            "queue_picks_recovery": self.queue_picks[1],
             "peak_backfills_local": self.peak_local,
             "peak_backfills_remote": self.peak_remote,
             "peak_pushes_active": self.peak_active,
+            "episodes": eps,
             "phases": timeline.phases(t_start, self.t_first, t_end, now),
             "timeline": timeline.bins(1.0),
         }
 
 
-def _push_role(osd: Any, sh: Any, op: Any) -> None:  # pragma: no cover - pushes bypass the op queue
-    raise AssertionError("recovery pushes are not queued")
+def _serve_push(osd: Osd, sh: Any, op: _RecOp) -> None:
+    """A recovery op took a worker of ``osd``'s op queue: the source read (synchronous in the op
+    thread, as build_push_op / handle_sub_read read) or the push's transaction at the target."""
+    rec = osd.cluster.recovery
+    if op.kind == _READ:
+        base = int(op.image.obj_base[op.objno, op.pos])
+        if base < 0:
+            osd._release(op)
+            rec._source_done(op)
+            return
+        osd.bs.read(op, base, True, _read_done)
+    elif osd.bs.admit(op, rec._admitted):
+        rec._admitted(op)
+    # else: the worker waits in the object store's throttle, as a client write's does
 
 
-EXT_ROLES[RECOVERY_PUSH] = _push_role
+def _read_done(op: _RecOp) -> None:
+    osd = op.osd
+    osd._release(op)
+    osd.cluster.recovery._source_done(op)
+
+
+def _serve_mirror(osd: Osd, sh: Any, m: _Mirror) -> None:
+    osd.subops += 1
+    call_at(osd.env, osd.cpu.book(osd.env._now, osd._cost(osd.cfg.subop_cost)), _mirror_prepared, m)
+
+
+def _mirror_prepared(ev: Any) -> None:
+    m = ev._value
+    if m.osd.bs.admit(m, _mirror_admitted):
+        _mirror_admitted(m)
+
+
+def _mirror_admitted(m: _Mirror) -> None:
+    osd = m.osd
+    job = m.job
+    if job.finished:
+        base = int(m.image.obj_base[m.objno, m.pos])
+    else:
+        base = job.bases.get(m.key, -1)
+    if base < 0:
+        base = osd.bs.alloc(m.obj_size)
+        m.relocate(base)
+    osd.bs.write(m, base, m.pg, osd._subop_committed)
+    osd._release(m)
+
+
+EXT_ROLES[RECOVERY_PUSH] = _serve_push
+EXT_ROLES[MIRROR] = _serve_mirror

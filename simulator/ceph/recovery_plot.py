@@ -1,6 +1,7 @@
 """The client-latency-over-time plot of a failure experiment's runs (``Cluster.stats()["recovery"]``):
 ``python -m simulator.ceph.recovery_plot OUT_DIR`` writes OUT_DIR/recovery_timeline.png (p99 and mean per
-second of every run, dotted lines at the first failure event and at the end of recovery)."""
+second of every run, dotted lines at each event -- down, out, up, in, automatic out -- named at the top,
+and dashed grey lines where a recovery or backfill ended)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,21 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 __all__ = ["plot_timeline"]
 
 
-def plot_timeline(series: list[tuple[str, list[list[float]], list[float]]], path: str | Path, title: str = "") -> Path:
-    """p99 and mean client latency per second of each run (label, bins, event/recovery-end times)."""
+def plot_timeline(series: list[tuple[str, list[list[float]], list[Any]]], path: str | Path, title: str = "") -> Path:
+    """p99 and mean client latency per second of each run (label, bins, marks). A mark is a time (a
+    dotted line), a (time, name) pair (a dotted line named at the top: an event) or (time, None) (a
+    dashed grey line: the end of a recovery)."""
     from simulator.metrics.plots import new_figure, save_figure
 
     fig, ax = new_figure(8.0, 4.5)
+    named: set[tuple[float, str]] = set()  # an event shared by several runs is named once
     for label, bins, marks in series:
         if not bins:
             continue
@@ -26,12 +31,21 @@ def plot_timeline(series: list[tuple[str, list[list[float]], list[float]]], path
         (line,) = ax.plot(b[:, 0], b[:, 3], label=f"{label} p99")
         ax.plot(b[:, 0], b[:, 2], linestyle="--", color=line.get_color(), label=f"{label} mean")
         for m in marks:
-            if m is not None and math.isfinite(m):
-                ax.axvline(m, color=line.get_color(), linestyle=":", linewidth=1)
+            t, name = (m, "") if not isinstance(m, (tuple, list)) else (m[0], m[1])
+            if t is None or not math.isfinite(t):
+                continue
+            if name is None:
+                ax.axvline(t, color="0.6", linestyle="--", linewidth=0.8)
+                continue
+            ax.axvline(t, color=line.get_color(), linestyle=":", linewidth=1)
+            if name and (t, name) not in named:
+                named.add((t, name))
+                ax.annotate(name, (t, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
+                            va="top", ha="right", color="0.3")
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("client latency (ms)")
     ax.set_yscale("log")
-    ax.set_title(title or "client latency around the failure (dotted: failure, end of recovery)")
+    ax.set_title(title or "client latency around the failure (dotted: events; dashed: end of a recovery)")
     ax.legend(fontsize=8)
     return save_figure(fig, path)
 
@@ -56,7 +70,13 @@ def _main(argv: list[str]) -> int:
             continue
         labels = meta.get("labels") or {}
         label = ", ".join(str(v) for v in labels.values()) or r.stem
-        series.append((label, rec.get("timeline") or [], [rec.get("t_first_event"), rec.get("t_recovered")]))
+        hist = rec.get("history") or []
+        if hist:
+            marks: list[Any] = [(h.get("t"), h.get("action", "")) for h in hist]
+            marks += [(ep.get("t_done"), None) for ep in rec.get("episodes") or []]
+        else:  # a run document written before the event history existed
+            marks = [rec.get("t_first_event"), rec.get("t_recovered")]
+        series.append((label, rec.get("timeline") or [], marks))
     if not series:
         print(f"{out}: no runs with recovery statistics", file=sys.stderr)
         return 2

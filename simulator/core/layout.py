@@ -75,7 +75,28 @@ TI_ARRIVALS = 19  # arrivals so far (linear rate: the k-th is due at t0 + k / ra
 TI_STOPSCHED = 20
 TI_RPOS = 21  # rate uniforms buffer: next
 TI_RLEN = 22  # rate uniforms buffer: valid length
-NTI = 23
+TI_MIXED = 23  # 1 = rw/randrw: the direction of each IO is fio's rwmix choice
+TI_MIXREAD = 24  # rwmixread, percent
+TI_RWDDIR = 25  # rwmix: current direction
+TI_RWISS = 26  # rwmix: issues of the current direction before the next draw
+TI_ISS = 27  # issues per direction since the ramp ended (3 columns: read, write, trim)
+TI_WISS = 30  # writes issued since the ramp ended (the fsync cadence)
+TI_SYNCDUE = 31  # 1 = a flush goes before the next IO
+TI_FSYNCN = 32  # fsync=N (0 none)
+TI_FDSYNCN = 33  # fdatasync=N (0 none)
+TI_FLINFL = 34  # flushes in flight
+TI_BLOCKING = 35  # 1 = flushes block the thread (synchronous engines)
+TI_BLOCKER = 36  # the request blocking the thread, -1 none
+TI_ENDFSYNC = 37  # 1 = end_fsync (a job that writes)
+TI_ENDSYNCS = 38  # end flushes still to issue
+TI_BS1 = 39  # write block size (TI_BS: the read's, or the only direction's)
+TI_OFFMODE = 40  # 0 one offset stream for every direction, 1 one per direction (writes in offw)
+TI_OFFPOSW = 41
+TI_OFFLENW = 42
+TI_MPOS = 43  # rwmix uniforms buffer: next
+TI_MLEN = 44  # rwmix uniforms buffer: valid length
+TI_VARBS = 45  # 1 = block sizes vary per IO (bssplit/bsrange): bsz holds each IO's, beside its offset
+NTI = 46
 TF_TREC = 0  # end of ramp: completions from here on are recorded
 TF_TSTOP = 1  # end of runtime (inf = none)
 TF_RAMP = 2
@@ -168,7 +189,7 @@ State = namedtuple(
         "gi", "gf",
         "ht", "hs", "hk", "hg", "ha",
         "rqi", "rqf", "rfree",
-        "thi", "thf", "offs", "ru",
+        "thi", "thf", "offs", "ru", "offw", "mu", "bsz",
         "lg", "lgt",
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",

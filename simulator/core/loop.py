@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from simulator import nbcache
 from simulator.core import layout as _layout
@@ -50,6 +52,7 @@ from simulator.core.layout import (
     HF_LINK_BUSY,
     HF_LRATE,
     HF_MECH_END,
+    HF_OVH_FLUSH,
     HF_OVH_HIT,
     HF_OVH_R,
     HF_OVH_W,
@@ -122,27 +125,48 @@ from simulator.core.layout import (
     TF_TSTOP,
     TI_ARRIVALS,
     TI_BACKLOG,
+    TI_BLOCKER,
+    TI_BLOCKING,
     TI_BS,
+    TI_BS1,
     TI_CBYTES,
     TI_CIOS,
     TI_DDIR,
     TI_DEPTH,
     TI_DEV,
     TI_DONE,
+    TI_ENDFSYNC,
+    TI_ENDSYNCS,
+    TI_FDSYNCN,
+    TI_FLINFL,
+    TI_FSYNCN,
     TI_FUA,
     TI_IFBYTES,
     TI_INFL,
     TI_IOSLIM,
+    TI_ISS,
     TI_ISSUING,
     TI_LIMON,
+    TI_MIXED,
+    TI_MIXREAD,
+    TI_MLEN,
+    TI_MPOS,
     TI_OFFLEN,
+    TI_OFFLENW,
+    TI_OFFMODE,
     TI_OFFPOS,
+    TI_OFFPOSW,
     TI_POISSON,
     TI_RATE,
     TI_RECORD,
     TI_RLEN,
     TI_RPOS,
+    TI_RWDDIR,
+    TI_RWISS,
     TI_STOPSCHED,
+    TI_SYNCDUE,
+    TI_VARBS,
+    TI_WISS,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
 
@@ -156,16 +180,47 @@ _FLUSH = 3
 _INF = math.inf
 
 
+# =============================================================================== the state by reference
+# numba passes a tuple by value: every call of a helper taking the ~40-array State copied ~340
+# words (measured: most of the loop's cost per IO outside the HDD kernels). The entry points put
+# the State in their stack frame once and hand the helpers its address; ``_ld`` reads it back (after
+# inlining LLVM loads only the fields a helper uses). The pointer's type carries the State's type,
+# so a State of another shape cannot be read through it.
+@intrinsic
+def _state_ptr(typingctx, st):
+    def codegen(context, builder, sig, args):
+        dm = context.data_model_manager[sig.args[0]]
+        ptr = cgutils.alloca_once(builder, dm.get_data_type())
+        builder.store(dm.as_data(builder, args[0]), ptr)
+        return ptr
+
+    return types.CPointer(st)(st), codegen
+
+
+@intrinsic
+def _ld(typingctx, sp):
+    if not isinstance(sp, types.CPointer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        dm = context.data_model_manager[sig.return_type]
+        return dm.from_data(builder, builder.load(args[0]))
+
+    return sp.dtype(sp), codegen
+
+
 # =============================================================================== event heap
 @njit(cache=True, inline="always", _nrt=False)
-def _less(st, i, j):
+def _less(sp, i, j):
+    st = _ld(sp)
     ti = st.ht[i]
     tj = st.ht[j]
     return ti < tj or (ti == tj and st.hs[i] < st.hs[j])
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _swap(st, i, j):
+def _swap(sp, i, j):
+    st = _ld(sp)
     st.ht[i], st.ht[j] = st.ht[j], st.ht[i]
     st.hs[i], st.hs[j] = st.hs[j], st.hs[i]
     st.hk[i], st.hk[j] = st.hk[j], st.hk[i]
@@ -174,8 +229,9 @@ def _swap(st, i, j):
 
 
 @njit(cache=True, _nrt=False)
-def schedule(st, t, kind, target, arg):
+def schedule(sp, t, kind, target, arg):
     """Push an event at absolute time ``t`` (sequence = order of scheduling)."""
+    st = _ld(sp)
     n = st.gi[GI_HN]
     seq = st.gi[GI_SEQ]
     st.gi[GI_SEQ] = seq + 1
@@ -188,16 +244,17 @@ def schedule(st, t, kind, target, arg):
     i = n
     while i > 0:
         p = (i - 1) >> 1
-        if _less(st, i, p):
-            _swap(st, i, p)
+        if _less(sp, i, p):
+            _swap(sp, i, p)
             i = p
         else:
             break
 
 
 @njit(cache=True, _nrt=False)
-def _pop(st):
+def _pop(sp):
     """Remove the root (the caller has read it)."""
+    st = _ld(sp)
     n = st.gi[GI_HN] - 1
     st.gi[GI_HN] = n
     if n == 0:
@@ -214,10 +271,10 @@ def _pop(st):
             break
         b = a + 1
         c = a
-        if b < n and _less(st, b, a):
+        if b < n and _less(sp, b, a):
             c = b
-        if _less(st, c, i):
-            _swap(st, c, i)
+        if _less(sp, c, i):
+            _swap(sp, c, i)
             i = c
         else:
             break
@@ -225,7 +282,8 @@ def _pop(st):
 
 # =============================================================================== device accounting
 @njit(cache=True, inline="always", _nrt=False)
-def _acc_enter(st, d, now):
+def _acc_enter(sp, d, now):
+    st = _ld(sp)
     a = st.dacc[d]
     a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
     a[DA_TQ] = now
@@ -233,7 +291,8 @@ def _acc_enter(st, d, now):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _acc_leave(st, d, r, now):
+def _acc_leave(sp, d, r, now):
+    st = _ld(sp)
     a = st.dacc[d]
     a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
     a[DA_TQ] = now
@@ -244,8 +303,9 @@ def _acc_leave(st, d, r, now):
 
 
 @njit(cache=True, _nrt=False)
-def reset_device_stats(st, d, now):
+def reset_device_stats(sp, d, now):
     """devices.base.Device.reset_stats (+ the HDD's own counters and busy carry-over)."""
+    st = _ld(sp)
     a = st.dacc[d]
     a[DA_T0] = now
     a[DA_TQ] = now
@@ -271,66 +331,70 @@ def reset_device_stats(st, d, now):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _complete_after(st, d, r, now, delay):
-    schedule(st, now + delay, EV_DONE, d, r)
+def _complete_after(sp, d, r, now, delay):
+    schedule(sp, now + delay, EV_DONE, d, r)
 
 
 # =============================================================================== queue device
 @njit(cache=True, inline="always", _nrt=False)
-def _u(st, q):
+def _u(sp, q):
+    st = _ld(sp)
     p = st.qi[q, QI_UPOS]
     st.qi[q, QI_UPOS] = p + 1
     return st.qu[q, p]
 
 
 @njit(cache=True, _nrt=False)
-def _q_sample(st, q):
+def _q_sample(sp, q):
     """The service distributions of simulator.distributions (same formulas, same uniforms)."""
+    st = _ld(sp)
     kind = st.qi[q, QI_DIST]
     p0 = st.qf[q, QF_P0]
     if kind == 0:
         return p0
     if kind == 1:
-        return -p0 * math.log(1.0 - _u(st, q))
+        return -p0 * math.log(1.0 - _u(sp, q))
     if kind == 2:
-        return p0 + (st.qf[q, QF_P1] - p0) * _u(st, q)
+        return p0 + (st.qf[q, QF_P1] - p0) * _u(sp, q)
     if kind == 3:
         cv = st.qf[q, QF_P1]
         s2 = math.log1p(cv * cv)
         mu = math.log(p0) - 0.5 * s2
-        u1 = 1.0 - _u(st, q)
-        u2 = _u(st, q)
+        u1 = 1.0 - _u(sp, q)
+        u2 = _u(sp, q)
         z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         return math.exp(mu + math.sqrt(s2) * z)
     k = st.qi[q, QI_K]
     p = 1.0
     for _ in range(k):
-        p *= 1.0 - _u(st, q)
+        p *= 1.0 - _u(sp, q)
     return -p0 / k * math.log(p)
 
 
 @njit(cache=True, _nrt=False)
-def _q_dispatch(st, d, q, r, now):
+def _q_dispatch(sp, d, q, r, now):
+    st = _ld(sp)
     if st.rqi[r, RI_OP] == _FLUSH:
         s = st.qf[q, QF_FLUSH]
     else:
-        s = _q_sample(st, q)
+        s = _q_sample(sp, q)
         bw = st.qf[q, QF_BW]
         if bw > 0.0:
             s += st.rqi[r, RI_SIZE] / bw
     st.rqf[r, RF_TSTART] = now
     st.rqf[r, RF_SERVICE] = s
     st.dacc[d, DA_BUSY] += s
-    _complete_after(st, d, r, now, s)
+    _complete_after(sp, d, r, now, s)
     if st.qi[q, QI_ULEN] - st.qi[q, QI_UPOS] < st.qi[q, QI_NEED]:
         st.gi[GI_LOW] = 1
 
 
 @njit(cache=True, _nrt=False)
-def _q_start(st, d, q, r, now):
+def _q_start(sp, d, q, r, now):
+    st = _ld(sp)
     if st.qi[q, QI_FREE] > 0:
         st.qi[q, QI_FREE] -= 1
-        _q_dispatch(st, d, q, r, now)
+        _q_dispatch(sp, d, q, r, now)
     else:
         cap = st.qring.shape[1]
         j = st.qi[q, QI_HEAD] + st.qi[q, QI_CNT]
@@ -341,8 +405,9 @@ def _q_start(st, d, q, r, now):
 
 
 @njit(cache=True, _nrt=False)
-def _q_finish(st, d, q, r, now):
-    _acc_leave(st, d, r, now)
+def _q_finish(sp, d, q, r, now):
+    st = _ld(sp)
+    _acc_leave(sp, d, r, now)
     if st.qi[q, QI_CNT] > 0:
         h = st.qi[q, QI_HEAD]
         nr = st.qring[q, h]
@@ -351,15 +416,16 @@ def _q_finish(st, d, q, r, now):
             h = 0
         st.qi[q, QI_HEAD] = h
         st.qi[q, QI_CNT] -= 1
-        _q_dispatch(st, d, q, nr, now)
+        _q_dispatch(sp, d, q, nr, now)
     else:
         st.qi[q, QI_FREE] += 1
 
 
 # =============================================================================== HDD: host link
 @njit(cache=True, _nrt=False)
-def _link_reserve(st, h, t, dur, now):
+def _link_reserve(sp, h, t, dur, now):
     """devices.hdd.drive.Link.reserve on an array of intervals (sorted by start)."""
+    st = _ld(sp)
     if dur <= 0.0:
         return t
     lk = st.hlk[h]
@@ -397,7 +463,8 @@ def _link_reserve(st, h, t, dur, now):
 
 # =============================================================================== HDD
 @njit(cache=True, inline="always", _nrt=False)
-def _h_sectors(st, h, r):
+def _h_sectors(sp, h, r):
+    st = _ld(sp)
     ss = st.hi[h, HI_SS]
     off = st.rqi[r, RI_OFF]
     lba = off // ss
@@ -408,22 +475,25 @@ def _h_sectors(st, h, r):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _h_ack(st, d, r, now, delay):
+def _h_ack(sp, d, r, now, delay):
+    st = _ld(sp)
     st.rqf[r, RF_TSTART] = now
     st.rqf[r, RF_SERVICE] = delay
-    _complete_after(st, d, r, now, delay)
+    _complete_after(sp, d, r, now, delay)
 
 
 @njit(cache=True, _nrt=False)
-def _h_read_hit(st, d, h, r, now):
+def _h_read_hit(sp, d, h, r, now):
+    st = _ld(sp)
     st.hi[h, HI_READHITS] += 1
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
-    ls = _link_reserve(st, h, now + st.hf[h, HF_OVH_HIT], dur, now)
-    _h_ack(st, d, r, now, ls + dur - now)
+    ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_HIT], dur, now)
+    _h_ack(sp, d, r, now, ls + dur - now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_stream_hit(st, d, h, r, now, end):
+def _h_stream_hit(sp, d, h, r, now, end):
+    st = _ld(sp)
     par = st.hpar[h]
     st.hi[h, HI_READHITS] += 1
     t_data = par[K.PF_T] + (end - par[K.PF_LBA]) / par[K.PF_RATE]
@@ -431,7 +501,7 @@ def _h_stream_hit(st, d, h, r, now, end):
     t = now + st.hf[h, HF_OVH_HIT]
     if t_data > t:
         t = t_data
-    ls = _link_reserve(st, h, t, dur, now)
+    ls = _link_reserve(sp, h, t, dur, now)
     done = ls + dur
     lim = float(end) + par[K.P_RA]
     if lim > par[K.P_TOTAL]:
@@ -443,11 +513,12 @@ def _h_stream_hit(st, d, h, r, now, end):
     st.hi[h, HI_MECH] = r
     st.dacc[d, DA_BUSY] += done - now
     st.hf[h, HF_MECH_END] = done
-    _h_ack(st, d, r, now, done - now)
+    _h_ack(sp, d, r, now, done - now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_fill_window(st, h, now):
+def _h_fill_window(sp, h, now):
+    st = _ld(sp)
     cap = st.hdq.shape[1]
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
         j = st.hi[h, HI_DQ_HEAD]
@@ -468,10 +539,11 @@ def _h_fill_window(st, h, now):
 
 
 @njit(cache=True, _nrt=False)
-def _h_dispatch(st, d, h, now):
+def _h_dispatch(sp, d, h, now):
     """HDD._dispatch: the mechanism is free; start the next media operation, if any."""
+    st = _ld(sp)
     if st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
-        _h_fill_window(st, h, now)
+        _h_fill_window(sp, h, now)
     n = st.hi[h, HI_N]
     if n == 0:
         return
@@ -496,22 +568,22 @@ def _h_dispatch(st, d, h, now):
         st.hi[h, HI_NHOST] -= 1
         dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
         if st.rqi[r, RI_OP] == _READ:
-            done = _link_reserve(st, h, xs, dur, now) + dur
+            done = _link_reserve(sp, h, xs, dur, now) + dur
             if done < tend:
                 done = tend
         else:
-            _link_reserve(st, h, t0, dur, now)
+            _link_reserve(sp, h, t0, dur, now)
             done = tend
         delay = done - now
         st.rqf[r, RF_TSTART] = now
         st.rqf[r, RF_SERVICE] = delay
-        _complete_after(st, d, r, now, delay)
+        _complete_after(sp, d, r, now, delay)
         if done > tend + 1e-12:
             # the host link is the bottleneck: the mechanism goes on at the end of the media transfer
             st.dacc[d, DA_BUSY] += tend - now
             st.hf[h, HF_MECH_END] = tend
             st.hi[h, HI_MECH] = -1
-            schedule(st, now + (tend - now), EV_MECHFREE, d, 0)
+            schedule(sp, now + (tend - now), EV_MECHFREE, d, 0)
         else:
             st.dacc[d, DA_BUSY] += delay
             st.hf[h, HF_MECH_END] = done
@@ -520,11 +592,12 @@ def _h_dispatch(st, d, h, now):
         st.hi[h, HI_WIN] -= 1
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
-        schedule(st, now + (tend - now), EV_DESTAGE, d, item)
+        schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
 
 
 @njit(cache=True, _nrt=False)
-def _h_enqueue_host(st, d, h, r, now, lba, ns, w, ready, linkw):
+def _h_enqueue_host(sp, d, h, r, now, lba, ns, w, ready, linkw):
+    st = _ld(sp)
     seq = st.hi[h, HI_SEQ] + 1
     st.hi[h, HI_SEQ] = seq
     n = st.hi[h, HI_N]
@@ -536,11 +609,12 @@ def _h_enqueue_host(st, d, h, r, now, lba, ns, w, ready, linkw):
     st.hi[h, HI_N] = n + 1
     st.hi[h, HI_NHOST] += 1
     if st.hi[h, HI_BUSY] == 0:
-        _h_dispatch(st, d, h, now)
+        _h_dispatch(sp, d, h, now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_fits(st, h, lba, nbytes):
+def _h_fits(sp, h, lba, nbytes):
+    st = _ld(sp)
     if st.hf[h, HF_DIRTY_BYTES] + nbytes > st.hf[h, HF_WC_SIZE]:
         return False
     if st.hi[h, HI_MAXSEG] > 0:
@@ -559,8 +633,9 @@ def _h_fits(st, h, lba, nbytes):
 
 
 @njit(cache=True, _nrt=False)
-def _h_accept(st, d, h, r, now, lba, end):
+def _h_accept(sp, d, h, r, now, lba, end):
     """HDD._accept: take a write into the (volatile) write cache, acknowledge after the transfer."""
+    st = _ld(sp)
     seq = st.hi[h, HI_SEQ] + 1
     st.hi[h, HI_SEQ] = seq
     ns = end - lba
@@ -593,16 +668,17 @@ def _h_accept(st, d, h, r, now, lba, end):
     st.hf[h, HF_DIRTY_BYTES] += ns * ss
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
-    ls = _link_reserve(st, h, now + st.hf[h, HF_OVH_W], dur, now)
+    ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_W], dur, now)
     done = ls + dur
-    _h_ack(st, d, r, now, done - now)
+    _h_ack(sp, d, r, now, done - now)
     if st.hi[h, HI_BUSY] == 0:
-        _h_dispatch(st, d, h, now)
+        _h_dispatch(sp, d, h, now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_admit_write(st, d, h, r, now):
-    lba, end = _h_sectors(st, h, r)
+def _h_admit_write(sp, d, h, r, now):
+    st = _ld(sp)
+    lba, end = _h_sectors(sp, h, r)
     K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
     ss = st.hi[h, HI_SS]
     nbytes = (end - lba) * ss
@@ -610,10 +686,10 @@ def _h_admit_write(st, d, h, r, now):
     fua = st.rqi[r, RI_FUA] != 0
     if wc == 0 or (fua and st.hi[h, HI_FUA_OK] != 0) or nbytes > st.hf[h, HF_WC_SIZE]:
         _h_enqueue_host(
-            st, d, h, r, now, lba, end - lba, 1, now + st.hf[h, HF_OVH_W], st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
+            sp, d, h, r, now, lba, end - lba, 1, now + st.hf[h, HF_OVH_W], st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
         )
         return
-    if st.hi[h, HI_BL_CNT] > 0 or not _h_fits(st, h, lba, nbytes):
+    if st.hi[h, HI_BL_CNT] > 0 or not _h_fits(sp, h, lba, nbytes):
         cap = st.hbl.shape[1]
         j = st.hi[h, HI_BL_HEAD] + st.hi[h, HI_BL_CNT]
         if j >= cap:
@@ -621,25 +697,26 @@ def _h_admit_write(st, d, h, r, now):
         st.hbl[h, j] = r
         st.hi[h, HI_BL_CNT] += 1
         if st.hi[h, HI_BUSY] == 0:
-            _h_dispatch(st, d, h, now)
+            _h_dispatch(sp, d, h, now)
         return
-    _h_accept(st, d, h, r, now, lba, end)
+    _h_accept(sp, d, h, r, now, lba, end)
 
 
 @njit(cache=True, _nrt=False)
-def _h_admit(st, d, h, r, now):
+def _h_admit(sp, d, h, r, now):
+    st = _ld(sp)
     st.hi[h, HI_OUT] += 1
     op = st.rqi[r, RI_OP]
     if op == _READ:
-        lba, end = _h_sectors(st, h, r)
+        lba, end = _h_sectors(sp, h, r)
         par = st.hpar[h]
         seg = st.hseg[h]
         if st.hi[h, HI_BUSY] == 0 and par[K.PF_ON] != 0.0:
             if K.seg_hit(now, float(lba), float(end), seg, par):
-                _h_read_hit(st, d, h, r, now)
+                _h_read_hit(sp, d, h, r, now)
                 return
             if par[K.PF_LBA] <= lba and lba < par[K.PF_LIM]:
-                _h_stream_hit(st, d, h, r, now, end)
+                _h_stream_hit(sp, d, h, r, now, end)
                 return
         seq = st.hi[h, HI_SEQ] + 1
         st.hi[h, HI_SEQ] = seq
@@ -647,23 +724,28 @@ def _h_admit(st, d, h, r, now):
         if K.admit_read(
             st.hcq[h], n, float(lba), float(end - lba), now, float(seq), now + st.hf[h, HF_OVH_R], st.hzt[h], par, seg
         ):
-            _h_read_hit(st, d, h, r, now)
+            _h_read_hit(sp, d, h, r, now)
             return
         st.hcr[h, n] = r
         st.hi[h, HI_N] = n + 1
         st.hi[h, HI_NHOST] += 1
         if st.hi[h, HI_BUSY] == 0:
-            _h_dispatch(st, d, h, now)
+            _h_dispatch(sp, d, h, now)
     elif op == _WRITE:
-        _h_admit_write(st, d, h, r, now)
-    else:  # TRIM (FLUSH is not routed to the compiled HDD: the support check falls back)
-        lba, end = _h_sectors(st, h, r)
+        _h_admit_write(sp, d, h, r, now)
+    elif op == _FLUSH:
+        # HDD._admit: nothing volatile to wait for (the support check refuses writes into a
+        # volatile cache), so the flush is acknowledged after its overhead
+        _h_ack(sp, d, r, now, st.hf[h, HF_OVH_FLUSH])
+    else:  # TRIM
+        lba, end = _h_sectors(sp, h, r)
         K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
-        _h_ack(st, d, r, now, st.hf[h, HF_OVH_W])
+        _h_ack(sp, d, r, now, st.hf[h, HF_OVH_W])
 
 
 @njit(cache=True, _nrt=False)
-def _h_submit(st, d, h, r, now):
+def _h_submit(sp, d, h, r, now):
+    st = _ld(sp)
     if st.hi[h, HI_OUT] >= st.hi[h, HI_QD]:
         cap = st.hhq.shape[1]
         j = st.hi[h, HI_HQ_HEAD] + st.hi[h, HI_HQ_CNT]
@@ -672,11 +754,12 @@ def _h_submit(st, d, h, r, now):
         st.hhq[h, j] = r
         st.hi[h, HI_HQ_CNT] += 1
     else:
-        _h_admit(st, d, h, r, now)
+        _h_admit(sp, d, h, r, now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_pump(st, d, h, now):
+def _h_pump(sp, d, h, now):
+    st = _ld(sp)
     cap = st.hhq.shape[1]
     while st.hi[h, HI_HQ_CNT] > 0 and st.hi[h, HI_OUT] < st.hi[h, HI_QD]:
         j = st.hi[h, HI_HQ_HEAD]
@@ -686,14 +769,15 @@ def _h_pump(st, d, h, now):
             j = 0
         st.hi[h, HI_HQ_HEAD] = j
         st.hi[h, HI_HQ_CNT] -= 1
-        _h_admit(st, d, h, r, now)
+        _h_admit(sp, d, h, r, now)
     if st.hi[h, HI_BUSY] == 0 and (st.hi[h, HI_N] > 0 or st.hi[h, HI_DQ_CNT] > 0):
-        _h_dispatch(st, d, h, now)
+        _h_dispatch(sp, d, h, now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_finish(st, d, h, r, now):
-    _acc_leave(st, d, r, now)
+def _h_finish(sp, d, h, r, now):
+    st = _ld(sp)
+    _acc_leave(sp, d, r, now)
     st.hi[h, HI_OUT] -= 1
     if st.hi[h, HI_MECH] == r:
         st.hi[h, HI_MECH] = -1
@@ -711,13 +795,14 @@ def _h_finish(st, d, h, r, now):
                         st.hcr[h, i] = st.hcr[h, n - 1]
                     st.hi[h, HI_N] = n - 1
                     st.hi[h, HI_NHOST] -= 1
-                    _lba, end = _h_sectors(st, h, q)
-                    _h_stream_hit(st, d, h, q, now, end)
-    _h_pump(st, d, h, now)
+                    _lba, end = _h_sectors(sp, h, q)
+                    _h_stream_hit(sp, d, h, q, now, end)
+    _h_pump(sp, d, h, now)
 
 
 @njit(cache=True, _nrt=False)
-def _h_destage_done(st, d, h, e, now):
+def _h_destage_done(sp, d, h, e, now):
+    st = _ld(sp)
     st.hi[h, HI_BUSY] = 0
     st.hi[h, HI_MECH] = -1
     st.hi[h, HI_NDIRTY] -= 1
@@ -732,88 +817,83 @@ def _h_destage_done(st, d, h, e, now):
     while st.hi[h, HI_BL_CNT] > 0:
         j = st.hi[h, HI_BL_HEAD]
         r = st.hbl[h, j]
-        lba, end = _h_sectors(st, h, r)
-        if not _h_fits(st, h, lba, (end - lba) * st.hi[h, HI_SS]):
+        lba, end = _h_sectors(sp, h, r)
+        if not _h_fits(sp, h, lba, (end - lba) * st.hi[h, HI_SS]):
             break
         j += 1
         if j >= cap:
             j = 0
         st.hi[h, HI_BL_HEAD] = j
         st.hi[h, HI_BL_CNT] -= 1
-        _h_accept(st, d, h, r, now, lba, end)
-    _h_pump(st, d, h, now)
+        _h_accept(sp, d, h, r, now, lba, end)
+    _h_pump(sp, d, h, now)
 
 
 # =============================================================================== device dispatch
 @njit(cache=True, _nrt=False)
-def device_submit(st, d, r, now):
+def device_submit(sp, d, r, now):
+    st = _ld(sp)
     st.rqf[r, RF_TSUB] = now
-    _acc_enter(st, d, now)
+    _acc_enter(sp, d, now)
     k = st.dvi[d, 0]
     if k == DK_QUEUE:
-        _q_start(st, d, st.dvi[d, 1], r, now)
+        _q_start(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
-        _h_submit(st, d, st.dvi[d, 1], r, now)
+        _h_submit(sp, d, st.dvi[d, 1], r, now)
 
 
 @njit(cache=True, _nrt=False)
-def _device_finish(st, d, r, now):
+def _device_finish(sp, d, r, now):
+    st = _ld(sp)
     k = st.dvi[d, 0]
     if k == DK_QUEUE:
-        _q_finish(st, d, st.dvi[d, 1], r, now)
+        _q_finish(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
-        _h_finish(st, d, st.dvi[d, 1], r, now)
+        _h_finish(sp, d, st.dvi[d, 1], r, now)
 
 
 # =============================================================================== job threads
 @njit(cache=True, _nrt=False)
-def _t_stop(st, th):
+def _t_stop(sp, th):
+    """JobThread._stop (end_fsync: the end flush is due once nothing is in flight)."""
+    st = _ld(sp)
+    if st.thi[th, TI_ISSUING] != 0 and st.thi[th, TI_ENDFSYNC] != 0:
+        st.thi[th, TI_ENDSYNCS] = 1  # one file per job
     st.thi[th, TI_ISSUING] = 0
     st.thi[th, TI_BACKLOG] = 0
 
 
 @njit(cache=True, _nrt=False)
-def _t_finish(st, th, now):
+def _t_finish(sp, th, now):
+    st = _ld(sp)
     st.thi[th, TI_DONE] = 1
     st.thf[th, TF_TEND] = now
     st.gi[GI_ACTIVE] -= 1
 
 
 @njit(cache=True, _nrt=False)
-def _t_issue(st, th, now):
-    """JobThread._issue (closed loop, one file, one direction). False when the thread stops."""
-    if now >= st.thf[th, TF_TSTOP]:
-        _t_stop(st, th)
-        return False
-    if st.thi[th, TI_LIMON] != 0:
-        lim = st.thi[th, TI_IOSLIM]
-        if (lim >= 0 and st.thi[th, TI_CIOS] + st.thi[th, TI_INFL] >= lim) or (
-            st.thi[th, TI_CBYTES] + st.thi[th, TI_IFBYTES] >= st.thf[th, TF_BYTESLIM]
-        ):
-            _t_stop(st, th)
-            return False
-    p = st.thi[th, TI_OFFPOS]
-    off = st.offs[th, p]
-    st.thi[th, TI_OFFPOS] = p + 1
-    if st.thi[th, TI_OFFLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
-        st.gi[GI_LOW] = 1
+def _t_new(sp, th, op, off, size, now):
+    """A request from the pool (FioRequest(op, off, size, fua), t_issue = now)."""
+    st = _ld(sp)
     nf = st.gi[GI_FREE] - 1
     st.gi[GI_FREE] = nf
     r = st.rfree[nf]
-    ddir = st.thi[th, TI_DDIR]
-    bs = st.thi[th, TI_BS]
-    d = st.thi[th, TI_DEV]
-    st.rqi[r, RI_OP] = ddir
+    st.rqi[r, RI_OP] = op
     st.rqi[r, RI_OFF] = off
-    st.rqi[r, RI_SIZE] = bs
+    st.rqi[r, RI_SIZE] = size
     st.rqi[r, RI_THR] = th
-    st.rqi[r, RI_DEV] = d
-    st.rqi[r, RI_FUA] = st.thi[th, TI_FUA] if ddir == _WRITE else 0
+    st.rqi[r, RI_DEV] = st.thi[th, TI_DEV]
+    st.rqi[r, RI_FUA] = st.thi[th, TI_FUA] if op == _WRITE else 0
     st.rqf[r, RF_TISSUE] = now
     st.rqf[r, RF_TSTART] = 0.0
     st.rqf[r, RF_SERVICE] = 0.0
-    st.thi[th, TI_INFL] += 1
-    st.thi[th, TI_IFBYTES] += bs
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _t_send(sp, th, r, now):
+    """JobThread._submit: to the device now, or after the submission latency (one CPU per thread)."""
+    st = _ld(sp)
     slat = st.thf[th, TF_SLAT]
     if slat > 0.0:
         t = st.thf[th, TF_CPUFREE]
@@ -821,55 +901,156 @@ def _t_issue(st, th, now):
             t = now
         t += slat
         st.thf[th, TF_CPUFREE] = t
-        schedule(st, now + (t - now), EV_SUBMIT, th, r)
+        schedule(sp, now + (t - now), EV_SUBMIT, th, r)
     else:
-        device_submit(st, d, r, now)
+        device_submit(sp, st.rqi[r, RI_DEV], r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _t_flush(sp, th, now):
+    """A flush (fsync/fdatasync/end_fsync) takes a slot of the thread."""
+    st = _ld(sp)
+    r = _t_new(sp, th, _FLUSH, 0, 0, now)
+    st.thi[th, TI_INFL] += 1
+    st.thi[th, TI_FLINFL] += 1
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _t_next_ddir(sp, th):
+    """JobThread._next_ddir: fio's get_rw_ddir for rw/randrw (rwmix)."""
+    st = _ld(sp)
+    cur = st.thi[th, TI_RWDDIR]
+    if st.thi[th, TI_ISS + cur] >= st.thi[th, TI_RWISS]:
+        p = st.thi[th, TI_MPOS]
+        u = st.mu[th, p]
+        st.thi[th, TI_MPOS] = p + 1
+        if st.thi[th, TI_MLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
+            st.gi[GI_LOW] = 1
+        mix = st.thi[th, TI_MIXREAD]
+        v = 1 + int(u * 100.0)
+        ddir = 0 if v <= mix else 1
+        if ddir != cur:
+            st.thi[th, TI_RWISS] = st.thi[th, TI_ISS + cur] * (mix if cur == 1 else 100 - mix) // 100
+        st.thi[th, TI_RWDDIR] = ddir
+        cur = ddir
+    return cur
+
+
+@njit(cache=True, _nrt=False)
+def _t_issue(sp, th, now):
+    """JobThread._issue (one file, fixed block sizes). False when the thread stops."""
+    st = _ld(sp)
+    if now >= st.thf[th, TF_TSTOP]:
+        _t_stop(sp, th)
+        return False
+    if st.thi[th, TI_LIMON] != 0:
+        lim = st.thi[th, TI_IOSLIM]
+        if (lim >= 0 and st.thi[th, TI_CIOS] + st.thi[th, TI_INFL] - st.thi[th, TI_FLINFL] >= lim) or (
+            st.thi[th, TI_CBYTES] + st.thi[th, TI_IFBYTES] >= st.thf[th, TF_BYTESLIM]
+        ):
+            _t_stop(sp, th)
+            return False
+    if st.thi[th, TI_SYNCDUE] != 0:
+        st.thi[th, TI_SYNCDUE] = 0
+        r = _t_flush(sp, th, now)
+        if st.thi[th, TI_BLOCKING] != 0:
+            st.thi[th, TI_BLOCKER] = r
+        _t_send(sp, th, r, now)
+        return True  # closed loop: the flush took this slot
+    ddir = _t_next_ddir(sp, th) if st.thi[th, TI_MIXED] != 0 else st.thi[th, TI_DDIR]
+    if ddir == _WRITE and st.thi[th, TI_OFFMODE] != 0:
+        p = st.thi[th, TI_OFFPOSW]
+        off = st.offw[th, p]
+        st.thi[th, TI_OFFPOSW] = p + 1
+        if st.thi[th, TI_OFFLENW] - p - 1 < st.thi[th, TI_DEPTH] + 1:
+            st.gi[GI_LOW] = 1
+        bs = st.thi[th, TI_BS1]
+    else:
+        p = st.thi[th, TI_OFFPOS]
+        off = st.offs[th, p]
+        st.thi[th, TI_OFFPOS] = p + 1
+        if st.thi[th, TI_OFFLEN] - p - 1 < st.thi[th, TI_DEPTH] + 1:
+            st.gi[GI_LOW] = 1
+        if st.thi[th, TI_VARBS] != 0:  # drawn in Python with the offset (one direction)
+            bs = st.bsz[th, p]
+        else:
+            bs = st.thi[th, TI_BS1] if ddir == _WRITE else st.thi[th, TI_BS]
+    r = _t_new(sp, th, ddir, off, bs, now)
+    st.thi[th, TI_INFL] += 1
+    st.thi[th, TI_IFBYTES] += bs
+    st.thi[th, TI_ISS + ddir] += 1
+    if ddir == _WRITE:
+        w = st.thi[th, TI_WISS] + 1
+        st.thi[th, TI_WISS] = w
+        fs = st.thi[th, TI_FSYNCN]
+        fd = st.thi[th, TI_FDSYNCN]
+        if (fs != 0 and w % fs == 0) or (fd != 0 and w % fd == 0):
+            st.thi[th, TI_SYNCDUE] = 1
+    _t_send(sp, th, r, now)
     return True
 
 
 @njit(cache=True, _nrt=False)
-def _t_fill(st, th, now):
-    while st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
-        if not _t_issue(st, th, now):
+def _t_fill(sp, th, now):
+    st = _ld(sp)
+    while st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH] and st.thi[th, TI_BLOCKER] < 0:
+        if not _t_issue(sp, th, now):
             return
 
 
 @njit(cache=True, _nrt=False)
-def _t_pump(st, th, now):
+def _t_pump(sp, th, now):
     """JobThread._pump (open loop): issue waiting arrivals while slots are free."""
-    while st.thi[th, TI_BACKLOG] > 0 and st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH]:
-        if not _t_issue(st, th, now):
+    st = _ld(sp)
+    while st.thi[th, TI_BACKLOG] > 0 and st.thi[th, TI_INFL] < st.thi[th, TI_DEPTH] and st.thi[th, TI_BLOCKER] < 0:
+        if not _t_issue(sp, th, now):
             return
         st.thi[th, TI_BACKLOG] -= 1
 
 
 @njit(cache=True, _nrt=False)
-def _t_refill(st, th, now):
+def _t_refill(sp, th, now):
+    st = _ld(sp)
     if st.thi[th, TI_RATE] != 0:
-        _t_pump(st, th, now)
+        _t_pump(sp, th, now)
     else:
-        _t_fill(st, th, now)
+        _t_fill(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
-def _t_arrive(st, th, t, now):
+def _t_wind_up(sp, th, now):
+    """JobThread._wind_up: nothing in flight and no more IO; the end flush (end_fsync), then the end."""
+    st = _ld(sp)
+    if st.thi[th, TI_ENDSYNCS] > 0:
+        st.thi[th, TI_ENDSYNCS] -= 1
+        r = _t_flush(sp, th, now)
+        _t_send(sp, th, r, now)
+        return
+    _t_finish(sp, th, now)
+
+
+@njit(cache=True, _nrt=False)
+def _t_arrive(sp, th, t, now):
     """JobThread._arrive / _on_arrival_now: schedule arrivals (those already due are taken now)."""
+    st = _ld(sp)
     while True:
         if t >= st.thf[th, TF_TSTOP]:
             if st.thi[th, TI_STOPSCHED] == 0:
                 st.thi[th, TI_STOPSCHED] = 1
-                schedule(st, now + (st.thf[th, TF_TSTOP] - now), EV_TIMESTOP, th, 0)
+                schedule(sp, now + (st.thf[th, TF_TSTOP] - now), EV_TIMESTOP, th, 0)
             return
         if t > now:
             st.thf[th, TF_NEXTARR] = t
-            schedule(st, now + (t - now), EV_ARRIVAL, th, 0)
+            schedule(sp, now + (t - now), EV_ARRIVAL, th, 0)
             return
-        t = _t_arrival_now(st, th, t)
+        t = _t_arrival_now(sp, th, t)
 
 
 @njit(cache=True, _nrt=False)
-def _t_arrival_now(st, th, t):
+def _t_arrival_now(sp, th, t):
     """An arrival at t joins the backlog; returns the due time of the next one."""
+    st = _ld(sp)
     st.thi[th, TI_BACKLOG] += 1
     rate = st.thf[th, TF_RATE]
     if st.thi[th, TI_POISSON] != 0:
@@ -885,39 +1066,49 @@ def _t_arrival_now(st, th, t):
 
 
 @njit(cache=True, _nrt=False)
-def _t_on_arrival(st, th, now):
+def _t_on_arrival(sp, th, now):
+    st = _ld(sp)
     if st.thi[th, TI_DONE] != 0 or st.thi[th, TI_ISSUING] == 0:
         return
-    t_next = _t_arrival_now(st, th, st.thf[th, TF_NEXTARR])
-    _t_arrive(st, th, t_next, now)
-    _t_pump(st, th, now)
+    t_next = _t_arrival_now(sp, th, st.thf[th, TF_NEXTARR])
+    _t_arrive(sp, th, t_next, now)
+    _t_pump(sp, th, now)
     if st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_INFL] == 0:
-        _t_finish(st, th, now)
+        _t_wind_up(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
-def _t_on_time_stop(st, th, now):
+def _t_on_time_stop(sp, th, now):
+    st = _ld(sp)
     if st.thi[th, TI_DONE] != 0:
         return
-    _t_stop(st, th)
+    _t_stop(sp, th)
     if st.thi[th, TI_INFL] == 0:
-        _t_finish(st, th, now)
+        _t_wind_up(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
-def _t_ramp_end(st, th, now):
+def _t_ramp_end(sp, th, now):
+    st = _ld(sp)
     if st.thi[th, TI_DONE] != 0:
         return
     st.thi[th, TI_LIMON] = 1
+    # fio's reset_all_stats: issue counters restart (rwmix, fsync cadence)
+    st.thi[th, TI_ISS] = 0
+    st.thi[th, TI_ISS + 1] = 0
+    st.thi[th, TI_ISS + 2] = 0
+    st.thi[th, TI_WISS] = 0
+    st.thi[th, TI_RWISS] = 0
     d = st.thi[th, TI_DEV]
     # the runner's rule: without a ramp only the first job to start on a device restarts its counters
     if st.thf[th, TF_RAMP] > 0.0 or st.dvi[d, 2] == 0:
-        reset_device_stats(st, d, now)
+        reset_device_stats(sp, d, now)
     st.dvi[d, 2] = 1
 
 
 @njit(cache=True, _nrt=False)
-def _t_begin(st, th, now):
+def _t_begin(sp, th, now):
+    st = _ld(sp)
     st.thf[th, TF_T0] = now
     trec = now + st.thf[th, TF_RAMP]
     st.thf[th, TF_TREC] = trec
@@ -925,65 +1116,75 @@ def _t_begin(st, th, now):
     st.thf[th, TF_CPUFREE] = now
     st.thi[th, TI_ISSUING] = 1
     if st.thf[th, TF_RAMP] > 0.0:
-        schedule(st, trec, EV_RAMP, th, 0)
+        schedule(sp, trec, EV_RAMP, th, 0)
     else:
-        _t_ramp_end(st, th, now)
+        _t_ramp_end(sp, th, now)
     if st.thi[th, TI_RATE] == 0:
-        _t_fill(st, th, now)
+        _t_fill(sp, th, now)
     else:
-        _t_arrive(st, th, now, now)
-        _t_pump(st, th, now)
+        _t_arrive(sp, th, now, now)
+        _t_pump(sp, th, now)
     if st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_INFL] == 0 and st.thi[th, TI_DONE] == 0:
-        _t_finish(st, th, now)
+        _t_wind_up(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
-def _t_done(st, r, now):
+def _t_done(sp, r, now):
     """JobThread._on_done: record, free the request, refill."""
+    st = _ld(sp)
     th = st.rqi[r, RI_THR]
     st.thi[th, TI_INFL] -= 1
+    op = st.rqi[r, RI_OP]
     size = st.rqi[r, RI_SIZE]
-    st.thi[th, TI_IFBYTES] -= size
-    if now >= st.thf[th, TF_TREC]:
-        st.thi[th, TI_CIOS] += 1
-        st.thi[th, TI_CBYTES] += size
-        if st.thi[th, TI_RECORD] != 0:
-            n = st.gi[GI_LOGN]
-            ts = st.rqf[r, RF_TSUB]
-            lg = st.lg
-            lg[n, 0] = st.rqi[r, RI_OP]
-            lg[n, 1] = now
-            lg[n, 2] = ts - st.rqf[r, RF_TISSUE]
-            lg[n, 3] = now - ts
-            lg[n, 4] = size
-            st.lgt[n] = th
-            st.gi[GI_LOGN] = n + 1
-            if n + 2 >= lg.shape[0]:
-                st.gi[GI_LOW] = 1
+    rec = False
+    if op != _FLUSH:
+        st.thi[th, TI_IFBYTES] -= size
+        if now >= st.thf[th, TF_TREC]:
+            st.thi[th, TI_CIOS] += 1
+            st.thi[th, TI_CBYTES] += size
+            rec = True
+    else:
+        st.thi[th, TI_FLINFL] -= 1
+        rec = now >= st.thf[th, TF_TREC]  # a sync record (the log's op 3: add_sync)
+    if rec and st.thi[th, TI_RECORD] != 0:
+        n = st.gi[GI_LOGN]
+        ts = st.rqf[r, RF_TSUB]
+        lg = st.lg
+        lg[n, 0] = op
+        lg[n, 1] = now
+        lg[n, 2] = ts - st.rqf[r, RF_TISSUE]
+        lg[n, 3] = now - ts
+        lg[n, 4] = size
+        st.lgt[n] = th
+        st.gi[GI_LOGN] = n + 1
+        if n + 2 >= lg.shape[0]:
+            st.gi[GI_LOW] = 1
+    if st.thi[th, TI_BLOCKER] == r:
+        st.thi[th, TI_BLOCKER] = -1
     st.rfree[st.gi[GI_FREE]] = r
     st.gi[GI_FREE] += 1
     if st.thi[th, TI_ISSUING] != 0:
-        _t_refill(st, th, now)
+        _t_refill(sp, th, now)
     if st.thi[th, TI_INFL] == 0 and st.thi[th, TI_ISSUING] == 0 and st.thi[th, TI_DONE] == 0:
-        _t_finish(st, th, now)
+        _t_wind_up(sp, th, now)
 
 
 # =============================================================================== the loop
 @njit(cache=True, _nrt=False)
-def start_threads(st):
-    """Workload.start: every thread begins now (or after its startdelay), in thread order."""
+def _start_threads(sp, lo, hi):
+    st = _ld(sp)
     now = st.gf[GF_NOW]
-    for th in range(st.thi.shape[0]):
+    for th in range(lo, hi):
         delay = st.thf[th, TF_DELAY]
         if delay > 0.0:
-            schedule(st, now + delay, EV_BEGIN, th, 0)
+            schedule(sp, now + delay, EV_BEGIN, th, 0)
         else:
-            _t_begin(st, th, now)
+            _t_begin(sp, th, now)
 
 
 @njit(cache=True, _nrt=False)
-def run_until(st, t_limit):
-    """Process events with time <= t_limit. Returns a status ``ST_*``."""
+def _run_until(sp, t_limit):
+    st = _ld(sp)
     gi = st.gi
     while True:
         if gi[GI_ACTIVE] == 0:
@@ -998,25 +1199,38 @@ def run_until(st, t_limit):
         kind = st.hk[0]
         tg = st.hg[0]
         arg = st.ha[0]
-        _pop(st)
+        _pop(sp)
         st.gf[GF_NOW] = t
         gi[GI_EVENTS] += 1
         if kind == EV_DONE:
-            _device_finish(st, tg, arg, t)
-            _t_done(st, arg, t)
+            _device_finish(sp, tg, arg, t)
+            _t_done(sp, arg, t)
         elif kind == EV_SUBMIT:
-            device_submit(st, st.rqi[arg, RI_DEV], arg, t)
+            device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
         elif kind == EV_MECHFREE:
             h = st.dvi[tg, 1]
             st.hi[h, HI_BUSY] = 0
-            _h_pump(st, tg, h, t)
+            _h_pump(sp, tg, h, t)
         elif kind == EV_DESTAGE:
-            _h_destage_done(st, tg, st.dvi[tg, 1], arg, t)
+            _h_destage_done(sp, tg, st.dvi[tg, 1], arg, t)
         elif kind == EV_RAMP:
-            _t_ramp_end(st, tg, t)
+            _t_ramp_end(sp, tg, t)
         elif kind == EV_ARRIVAL:
-            _t_on_arrival(st, tg, t)
+            _t_on_arrival(sp, tg, t)
         elif kind == EV_TIMESTOP:
-            _t_on_time_stop(st, tg, t)
+            _t_on_time_stop(sp, tg, t)
         elif kind == EV_BEGIN:
-            _t_begin(st, tg, t)
+            _t_begin(sp, tg, t)
+
+
+# =============================================================================== entry points (from Python)
+@njit(cache=True, _nrt=False)
+def start_threads(st, lo, hi):
+    """Workload._start_phase: threads lo..hi-1 begin now (or after their startdelay), in thread order."""
+    _start_threads(_state_ptr(st), lo, hi)
+
+
+@njit(cache=True, _nrt=False)
+def run_until(st, t_limit):
+    """Process events with time <= t_limit. Returns a status ``ST_*``."""
+    return _run_until(_state_ptr(st), t_limit)

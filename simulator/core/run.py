@@ -56,30 +56,47 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
 
 
+def _offset_mode(gen: Any) -> int:
+    """0: one offset stream whatever the direction (fio's random offsets); 1: one independent stream
+    per direction (sequential positions, zoned_ddir tables); -1: neither (covered for one direction
+    only: the generator is asked per IO with the job's direction)."""
+    from simulator.workloads.offsets import PerDirectionOffsets, RandomOffsets, SequentialOffsets
+
+    if type(gen) is RandomOffsets:
+        return 0
+    if type(gen) in (SequentialOffsets, PerDirectionOffsets):
+        return 1
+    return -1
+
+
 def unsupported(sim: Any, wl: Any) -> str | None:
     """Why the compiled core cannot run ``wl`` on ``sim`` (None: it can)."""
     if wl._started:
         return "the workload was already started"
-    if len(wl._phases) != 1:
-        return "stonewall (jobs in sequence)"
     if sim.env.peek() != math.inf:
         return "events of other components are pending in the Python engine"
+    if getattr(wl, "io_source", None) is not None:
+        return "an application workload (io_source)"
     hdd_shapes = set()
     for th in wl.threads:
         job = th.job
         name = f"job {job.name!r}"
         if job.rate_iops is not None and not job.rate_iops[job.ddirs[0]] > 0:
             return f"{name}: rate_iops without a rate for its direction"
-        if job.is_mixed or len(job.ddirs) != 1 or job.ddirs[0] not in (0, 1):
-            return f"{name}: rw={job.rw} (covered: read, write, randread, randwrite)"
-        if job.sync or job.fsync or job.fdatasync or job.end_fsync or job.fsync_on_close:
-            return f"{name}: sync/fsync/fdatasync/end_fsync (flushes)"
+        if not (job.ddirs in ((0,), (1,)) or (job.is_mixed and job.ddirs == (0, 1))):
+            return f"{name}: rw={job.rw} (covered: read, write, randread, randwrite, rw, randrw)"
+        if job.rate_iops is not None and job.is_mixed:
+            return f"{name}: rate_iops with rw={job.rw} (an open loop per direction)"
+        if job.rate_iops is not None and (job.fsync or job.fdatasync or job.end_fsync):
+            return f"{name}: fsync/fdatasync/end_fsync with rate_iops (flushes in an open loop)"
         if len(th.files) != 1:
             return f"{name}: several files per job"
         lo, hi = job.startdelay
         if hi != lo:
             return f"{name}: startdelay as a range"
-        for opt, default in (("bssplit", None), ("bsrange", None), ("sim_mix", None), ("rate", None),
+        if th._varbs and (job.is_mixed or job.rate_iops is not None):
+            return f"{name}: bssplit/bsrange with rw={job.rw} or rate_iops (sizes drawn per direction or per arrival)"
+        for opt, default in (("sim_mix", None), ("rate", None),
                              ("thinktime", 0.0), ("thinktime_iotime", 0.0), ("blockalign", None)):
             if getattr(job, opt, default) not in (default,):
                 return f"{name}: {opt}"
@@ -89,7 +106,10 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         kind, why = _dev_kind(dev)
         if why:
             return why
-        if kind == L.DK_HDD and job.ddirs[0] == 1 and dev._wc == "volatile" and hasattr(dev, "_dstart"):
+        gen = th.files[0].gen
+        if job.is_mixed and _offset_mode(gen) < 0:
+            return f"{name}: rw={job.rw} with {type(gen).__name__} offsets (one stream shared unevenly by the directions)"
+        if kind == L.DK_HDD and 1 in job.ddirs and dev._wc == "volatile" and hasattr(dev, "_dstart"):
             # drive.py gained write coalescing (overwrite/prepend joins, dirty-read hits) after the
             # core mirrored its tail merge: writes into that cache are not covered until mirrored
             return f"{dev.path}: writes into a volatile write cache with write coalescing"
@@ -124,6 +144,10 @@ class CompiledRun:
         self.dev_index = dev_index
         self.st = self._build()
         self.status = -1
+        # the stonewalled groups: contiguous runs of self.threads (Workload builds them in order)
+        index = {id(th): i for i, th in enumerate(self.threads)}
+        self._bounds = [(index[id(p[0])], index[id(p[-1])] + 1) for p in wl._phases if p]
+        self._phase = -1
 
     # ---------------------------------------------------------------------------- build
     def _build(self) -> L.State:
@@ -139,7 +163,6 @@ class CompiledRun:
         gi = np.zeros(L.NGI, np.int64)
         gf = np.zeros(L.NGF)
         gf[L.GF_NOW] = self.sim.env.now
-        gi[L.GI_ACTIVE] = nT
         gi[L.GI_FREE] = R
         # requests
         rqi = np.zeros((R, L.NRI), np.int64)
@@ -150,14 +173,28 @@ class CompiledRun:
         thf = np.zeros((nT, L.NTF))
         offs = np.zeros((nT, OFFSET_BUFFER + max(th._depth for th in threads) + 2), np.int64)
         ru = np.zeros((nT, 4 * _BLOCK if any(th._rate is not None for th in threads) else 1))
+        mixed = [bool(th._mixed) for th in threads]
+        offw = np.zeros((nT, offs.shape[1] if any(mixed) else 1), np.int64)
+        mu = np.zeros((nT, 4 * _BLOCK if any(mixed) else 1))
+        bsz = np.zeros((nT, offs.shape[1] if any(th._varbs for th in threads) else 1), np.int64)
         for t, th in enumerate(threads):
             job = th.job
             ddir = job.ddirs[0]
             thi[t, L.TI_DEV] = self.dev_index[id(th.files[0].dev)]
             thi[t, L.TI_DEPTH] = th._depth
             thi[t, L.TI_DDIR] = ddir
-            thi[t, L.TI_BS] = th._bs[ddir]
-            thi[t, L.TI_FUA] = 0
+            thi[t, L.TI_BS] = th._bs[0]
+            thi[t, L.TI_BS1] = th._bs[1]
+            thi[t, L.TI_FUA] = 1 if th._fua else 0
+            thi[t, L.TI_MIXED] = 1 if th._mixed else 0
+            thi[t, L.TI_VARBS] = 1 if th._varbs else 0
+            thi[t, L.TI_MIXREAD] = th._mix_read
+            thi[t, L.TI_FSYNCN] = th._fsync_n or 0
+            thi[t, L.TI_FDSYNCN] = th._fdsync_n or 0
+            thi[t, L.TI_BLOCKING] = 1 if th._blocking else 0
+            thi[t, L.TI_BLOCKER] = -1
+            thi[t, L.TI_ENDFSYNC] = 1 if (job.end_fsync and 1 in th._ddirs) else 0
+            thi[t, L.TI_OFFMODE] = 1 if (th._mixed and _offset_mode(th.files[0].gen) == 1) else 0
             thi[t, L.TI_IOSLIM] = -1 if math.isinf(th._ios_limit) else int(th._ios_limit)
             thi[t, L.TI_RECORD] = 0 if getattr(th.stats, "records_nothing", False) else 1
             thf[t, L.TF_RAMP] = job.ramp_time
@@ -171,9 +208,6 @@ class CompiledRun:
                 thi[t, L.TI_RATE] = 1
                 thi[t, L.TI_POISSON] = 1 if th._poisson else 0
                 thf[t, L.TF_RATE] = th._rate[ddir]
-            if job.time_based:  # JobThread._begin: the expected window, before the first IO
-                t_rec = self.sim.env.now + job.startdelay[0] + job.ramp_time
-                th.stats.set_window(t_rec, t_rec + th._runtime)
         # log
         lg = np.zeros((LOG_ROWS, 5))
         lgt = np.zeros(LOG_ROWS, np.int64)
@@ -287,7 +321,7 @@ class CompiledRun:
                 hlk[h, j] = (s, e)
         st = L.State(
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
-            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, lg, lgt, dvi, dacc, qi, qf, qring, qu,
+            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
         )  # fmt: skip
         self.st = st
@@ -295,20 +329,45 @@ class CompiledRun:
         return st
 
     # ---------------------------------------------------------------------------- buffers
-    def _refill_offsets(self, t: int) -> None:
+    def _refill_offsets(self, t: int, w: bool = False) -> None:
+        """Thread t's offsets (``w``: the write stream of a job with one stream per direction)."""
         st = self.st
         th = self.threads[t]
         gen = th.files[0].gen
-        pos, ln = int(st.thi[t, L.TI_OFFPOS]), int(st.thi[t, L.TI_OFFLEN])
+        cpos, clen = (L.TI_OFFPOSW, L.TI_OFFLENW) if w else (L.TI_OFFPOS, L.TI_OFFLEN)
+        pos, ln = int(st.thi[t, cpos]), int(st.thi[t, clen])
         rest = ln - pos
-        row = st.offs[t]
+        row = st.offw[t] if w else st.offs[t]
         row[:rest] = row[pos:ln]
         cap = row.shape[0]
         n = rest
-        ddir = int(st.thi[t, L.TI_DDIR])
-        from simulator.workloads.offsets import RandomOffsets
-
-        if isinstance(gen, RandomOffsets):
+        ddir = 1 if w else (0 if st.thi[t, L.TI_OFFMODE] else int(st.thi[t, L.TI_DDIR]))
+        if not w and st.thi[t, L.TI_VARBS]:
+            # bssplit/bsrange (one direction): each IO's size from the thread's own drawer, then its
+            # offset (JobThread._issue's order; the size and offset streams are independent)
+            draw = th._bsvar[ddir]
+            bsrow = st.bsz[t]
+            bsrow[:rest] = bsrow[pos:ln]
+            nxt = gen.next
+            blocked = _offset_mode(gen) == 0
+            while n < cap:
+                b = draw()
+                bsrow[n] = b
+                row[n] = -1 if blocked else nxt(ddir, b)
+                n += 1
+            if blocked:  # fio's random offsets do not depend on the size: one block at a time
+                k = rest
+                while k < n:
+                    if not gen._buf:
+                        gen._refill()
+                    take = gen._buf[::-1][: n - k]
+                    row[k : k + len(take)] = take
+                    del gen._buf[len(gen._buf) - len(take) :]
+                    k += len(take)
+            st.thi[t, cpos] = 0
+            st.thi[t, clen] = n
+            return
+        if _offset_mode(gen) == 0:
             if gen._buf:  # values the Python generator had already drawn come first
                 take = gen._buf[::-1][: cap - n]
                 row[n : n + len(take)] = take
@@ -320,21 +379,20 @@ class CompiledRun:
                 m = gen._out.shape[0]
                 row[n : n + m] = gen._out
                 n += m
-        else:
+        else:  # asked per IO with the direction (sequential positions, hot bands, zoned_ddir ...)
+            nxt = gen.next
             while n < cap:
-                row[n] = gen.next(ddir)
+                row[n] = nxt(ddir)
                 n += 1
-        st.thi[t, L.TI_OFFPOS] = 0
-        st.thi[t, L.TI_OFFLEN] = n
+        st.thi[t, cpos] = 0
+        st.thi[t, clen] = n
 
-    def _refill_rate(self, t: int) -> None:
-        """The open-loop arrival stream of thread t (runner._Uniforms: blocks of 4096, in order)."""
-        st = self.st
-        th = self.threads[t]
-        u = th._rate_rand[int(st.thi[t, L.TI_DDIR])]
-        pos, ln = int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN])
+    @staticmethod
+    def _refill_u(u: Any, row: np.ndarray, pos: int, ln: int) -> int:
+        """Move the unread uniforms of ``row`` to its front and top it up from ``u`` (a
+        runner._Uniforms: values it had drawn first, then blocks of 4096, in order); returns the
+        valid length."""
         rest = ln - pos
-        row = st.ru[t]
         row[:rest] = row[pos:ln]
         n = rest
         if u._buf:
@@ -345,8 +403,21 @@ class CompiledRun:
         while row.shape[0] - n >= _BLOCK:
             row[n : n + _BLOCK] = u._gen.random(_BLOCK)
             n += _BLOCK
+        return n
+
+    def _refill_rate(self, t: int) -> None:
+        """The open-loop arrival stream of thread t."""
+        st = self.st
+        u = self.threads[t]._rate_rand[int(st.thi[t, L.TI_DDIR])]
+        st.thi[t, L.TI_RLEN] = self._refill_u(u, st.ru[t], int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN]))
         st.thi[t, L.TI_RPOS] = 0
-        st.thi[t, L.TI_RLEN] = n
+
+    def _refill_mix(self, t: int) -> None:
+        """The rwmix direction stream of thread t."""
+        st = self.st
+        u = self.threads[t]._rw_rand
+        st.thi[t, L.TI_MLEN] = self._refill_u(u, st.mu[t], int(st.thi[t, L.TI_MPOS]), int(st.thi[t, L.TI_MLEN]))
+        st.thi[t, L.TI_MPOS] = 0
 
     def _refill_uniforms(self, q: int) -> None:
         st = self.st
@@ -374,24 +445,34 @@ class CompiledRun:
         if n == 0:
             return
         rows = st.lg[:n]
-        if len(self.threads) == 1:
-            self.threads[0].stats.add_many(rows)
-        else:
-            who = st.lgt[:n]
-            for t, th in enumerate(self.threads):
-                if st.thi[t, L.TI_RECORD]:
-                    sel = who == t
-                    if sel.any():
-                        th.stats.add_many(rows[sel])
+        who = st.lgt[:n]
+        single = len(self.threads) == 1
+        for t, th in enumerate(self.threads):
+            if not st.thi[t, L.TI_RECORD]:
+                continue
+            mine = rows if single else rows[who == t]
+            if not len(mine):
+                continue
+            sync = mine[:, 0] == 3.0  # flushes: fio's sync section (add_sync), not IOs
+            if sync.any():
+                for t_done, clat in mine[sync][:, [1, 3]].tolist():
+                    th.stats.add_sync(t_done, clat)
+                mine = mine[~sync]
+            th.stats.add_many(mine)
         st.gi[L.GI_LOGN] = 0
 
     def _refill_all(self, first: bool = False) -> None:
         st = self.st
         for t in range(len(self.threads)):
-            if first or st.thi[t, L.TI_OFFLEN] - st.thi[t, L.TI_OFFPOS] < 2 * st.thi[t, L.TI_DEPTH] + 2:
+            low = 2 * st.thi[t, L.TI_DEPTH] + 2
+            if first or st.thi[t, L.TI_OFFLEN] - st.thi[t, L.TI_OFFPOS] < low:
                 self._refill_offsets(t)
+            if st.thi[t, L.TI_OFFMODE] and (first or st.thi[t, L.TI_OFFLENW] - st.thi[t, L.TI_OFFPOSW] < low):
+                self._refill_offsets(t, w=True)
             if st.thi[t, L.TI_POISSON] and (first or st.thi[t, L.TI_RLEN] - st.thi[t, L.TI_RPOS] < 8):
                 self._refill_rate(t)
+            if st.thi[t, L.TI_MIXED] and (first or st.thi[t, L.TI_MLEN] - st.thi[t, L.TI_MPOS] < low):
+                self._refill_mix(t)
         for q in range(len(self._queues)):
             if first or st.qi[q, L.QI_ULEN] - st.qi[q, L.QI_UPOS] < 2 * st.qi[q, L.QI_NEED]:
                 self._refill_uniforms(q)
@@ -400,16 +481,35 @@ class CompiledRun:
         st.gi[L.GI_LOW] = 0
 
     # ---------------------------------------------------------------------------- run
+    def _start_phase(self) -> None:
+        """Workload._start_phase: the next stonewalled group of threads begins now."""
+        st = self.st
+        self._phase += 1
+        lo, hi = self._bounds[self._phase]
+        st.gi[L.GI_ACTIVE] = hi - lo
+        st.dvi[:, 2] = 0  # devices whose statistics this phase has restarted: none yet
+        now = float(st.gf[L.GF_NOW])
+        for th in self.threads[lo:hi]:
+            job = th.job
+            if job.time_based:  # JobThread._begin: the expected window, before the first IO
+                t_rec = now + job.startdelay[0] + job.ramp_time
+                th.stats.set_window(t_rec, t_rec + th._runtime)
+        loop.start_threads(st, lo, hi)
+
     def run(self, until: float = math.inf) -> int:
-        """Start the threads (first call) and advance to ``until`` or to the end of the jobs."""
+        """Start the threads (first call) and advance to ``until`` or to the end of the jobs (the
+        stonewalled groups one after another)."""
         st = self.st
         if self.status < 0:
-            loop.start_threads(st)
+            self._start_phase()
             self.status = L.ST_TIME
         while True:
             s = loop.run_until(st, until)
             if s == L.ST_REFILL:
                 self._refill_all()
+                continue
+            if s == L.ST_DONE and self._phase + 1 < len(self._bounds):
+                self._start_phase()
                 continue
             break
         self.status = s
@@ -445,9 +545,14 @@ class CompiledRun:
             # unused offsets go back to the generator, so its sequence continues where the run stopped
             gen = th.files[0].gen
             pos, ln = int(st.thi[t, L.TI_OFFPOS]), int(st.thi[t, L.TI_OFFLEN])
-            if hasattr(gen, "_buf") and ln > pos:
+            if _offset_mode(gen) == 0 and ln > pos:
                 gen._buf = gen._buf + st.offs[t, pos:ln][::-1].tolist()
             st.thi[t, L.TI_OFFPOS] = st.thi[t, L.TI_OFFLEN]
+            if st.thi[t, L.TI_MIXED]:
+                u = th._rw_rand
+                pos, ln = int(st.thi[t, L.TI_MPOS]), int(st.thi[t, L.TI_MLEN])
+                u._buf = u._buf + st.mu[t, pos:ln][::-1].tolist()
+                st.thi[t, L.TI_MPOS] = st.thi[t, L.TI_MLEN]
             if st.thi[t, L.TI_POISSON]:
                 u = th._rate_rand[int(st.thi[t, L.TI_DDIR])]
                 pos, ln = int(st.thi[t, L.TI_RPOS]), int(st.thi[t, L.TI_RLEN])

@@ -45,13 +45,25 @@ _FLUSH = int(Op.FLUSH)
 
 def _seek_table(d: Any, bins: int) -> np.ndarray:
     """The firmware's coarse seek table: ``bins`` cylinder-distance bins with geometric upper edges
-    from 1 cylinder to the full stroke; each bin's estimate is the seek at its upper edge."""
+    from 1 cylinder to the full stroke; each bin's estimate is the seek at its upper edge.
+
+    Rows 0-2: upper edges, read and write estimates (``nb`` bins; beyond them the edge is +inf and
+    the estimates repeat the last bin's). Row 3 finds a distance's bin without a search:
+    ``et[3, 0]`` is a shift s, ``et[3, 1 + (d >> s)]`` the first bin whose edge is >= the first
+    distance of d's bucket (at most 2048 buckets), so the bin is at most a few steps on."""
     dmax = max(2.0, float(d.ncyl - 1))
     edges = np.unique(np.ceil(np.geomspace(1.0, dmax, bins)))
-    et = np.zeros((3, len(edges)))
-    et[0] = edges
-    et[1] = K.seek_curve(edges, 0, d.sk, d.tt)
-    et[2] = K.seek_curve(edges, 1, d.sk, d.tt)
+    nb = len(edges)
+    shift = max(0, math.ceil(math.log2((int(dmax) + 1) / 2048)))
+    nbk = (int(dmax) >> shift) + 1
+    et = np.zeros((4, max(nb, nbk) + 1))
+    et[0, :nb] = edges
+    et[0, nb:] = math.inf
+    et[1, :nb] = K.seek_curve(edges, 0, d.sk, d.tt)
+    et[2, :nb] = K.seek_curve(edges, 1, d.sk, d.tt)
+    et[1:3, nb:] = et[1:3, nb - 1 : nb]
+    et[3, 0] = shift
+    et[3, 1 : nbk + 1] = np.searchsorted(edges, (np.arange(nbk) << shift).astype(float), side="left")
     return et
 
 

@@ -360,21 +360,18 @@ def position_time(now, i, cq, par, sk, tt):
 @njit(cache=True, inline="always", error_model="numpy")
 def est_move(cur_cyl, cur_head, cyl, head, w, par, et):
     """The firmware's estimate of a move: head switch, or the seek of the distance bin (its upper
-    edge, so the table never promises a seek the arm cannot make)."""
+    edge, so the table never promises a seek the arm cannot make). The bin is the first whose edge
+    is >= the distance; row 3 of ``et`` gives the first bin of the distance's bucket, so finding it
+    takes no search (``drive._seek_table`` describes the layout). Written with selects, not
+    branches (it runs for every queued command at every decision)."""
     d = abs(cyl - cur_cyl)
-    if d == 0.0:
-        if head == cur_head:
-            return 0.0
-        return par[P_HSW] if w else par[P_HSR]
-    lo = 0
-    hi = et.shape[1] - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if et[0, mid] >= d:
-            hi = mid
-        else:
-            lo = mid + 1
-    return et[1 + w, lo]
+    lo = int(et[3, 1 + (int(d) >> int(et[3, 0]))])
+    while et[0, lo] < d:
+        lo += 1
+    v = et[1 + w, lo]
+    hs = par[P_HSW] if w else par[P_HSR]
+    v = hs if d == 0.0 else v
+    return 0.0 if (d == 0.0 and head == cur_head) else v
 
 
 @njit(cache=True, error_model="numpy")
@@ -449,7 +446,33 @@ def choose(now, n, cq, par, sk, tt, mode, et):
             est = par[P_EST] != 0.0
             margin = par[P_MARGIN]
             dcost = par[P_DCOST] if n > 1 else 0.0
-            for i in range(n):
+            # every candidate is scored in full, with selects rather than branches (a data-dependent
+            # early exit mispredicted more than the rotational delay it saved)
+            tmv = now + dcost  # the firmware counts its own decision time before a move
+            plain = mode == 0 and n_over == 0 and wseq >= 1e300 and agew <= 0.0
+            if plain:  # the common case: every row is scored, no aging weight (same arithmetic)
+                for i in range(n):
+                    cyl = cq[i, C_CYL]
+                    head = cq[i, C_HEAD]
+                    rdy = cq[i, C_READY]
+                    tn = tmv if (dcost > 0.0) & ((cyl != cc) | (head != ch)) else now
+                    t0 = tn if rdy < tn else rdy
+                    w = 1 if cq[i, C_W] != 0.0 else 0
+                    if est:
+                        mv = est_move(cc, ch, cyl, head, w, par, et)
+                        ts = t0 + (mv + margin if mv > 0.0 else 0.0)
+                    else:
+                        ts = t0 + move_time(cc, ch, cyl, head, w, par, sk, tt)
+                    dr = rdy + cq[i, C_LINKW]
+                    ts = dr if dr > ts else ts
+                    ts += rot_wait(ts, cq[i, C_ANG], par)
+                    seq = cq[i, C_SEQ]
+                    better = (ts < btime) | ((ts == btime) & (seq < bseq))
+                    btime = ts if better else btime
+                    bseq = seq if better else bseq
+                    best = i if better else best
+                scored = n
+            for i in range(0 if plain else n):
                 kind = cq[i, C_KIND]
                 if (mode == 1 and kind != 0.0) or (mode == 2 and kind == 0.0):
                     continue
@@ -458,31 +481,26 @@ def choose(now, n, cq, par, sk, tt, mode, et):
                 if kind == 0.0 and cq[i, C_SEQ] > wseq:
                     continue  # beyond the firmware's look-ahead window
                 scored += 1
-                t0 = cq[i, C_READY]
-                tn = now
-                if dcost > 0.0 and (cq[i, C_CYL] != cc or cq[i, C_HEAD] != ch):
-                    tn = now + dcost  # the firmware counts its own decision time before a move
-                if t0 < tn:
-                    t0 = tn
+                cyl = cq[i, C_CYL]
+                head = cq[i, C_HEAD]
+                rdy = cq[i, C_READY]
+                tn = tmv if (dcost > 0.0 and (cyl != cc or head != ch)) else now
+                t0 = tn if rdy < tn else rdy
                 w = 1 if cq[i, C_W] != 0.0 else 0
                 if est:
-                    mv = est_move(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, et)
+                    mv = est_move(cc, ch, cyl, head, w, par, et)
                     ts = t0 + (mv + margin if mv > 0.0 else 0.0)  # no guard band without a move
                 else:
-                    ts = t0 + move_time(cc, ch, cq[i, C_CYL], cq[i, C_HEAD], w, par, sk, tt)
-                dr = cq[i, C_READY] + cq[i, C_LINKW]
-                if dr > ts:
-                    ts = dr
-                bonus = 0.0
-                if agew > 0.0 and kind == 0.0:
-                    bonus = agew * (now - cq[i, C_T])
-                if ts - bonus > btime:
-                    continue  # the rotational delay only adds
+                    ts = t0 + move_time(cc, ch, cyl, head, w, par, sk, tt)
+                dr = rdy + cq[i, C_LINKW]
+                ts = dr if dr > ts else ts
+                bonus = agew * (now - cq[i, C_T]) if (agew > 0.0 and kind == 0.0) else 0.0
                 ts += rot_wait(ts, cq[i, C_ANG], par) - bonus
-                if ts < btime or (ts == btime and cq[i, C_SEQ] < bseq):
-                    btime = ts
-                    bseq = cq[i, C_SEQ]
-                    best = i
+                seq = cq[i, C_SEQ]
+                better = ts < btime or (ts == btime and seq < bseq)
+                btime = ts if better else btime
+                bseq = seq if better else bseq
+                best = i if better else best
     if best >= 0 and maxskip > 0.0:
         for i in range(n):
             if i != best and cq[i, C_KIND] == 0.0:
