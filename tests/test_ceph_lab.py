@@ -124,6 +124,40 @@ def test_proc_cpu_seconds_with_spaces_in_comm():
         assert lp.proc_cpu_seconds(me.read_text(), os.sysconf("SC_CLK_TCK")) >= t0 + 0.1
 
 
+def test_thread_roles_and_deltas():
+    before = {"osd.0": {"tp_osd_tp": 1.0, "msgr-worker-0": 0.5}, "osd.1": {"bstore_kv_sync": 2.0}}
+    after = {"osd.0": {"tp_osd_tp": 1.5, "msgr-worker-0": 0.5, "OpHistorySvc": 0.25},
+             "osd.1": {"bstore_kv_sync": 2.75, "bstore_mempool": 0.125}, "mon.a": {"safe_timer": 9.0}}
+    d = lp.thread_delta(before, after)
+    # unchanged threads drop out; a thread that appeared counts from 0
+    assert d["osd.0"] == {"tp_osd_tp": 0.5, "OpHistorySvc": 0.25}
+    assert d["osd.1"] == {"bstore_kv_sync": 0.75, "bstore_mempool": 0.125}
+    roles = lp.thread_roles(d)  # OSDs only
+    assert roles == {"op_workers": 0.5, "other": 0.25, "kv_sync": 0.75, "bstore_other": 0.125}
+    assert lp.thread_role("bstore_kv_final") == "kv_final" and lp.thread_role("rocksdb:low0") == "rocksdb"
+    f = lp.fio_thread_roles({"fio": 1.0, "msgr-worker-1": 2.0, "io_context_pool": 0.5, "fn-radosclient": 0.25})
+    assert f == {"job": 1.0, "messenger": 2.0, "librbd": 0.75}
+
+
+def test_tree_thread_cpu_sees_a_busy_child():
+    """lab.tree_thread_cpu sums the threads of a process and its descendants (fio forks its jobs)."""
+    lab = _load("lab")
+    if not Path(f"/proc/{os.getpid()}/task").exists():
+        pytest.skip("NOT RUN: no /proc")
+    code = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(5)"
+    sh = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{code}'; true"])
+    try:
+        t_end = time.time() + 20
+        cpu = 0.0
+        while time.time() < t_end and cpu < 0.5:
+            time.sleep(0.2)
+            cpu = sum(lab.tree_thread_cpu(sh.pid).values())
+        assert cpu >= 0.5  # the grandchild's busy loop, seen through sh
+    finally:
+        sh.kill()
+        sh.wait()
+
+
 def test_spread():
     s = lp.spread([90.0, 100.0, 110.0])
     assert s["mean"] == 100.0 and s["sd"] == pytest.approx(10.0) and s["range_rel"] == pytest.approx(0.2)
@@ -244,6 +278,11 @@ def test_short_lab_run(tmp_path):
         assert float(r["iops"]) * float(r["lat_mean_ms"]) / 1000 == pytest.approx(int(r["qd"]), rel=0.15)
         if r["rw"] == "randwrite":
             assert float(r["deferred_share"]) == pytest.approx(1.0, abs=0.02)
+    # per-thread CPU: the roles add up to the OSDs' process CPU (both from /proc, jiffies: +-2 per thread)
+    for r in rows:
+        roles = sum(float(v) for k, v in r.items() if k.startswith("cpu_osd_") and k.endswith("_us_per_io")
+                    and k != "cpu_osd_us_per_io" and v)
+        assert roles == pytest.approx(float(r["cpu_osd_us_per_io"]), rel=0.1)
     # the first read run of a fresh cluster finds nothing of its offsets in the cache
     first = next(r for r in rows if r["rw"] == "randread" and r["qd"] == "1")
     assert float(first["cache_hit_share"]) < 0.02

@@ -96,7 +96,9 @@ def sim_points(sim_dir: Path, variant_default: str | None = None) -> dict[tuple[
     return out
 
 
-def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path) -> tuple[list[dict], list[dict]]:
+def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path,
+          fitted: set[tuple[str, str, int]] | None = None) -> tuple[list[dict], list[dict]]:
+    fitted = FITTED if fitted is None else fitted
     runs = _read_csv(data / "runs.csv")
     groups: dict[tuple[str, str, int], list[dict[str, str]]] = {}
     for r in runs:
@@ -107,7 +109,7 @@ def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path) -> tuple[
         rs = groups[key]
         s = sim.get(key)
         row: dict[str, Any] = {"variant": key[0], "rw": key[1], "qd": key[2], "n": len(rs),
-                               "set": "fit" if key in FITTED else "prediction"}
+                               "set": "fit" if key in fitted else "prediction"}
         for m, bound in BOUNDS.items():
             sp = labparse.spread([_f(r[m]) for r in rs])
             row[f"meas_{m}"] = sp["mean"]
@@ -157,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile")
     ap.add_argument("--data", type=Path, default=HERE / "data")
     ap.add_argument("--tag", default="", help="write prediction_TAG.csv / counters_TAG.csv (another profile's tables)")
+    ap.add_argument("--fitted", help="the points in the profile's fit, as variant/rw/qd,... (default: croit/randread/1,"
+                    "croit/randwrite/1)")
     a = ap.parse_args(argv)
     main_dir, cold_dir, small_dir = a.sim_dir / "main", a.sim_dir / "cold", a.sim_dir / "smallcache"
     if not a.reuse:
@@ -166,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     sim = sim_points(main_dir)
     sim.update(sim_points(cold_dir, "cold"))
     sim.update(sim_points(small_dir, "smallcache"))
-    pred, cnt = build(sim, a.data)
+    fitted = ({(v, rw, int(q)) for v, rw, q in (x.split("/") for x in a.fitted.split(","))} if a.fitted else None)
+    pred, cnt = build(sim, a.data, fitted)
     prof = a.profile or "clusters/ceph_lab_fitted"
     sfx = f"_{a.tag}" if a.tag else ""
     write_csv(a.data / f"prediction{sfx}.csv", pred,

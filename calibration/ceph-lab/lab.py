@@ -130,6 +130,7 @@ class Lab:
         self.state: dict[str, Any] = {"pids": {}, "loops": [], "files": []}
         self._lock_fd: int | None = None
         self.env = dict(os.environ, CEPH_CONF=str(self.conf))
+        self.last_window: dict[str, Any] | None = None  # per-thread CPU of fio's last steady-state window
 
     # ---------------------------------------------------------------- guards
     def acquire(self) -> None:
@@ -485,23 +486,90 @@ admin_socket =
                 out[n] = labparse.proc_cpu_seconds(Path(f"/proc/{pid}/stat").read_text(), CLK_TCK)
         return out
 
+    def thread_cpu(self) -> dict[str, dict[str, float]]:
+        """CPU seconds (utime + stime) per daemon and thread name (threads of one name summed), from
+        /proc/<pid>/task/<tid>/stat: which threads carry the daemons' CPU (op workers, messenger, kv_sync,
+        finisher, RocksDB, timers)."""
+        out: dict[str, dict[str, float]] = {}
+        for n, pid in self.state["pids"].items():
+            per: dict[str, float] = {}
+            with contextlib.suppress(OSError):
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    with contextlib.suppress(OSError):
+                        txt = (task / "stat").read_text()
+                        name = txt[txt.index("(") + 1:txt.rindex(")")]
+                        per[name] = per.get(name, 0.0) + labparse.proc_cpu_seconds(txt, CLK_TCK)
+            out[n] = per
+        return out
+
+    def idle_window(self, seconds: float) -> dict[str, Any]:
+        """Daemon CPU over ``seconds`` without client IO (the background a run's CPU counters include)."""
+        la0 = _loadavg()
+        tb, cb = self.thread_cpu(), self.daemon_cpu()
+        hb = labparse.host_cpu(Path("/proc/stat").read_text())
+        t0 = time.time()
+        time.sleep(seconds)
+        wall = time.time() - t0
+        ha = labparse.host_cpu(Path("/proc/stat").read_text())
+        ta, ca = self.thread_cpu(), self.daemon_cpu()
+        return {"wall_s": wall, "loadavg_before": la0, "loadavg_after": _loadavg(),
+                "cpu_s": {n: ca[n] - cb[n] for n in ca if n in cb},
+                "thread_cpu_s": labparse.thread_delta(tb, ta),
+                "host_busy_share": 1 - (ha[1] - hb[1]) / (ha[0] - hb[0]) if ha[0] > hb[0] else None}
+
     def perf_dumps(self) -> dict[str, Any]:
         return {n: self.admin(n, "perf", "dump") for n in sorted(self.state["pids"]) if n.startswith("osd.")}
 
-    def fio(self, out: Path, name: str, args: list[str]) -> tuple[int, float, float]:
-        """Run fio, returning (rc, wall seconds, fio user+sys CPU seconds)."""
+    def fio(self, out: Path, name: str, args: list[str],
+            sample_window: tuple[float, float] | None = None) -> tuple[int, float, float]:
+        """Run fio, returning (rc, wall seconds, fio user+sys CPU seconds). With ``sample_window`` = (a, b):
+        per-thread CPU of fio's processes and of the daemons from a to a + b seconds after the start
+        (``self.last_window``)."""
         c = self.cl
         cmd = ["fio", f"--name={name}", "--ioengine=rbd", "--clientname=admin", f"--pool={c['pool']}",
                f"--rbdname={c['image']}", "--direct=1", "--numjobs=1", "--lat_percentiles=1", *args,
                "--output-format=json+", f"--output={out}"]
         t0 = time.time()
         r0 = os.times()
-        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+        window = None
+        if sample_window:  # per-thread CPU of fio (all its processes) and the daemons in the run's steady state
+            a, b = sample_window
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env) as p:
+                time.sleep(a)
+                w0, f0, d0 = time.time(), tree_thread_cpu(p.pid), self.thread_cpu()
+                time.sleep(b)
+                w1, f1, d1 = time.time(), tree_thread_cpu(p.pid), self.thread_cpu()
+                if p.poll() is None:
+                    window = {"start_s": w0 - t0, "wall_s": w1 - w0, "fio_threads": labparse.thread_delta({"fio": f0}, {"fio": f1})["fio"],
+                              "daemon_threads": labparse.thread_delta(d0, d1)}
+                _, err = p.communicate()
+                rc = p.returncode
+        else:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+            rc, err = p.returncode, p.stderr
         r1 = os.times()
         wall = time.time() - t0
-        if p.returncode:
-            log(f"fio {name} failed: {p.stderr.strip()[-300:]}")
-        return p.returncode, wall, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+        if rc:
+            log(f"fio {name} failed: {err.strip()[-300:]}")
+        self.last_window = window
+        return rc, wall, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+
+
+def tree_thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds per thread name of a process and its descendants (fio forks its jobs)."""
+    per: dict[str, float] = {}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    txt = (task / "stat").read_text()
+                    name = txt[txt.index("(") + 1:txt.rindex(")")]
+                    per[name] = per.get(name, 0.0) + labparse.proc_cpu_seconds(txt, CLK_TCK)
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+    return per
 
 
 def _alive(pid: int) -> bool:
@@ -620,6 +688,10 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
         if rc:
             raise LabError("fill failed")
         info["fill_s"] = time.time() - t0
+        if seq.get("idle_s"):  # background CPU without client IO, after the fill settled
+            time.sleep(float(seq.get("settle_s", 5)))
+            info["idle_before"] = lab.idle_window(float(seq["idle_s"]))
+            log(f"[{name} #{rep}] idle: OSD CPU {sum(v for k, v in info['idle_before']['cpu_s'].items() if k.startswith('osd.')) / info['idle_before']['wall_s']:.3f} cores")
         runs_dir = out / "runs"
         runs_dir.mkdir(exist_ok=True)
         for qd in seq["qds"]:
@@ -641,11 +713,15 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                     args.append(f"--randrepeat={int(seq['randrepeat'])}")
                 la0 = _loadavg()
                 pb = lab.perf_dumps()
+                tb = lab.thread_cpu()
                 cb = lab.daemon_cpu()
                 hb = labparse.host_cpu(Path("/proc/stat").read_text())
-                rc, wall, fio_cpu = lab.fio(rdir / "fio.json", rid, args)
+                runtime = float(seq.get("runtime", fio_cfg["runtime"]))
+                win = (3.0, runtime - 5.0) if seq.get("sample_window") and runtime > 8 else None
+                rc, wall, fio_cpu = lab.fio(rdir / "fio.json", rid, args, win)
                 ha = labparse.host_cpu(Path("/proc/stat").read_text())
                 ca = lab.daemon_cpu()
+                ta = lab.thread_cpu()
                 pa = lab.perf_dumps()
                 la1 = _loadavg()
                 deltas = {n: labparse.perf_delta(pb[n], pa[n]) for n in pa}
@@ -653,6 +729,7 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                     "id": rid, "sequence": name, "repeat": rep, "rw": rw, "qd": qd, "rc": rc, "wall_s": wall,
                     "fio_args": args, "restart_s": restart_s, "loadavg_before": la0, "loadavg_after": la1,
                     "cpu_s": {n: ca[n] - cb[n] for n in ca if n in cb}, "fio_cpu_s": fio_cpu,
+                    "thread_cpu_s": labparse.thread_delta(tb, ta), "window": lab.last_window,
                     "host_busy_share": 1 - (ha[1] - hb[1]) / (ha[0] - hb[0]) if ha[0] > hb[0] else None,
                     "perf_delta": deltas,
                 }
@@ -663,6 +740,9 @@ def run_sequence(cl: dict[str, Any], seq: dict[str, Any], rep: int, seq_no: int,
                 row = labparse.fio_summary(labparse.fio_load(rdir / "fio.json")) if rc == 0 else {}
                 log(f"  {rid}: {row.get('iops', 0):.0f} IOPS p50 {row.get('p50_ms', 0):.2f} ms "
                     f"p99 {row.get('p99_ms', 0):.2f} ms fast {row.get('fast_share')} load {la1[0]:.1f}")
+        if seq.get("idle_s"):
+            time.sleep(float(seq.get("settle_s", 5)))
+            info["idle_after"] = lab.idle_window(float(seq["idle_s"]))
     finally:
         log(f"[{name} #{rep}] teardown")
         lab.teardown()
@@ -710,6 +790,19 @@ def derive(run_dirs: list[Path], data: Path) -> None:
         ios = max(1, row["ios"])
         row["cpu_osd_us_per_io"] = 1e6 * sum(v for k, v in cpu.items() if k.startswith("osd.")) / ios
         row["cpu_fio_us_per_io"] = 1e6 * run["fio_cpu_s"] / ios
+        row["cpu_window_s"] = run.get("wall_s")  # the CPU counters' window (fio's wall time, start-up included)
+        if run.get("thread_cpu_s"):  # per thread role (labparse.THREAD_ROLES), OSDs summed
+            for role, v in sorted(labparse.thread_roles(run["thread_cpu_s"]).items()):
+                row[f"cpu_osd_{role}_us_per_io"] = 1e6 * v / ios
+        win = run.get("window")
+        if win:  # steady-state window: shares of fio's CPU by thread (fio's job thread vs librbd's threads)
+            ft = win["fio_threads"]
+            tot_f = sum(ft.values()) or 1.0
+            for role, v in sorted(labparse.fio_thread_roles(ft).items()):
+                row[f"fio_{role}_share"] = v / tot_f
+            row["window_fio_cores"] = tot_f / win["wall_s"]
+            row["window_osd_cores"] = sum(sum(th.values()) for n, th in win["daemon_threads"].items()
+                                          if n.startswith("osd.")) / win["wall_s"]
         row["host_busy_share"] = run["host_busy_share"]
         row["loadavg_1m_before"] = run["loadavg_before"][0]
         row["loadavg_1m_after"] = run["loadavg_after"][0]
@@ -728,6 +821,7 @@ def derive(run_dirs: list[Path], data: Path) -> None:
         (data / "perf").mkdir(parents=True, exist_ok=True)
         (data / "perf" / f"{run['id']}.json").write_text(json.dumps(
             {"perf_delta": run["perf_delta"], "perf_after_gauges": run.get("perf_after_gauges", {}), "cpu_s": run["cpu_s"], "fio_cpu_s": run["fio_cpu_s"],
+             "thread_cpu_s": run.get("thread_cpu_s"), "wall_s": run.get("wall_s"), "window": run.get("window"),
              "loadavg_before": run["loadavg_before"], "loadavg_after": run["loadavg_after"],
              "host_busy_share": run["host_busy_share"], "restart_s": run["restart_s"]}, indent=0))
     data.mkdir(parents=True, exist_ok=True)
@@ -775,6 +869,29 @@ def derive(run_dirs: list[Path], data: Path) -> None:
                     for m in ("iops", "p50_ms", "p99_ms", "lat_mean_ms"):
                         line.append(_fmt(labparse.spread([r[m] for r in rs])["mean"]) if dd == d else "")
                 w.writerow(line)
+    # idle windows (sequences with idle_s): the daemons' CPU without client IO, before and after the runs
+    idle = []
+    for d, manifest in zip(run_dirs, manifests, strict=True):
+        for info in manifest.get("sequences", []):
+            for when in ("idle_before", "idle_after"):
+                w = info.get(when)
+                if not w:
+                    continue
+                r = {"run_dir": d.name, "sequence": info["sequence"], "repeat": info["repeat"], "when": when,
+                     "wall_s": w["wall_s"], "loadavg_1m_before": w["loadavg_before"][0],
+                     "host_busy_share": w["host_busy_share"],
+                     "cpu_osd_cores": sum(v for k, v in w["cpu_s"].items() if k.startswith("osd.")) / w["wall_s"],
+                     "cpu_mon_mgr_cores": sum(v for k, v in w["cpu_s"].items() if not k.startswith("osd.")) / w["wall_s"]}
+                for role, v in sorted(labparse.thread_roles(w["thread_cpu_s"]).items()):
+                    r[f"cpu_osd_{role}_cores"] = v / w["wall_s"]
+                idle.append(r)
+    if idle:
+        cols_i = list(dict.fromkeys(k for r in idle for k in r))
+        with open(data / "idle.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols_i)
+            w.writeheader()
+            for r in idle:
+                w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     parts = []
     for d, manifest in zip(run_dirs, manifests, strict=True):
         man = {k: manifest[k] for k in ("campaign_file", "campaign", "only", "started_utc", "finished_utc", "machine",

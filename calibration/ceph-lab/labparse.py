@@ -267,6 +267,46 @@ def proc_cpu_seconds(stat_text: str, clk_tck: int) -> float:
     return (int(rest[11]) + int(rest[12])) / clk_tck
 
 
+def thread_delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per daemon and thread name: CPU seconds after - before (threads that appeared count from 0)."""
+    return {n: {k: v - before.get(n, {}).get(k, 0.0) for k, v in th.items() if v - before.get(n, {}).get(k, 0.0) > 0}
+            for n, th in after.items()}
+
+
+#: thread-name prefixes of ceph-osd (Pacific) -> the role used in the derived tables
+THREAD_ROLES = (("tp_osd_tp", "op_workers"), ("msgr-worker", "messenger"), ("bstore_kv_sync", "kv_sync"),
+                ("bstore_kv_final", "kv_final"), ("bstore_aio", "aio"), ("rocksdb", "rocksdb"),
+                ("finisher", "finisher"), ("fn_", "finisher"), ("cfin", "finisher"), ("bstore_", "bstore_other"))
+
+
+def thread_role(name: str) -> str:
+    for prefix, role in THREAD_ROLES:
+        if name.startswith(prefix):
+            return role
+    return "other"
+
+
+def thread_roles(per_daemon: dict[str, dict[str, float]], prefix: str = "osd.") -> dict[str, float]:
+    """CPU seconds by thread role, summed over the daemons whose name starts with ``prefix``."""
+    out: dict[str, float] = {}
+    for n, th in per_daemon.items():
+        if n.startswith(prefix):
+            for k, v in th.items():
+                r = thread_role(k)
+                out[r] = out.get(r, 0.0) + v
+    return out
+
+
+def fio_thread_roles(threads: dict[str, float]) -> dict[str, float]:
+    """fio's CPU seconds by role: ``job`` (fio's own threads: submission, reaping, accounting), ``messenger``
+    (librbd's msgr-worker threads), ``librbd`` (io_context_pool, finishers, timers, other librados threads)."""
+    out: dict[str, float] = {}
+    for k, v in threads.items():
+        r = "job" if k.startswith("fio") else "messenger" if k.startswith("msgr-worker") else "librbd"
+        out[r] = out.get(r, 0.0) + v
+    return out
+
+
 def host_cpu(stat_text: str) -> tuple[float, float]:
     """(total, idle) jiffies from /proc/stat's first line."""
     f = [int(x) for x in stat_text.splitlines()[0].split()[1:]]

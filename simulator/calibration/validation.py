@@ -724,14 +724,31 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
                         cells.append(f"{row['rw']} QD{int(float(row['qd']))} {iops:.0f} vs {mi:.0f} ({errs[-1]:+.0f}%)")
                 md.append("; ".join(cells) + ".")
                 summary.append({"campaign": "Ceph lab (fresh croit replay, IOPS)", "kind": "reproduction", **_stats(errs)})
-    mech_p = lab / "data" / "prediction_batching.csv"
-    if mech_p.is_file():
-        # the same points on the model with the lab's mechanisms (CPU wakeups, kv commit CPU, off-CPU stalls)
+    variants = (
+        ("batching", "With the lab's mechanisms (`models/clusters/ceph_lab_batching_fitted`)",
+         "Thread wakeups amortised over queued jobs, the kv_sync commit cycle's own CPU, the client's CPU per "
+         "write, off-CPU stalls instead of the lognormal cost spread; refitted on the same croit QD1 points "
+         "(calibrate_batching.yaml)."),
+        ("background", "Hypothesis: background CPU off the latency path (`models/clusters/ceph_lab_background_fitted`)",
+         "The mechanisms above with the CPU speed pinned at 1.0 (the costs are CPU seconds measured on this VM) and a "
+         "share of every CPU job run after its result is out (`cpu.background_share`), fitted with the flush cost and "
+         "the stalls on the same croit QD1 points (calibrate_background.yaml); the lab's per-thread CPU counters bound "
+         "the share independently (data/background/threads.csv)."),
+        ("foreign", "Hypothesis: the VM's other jobs as foreign CPU work (`models/clusters/ceph_lab_foreign_fitted`)",
+         "The machine's other processes take a measured 0.9 of the 2 cores (`cpu.foreign_cores`, from the QD16 runs' CPU "
+         "counters, so croit QD16 is not independent) as Poisson jobs of mean `cpu.foreign_slice`, first come first "
+         "served with the lab's jobs, instead of the fitted stalls; CPU speed, flush and slice fitted on the croit QD1 "
+         "points (calibrate_foreign.yaml)."),
+        ("foreign_reads", "Direction test: foreign work fitted on reads only (`models/clusters/ceph_lab_foreign_reads_fitted`)",
+         "As above with 0.8 foreign cores (from the read QD16 runs only), CPU speed and slice fitted on the croit randread "
+         "runs (QD 1, 4, 16; calibrate_foreign_reads.yaml): every write point is a prediction."),
+    )
+    for tag, title, blurb in variants:
+        mech_p = lab / "data" / f"prediction_{tag}.csv"
+        if not mech_p.is_file():
+            continue
         mech = _read_csv(mech_p)
-        md += ["", "### With the lab's mechanisms (`models/clusters/ceph_lab_batching_fitted`)", "",
-               "Thread wakeups amortised over queued jobs, the kv_sync commit cycle's own CPU, the client's CPU per "
-               "write, off-CPU stalls instead of the lognormal cost spread; refitted on the same croit QD1 points "
-               "(calibrate_batching.yaml). Within bounds (testable points / all predicted points):", "",
+        md += ["", f"### {title}", "", f"{blurb} Within bounds (testable points / all predicted points):", "",
                "| metric | before (ceph_lab_fitted) | with the mechanisms |", "|---|---|---|"]
         for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %")):
             cells = []
@@ -749,7 +766,7 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
         for s2 in ("fit", "prediction"):
             for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
                 sel = [_f(r.get(f"err_{m}_pct")) for r in mech if r["set"] == s2]
-                summary.append({"campaign": f"Ceph lab, mechanisms ({s2}, {lab_m})", "kind": s2,
+                summary.append({"campaign": f"Ceph lab, {'mechanisms' if tag == 'batching' else tag} ({s2}, {lab_m})", "kind": s2,
                                 **_stats([e for e in sel if e is not None])})
     md += ["", "Mechanisms and what the lab showed: docs/ceph-model.md, \"What the lab showed\".", ""]
     return md, summary

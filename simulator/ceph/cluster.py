@@ -48,7 +48,8 @@ class Host(Component):
 
     def __init__(self, name: str, parent: Component, cpu: CpuConfig, nic: NicConfig):
         super().__init__(name, parent)
-        self.cpu = CpuPool("cpu", self, cpu.servers, cpu.speed, cpu.wakeup_cost, cpu.stall_share, cpu.stall_mean)
+        self.cpu = CpuPool("cpu", self, cpu.servers, cpu.speed, cpu.wakeup_cost, cpu.stall_share, cpu.stall_mean,
+                           cpu.background_share, cpu.foreign_cores, cpu.foreign_slice)
         self.tx = Link(self.env, nic.bandwidth)
         self.rx = Link(self.env, nic.bandwidth)
         self.drives: list[Device] = []

@@ -86,10 +86,41 @@ class CpuConfig(ConfigModel):
         0.0, ge=0.0, le=0.1,
         description="mean of the off-CPU wait of a stalled job (exponential), seconds (default 0 = off)",
     )
+    background_share: float = Field(
+        0.0, ge=0.0, le=0.9,
+        description=(
+            "share of every CPU job's cost that runs after the job's result is out (a hypothesis for the Ceph lab: "
+            "op-history, stats and deferred-apply bookkeeping on the daemons' helper threads): it keeps the core "
+            "busy, so it counts against throughput, but no IO waits for it. The lab's per-thread CPU counters bound "
+            "it (calibration/ceph-lab/data/background/threads.csv); fraction (default 0 = off)"
+        ),
+    )
+    foreign_cores: float = Field(
+        0.0, ge=0.0, le=4096.0,
+        description=(
+            "mean number of cores kept busy by work of the machine that is not modelled (other processes, e.g. the "
+            "Ceph lab VM's other jobs): Poisson jobs of mean foreign_slice, first come first served with the modelled "
+            "jobs, so a saturated pool gives the model servers - foreign_cores cores; cores (default 0 = off)"
+        ),
+    )
+    foreign_slice: Seconds = Field(
+        0.0, ge=0.0, le=0.1,
+        description=(
+            "mean length of one foreign job (exponential): how long a modelled job that finds every core taken waits "
+            "at most for one; seconds (default 0 = off)"
+        ),
+    )
 
     @property
     def servers(self) -> int:
         return max(1, round(self.cores * (1.0 + self.smt_gain * (self.threads_per_core - 1))))
+
+    @model_validator(mode="after")
+    def _foreign_below_servers(self) -> CpuConfig:
+        if self.foreign_cores >= self.servers:
+            raise ValueError(f"foreign_cores ({self.foreign_cores}) must be below the host's servers ({self.servers}): "
+                             "the foreign work alone would saturate the host")
+        return self
 
 
 class NicConfig(ConfigModel):

@@ -27,7 +27,7 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from simulator.ceph.resources import call_at
+from simulator.ceph.resources import call_at, then
 from simulator.devices.base import Op
 from simulator.engine import Component
 
@@ -278,7 +278,7 @@ class Osd(Component):
                 bs = self.bs
                 if base < 0:  # object does not exist: zeros, no IO
                     t = self.cpu.book(env._now, self._cost(cfg.read_cost))
-                    self._reply_client(op, t)
+                    then(self.cpu, t, self._reply_client, op)
                     self._release_at(sh, op.pg, t)
                     return
                 hit = bs.probe_read(op.objkey, op.off, op.length)
@@ -289,7 +289,7 @@ class Osd(Component):
                 if hit:  # served from the cache: the worker's job and the reply time are known now
                     cost += bs.hit_cost
                     t = self.cpu.book(env._now, cost)
-                    self._reply_client(op, t)
+                    then(self.cpu, t, self._reply_client, op)
                     self._release_at(sh, op.pg, t)
                 else:
                     op.onode_hit = onode_hit
@@ -304,12 +304,7 @@ class Osd(Component):
             # answered once every reply and the local commit are in (no event of its own)
             self.replies += 1
             t = self.cpu.book(env._now, self._cost(cfg.reply_cost))
-            prim = op.primary_op
-            if t > prim.t_local:
-                prim.t_local = t
-            prim.pending -= 1
-            if prim.pending == 0:
-                self._reply_client(prim, prim.t_local)
+            then(self.cpu, t, self._commit_in, op.primary_op)
             self._release_at(sh, op.pg, t)
         else:
             EXT_ROLES[role](self, sh, op)
@@ -362,8 +357,11 @@ class Osd(Component):
                 sub.osd = r
                 per_byte = cfg.msgr_cost_per_byte * payload
                 t = self.cpu.book(now, cfg.msgr_send_cost + per_byte)
-                t = net.arrival(self.host, r.host, t, payload)
-                call_at(env, r.cpu.book(t, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
+                if self.cpu.stalled:
+                    then(self.cpu, t, self._send_sub, sub)
+                else:
+                    t = net.arrival(self.host, r.host, t, payload)
+                    call_at(env, r.cpu.book(t, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
                 pending += 1
             rec = self.cluster.recovery
             if rec is not None and pg in rec.jobs:  # backfill targets get the write too
@@ -373,6 +371,13 @@ class Osd(Component):
         else:
             bs.write(op, self._base(op), op.pg, self._subop_committed)
         self._free(sh, op.pg)
+
+    def _send_sub(self, sub: ObjOp, t: float) -> None:
+        """A repop leaves at ``t`` (its send was stalled; called at ``t``)."""
+        payload = sub.length if sub.kind == _WRITE else 0
+        r = sub.osd
+        t = self.cluster.net.arrival(self.host, r.host, t, payload)
+        call_at(self.env, r.cpu.book(t, self.cfg.msgr_recv_cost + self.cfg.msgr_cost_per_byte * payload), r.on_op, sub)
 
     def _base(self, op: ObjOp) -> int:
         b = int(op.image.obj_base[op.objno, op.pos])
@@ -385,7 +390,11 @@ class Osd(Component):
         now = self.env._now
         if op.commits is not None:
             op.commits.append((self.id, now))
-        t = self.cpu.book(now, self.cfg.commit_cost)
+        then(self.cpu, self.cpu.book(now, self.cfg.commit_cost), self._commit_in, op)
+
+    def _commit_in(self, op: ObjOp, t: float) -> None:
+        """A commit of client write ``op`` (local, or a replica's reply) is processed by ``t``; the last one
+        answers the client."""
         if t > op.t_local:
             op.t_local = t
         op.pending -= 1
@@ -399,11 +408,14 @@ class Osd(Component):
         if prim.commits is not None:
             prim.commits.append((self.id, now))
         cfg = self.cfg
-        posd = prim.osd
-        t = self.cpu.book(now, cfg.commit_cost + cfg.msgr_send_cost)
-        t = self.cluster.net.arrival(self.host, posd.host, t, 0)
         sub.role = REPLY
-        call_at(env, posd.cpu.book(t, cfg.msgr_recv_cost), posd.on_op, sub)
+        then(self.cpu, self.cpu.book(now, cfg.commit_cost + cfg.msgr_send_cost), self._send_reply, sub)
+
+    def _send_reply(self, sub: ObjOp, t: float) -> None:
+        """A replica's commit reply leaves at ``t`` for the primary."""
+        posd = sub.primary_op.osd
+        t = self.cluster.net.arrival(self.host, posd.host, t, 0)
+        call_at(self.env, posd.cpu.book(t, self.cfg.msgr_recv_cost), posd.on_op, sub)
 
     # ------------------------------------------------------------------ to the client
     def _reply_client(self, op: ObjOp, t: float) -> None:
@@ -411,7 +423,9 @@ class Osd(Component):
         cost = cfg.msgr_send_cost
         if op.kind == _READ:
             cost += cfg.msgr_cost_per_byte * op.length
-        t = self.cpu.book(t, cost)
+        then(self.cpu, self.cpu.book(t, cost), self._to_client, op)
+
+    def _to_client(self, op: ObjOp, t: float) -> None:
         self.cluster.client_reply(self.host, op, t)
 
     def stats(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import numpy as np
 from simulator.ceph.ec import EC_CLIENT, EcOp, shard_size
 from simulator.ceph.hashing import rbd_object_hashes
 from simulator.ceph.osd import CLIENT, ObjOp
-from simulator.ceph.resources import call_at
+from simulator.ceph.resources import call_at, then
 from simulator.devices.base import Device, Op, Request
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class RbdImage(Device):
             op.t0 = now
             if tracing:
                 op.commits = []
-            cl.send_client_op(op, client.cpu.book(now, cost))
+            then(client.cpu, client.cpu.book(now, cost), cl.send_client_op, op)
             return
         group = [last - first + 1, req]
         osz = self.obj_size
@@ -130,7 +130,7 @@ class RbdImage(Device):
             op.t0 = now
             if tracing:
                 op.commits = []
-            cl.send_client_op(op, client.cpu.book(now, cost))
+            then(client.cpu, client.cpu.book(now, cost), cl.send_client_op, op)
 
     def complete_op(self, op: ObjOp, t: float) -> None:
         """The reply for ``op`` has been processed by the client at time ``t``."""

@@ -20,7 +20,7 @@ from simpy.core import NORMAL
 
 from simulator.engine import Component
 
-__all__ = ["CpuPool", "Link", "Network", "call_at", "call_later"]
+__all__ = ["CpuPool", "Link", "Network", "call_at", "call_later", "then"]
 
 
 _push = heapq.heappush
@@ -60,6 +60,25 @@ def call_at(env: simpy.Environment, t: float, cb: Any, value: Any) -> None:
     _push(env._queue, (t if t > now else now, NORMAL, next(env._eid), ev))
 
 
+def _resume(ev: Any) -> None:
+    fn, arg, t = ev._value
+    fn(arg, t)
+
+
+def then(pool: CpuPool, t: float, fn: Any, arg: Any) -> None:
+    """Continue a chain of bookings at ``t``, the end of the job just booked on ``pool``: ``fn(arg, t)``.
+
+    Normally at once (the next booking is made now for an arrival at ``t``, a short lead). When that job's
+    result comes after an off-CPU stall (``pool.stalled``), ``t`` may be milliseconds ahead and a booking
+    made now would hold a core idle until then; so ``fn`` is called from an event at ``t`` instead.
+    """
+    if pool.stalled:
+        pool.stalled = False
+        call_at(pool.env, t, _resume, (fn, arg, t))
+    else:
+        fn(arg, t)
+
+
 class CpuPool(Component):
     """``servers`` identical processors, FCFS; costs are divided by ``speed``."""
 
@@ -72,6 +91,9 @@ class CpuPool(Component):
         wakeup_cost: float = 0.0,
         stall_share: float = 0.0,
         stall_mean: float = 0.0,
+        background_share: float = 0.0,
+        foreign_cores: float = 0.0,
+        foreign_slice: float = 0.0,
     ):
         super().__init__(name, parent)
         self.servers = int(servers)
@@ -83,14 +105,31 @@ class CpuPool(Component):
         #: other work of the machine runs), exponential with mean ``stall_mean``; the server is free
         self._stall_p = float(stall_share) if stall_mean > 0.0 else 0.0
         self._stall_mean = float(stall_mean)
+        #: share of every job's CPU that its thread (or a helper thread) runs after the job's result is out
+        #: (op history, stats, deferred-apply bookkeeping): it keeps the core busy, but nothing waits for it
+        self._bg = float(background_share)
+        #: foreign work (other processes of the machine): Poisson arrivals of jobs, exponential with mean
+        #: ``foreign_slice``, at the rate that keeps ``foreign_cores`` busy on average; booked lazily (when a
+        #: modelled job arrives after them), FCFS with the modelled jobs; no events
+        self._fg_slice = float(foreign_slice)
+        self._fg_gap = self._fg_slice / float(foreign_cores) if foreign_cores > 0.0 and foreign_slice > 0.0 else 0.0
+        self._fg_next = 0.0
+        #: the last booked job's result comes after a stall (set by every booking while stalls are on);
+        #: a caller that chains a follow-up booking to that job's end uses ``then``
+        self.stalled = False
         self._free = [0.0] * self.servers
         self.reset_stats()
 
     def book(self, t: float, cost: float) -> float:
-        """Run a job of ``cost`` (reference-CPU seconds) arriving at ``t``; return its end time."""
+        """Run a job of ``cost`` (reference-CPU seconds) arriving at ``t``; return the time its result is out
+        (its end, less its background part, plus a stall if it stalls)."""
         if cost <= 0.0 and self._wake == 0.0:
+            self.stalled = False
             return t
+        if self._fg_gap and self._fg_next <= t:
+            self._foreign(t)
         cost *= self._inv
+        bg = cost * self._bg
         free = self._free
         f = free[0]
         if t >= f:  # a server is idle: the job wakes it
@@ -101,14 +140,32 @@ class CpuPool(Component):
         _heapreplace(free, end)
         self._busy += cost
         self.jobs += 1
-        if self._stall_p and self.rand.random() < self._stall_p:
-            self.stalls += 1
-            return end - self._stall_mean * math.log(1.0 - self.rand.random())
+        end -= bg  # the result is out before the job's background part (0 unless background_share)
+        if self._stall_p:
+            if self.rand.random() < self._stall_p:
+                self.stalls += 1
+                self.stalled = True
+                return end - self._stall_mean * math.log(1.0 - self.rand.random())
+            self.stalled = False
         return end
+
+    def _foreign(self, t: float) -> None:
+        """Book the foreign jobs that arrived up to ``t`` (in arrival order, before the modelled job at ``t``)."""
+        free = self._free
+        r = self.rand
+        ta = self._fg_next
+        while ta <= t:
+            size = -self._fg_slice * math.log(1.0 - r.random())
+            f = free[0]
+            _heapreplace(free, (ta if ta > f else f) + size)
+            self.foreign_busy += size
+            ta -= self._fg_gap * math.log(1.0 - r.random())
+        self._fg_next = ta
 
     def reset_stats(self) -> None:
         self._t0 = self.env.now
         self._busy = 0.0
+        self.foreign_busy = 0.0
         self.jobs = 0
         self.stalls = 0
 
@@ -117,7 +174,11 @@ class CpuPool(Component):
         return min(1.0, self._busy / (span * self.servers)) if span > 0 else 0.0
 
     def stats(self) -> dict[str, Any]:
-        return {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs, "stalls": self.stalls}
+        st = {"servers": self.servers, "utilisation": self.utilisation(), "jobs": self.jobs, "stalls": self.stalls}
+        if self._fg_gap:
+            span = self.env.now - self._t0
+            st["foreign_cores"] = self.foreign_busy / span if span > 0 else 0.0
+        return st
 
 
 class Link:
