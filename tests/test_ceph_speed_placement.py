@@ -98,3 +98,17 @@ def test_upmap_balancer_moves_unchanged(case, n_moves, digest) -> None:
     moves = balance_upmap(crush, acting, dc, fd, max_dev)
     assert len(moves) == n_moves
     assert hashlib.sha256(json.dumps([moves, acting]).encode()).hexdigest()[:16] == digest
+
+
+def test_group_stable_is_a_stable_argsort() -> None:
+    import numpy as np
+
+    from simulator.ceph.placement import group_stable
+
+    rng = np.random.default_rng(5)
+    for dtype, n, k in ((np.int16, 5000, 40), (np.int32, 3000, 1100), (np.int16, 0, 3)):
+        keys = rng.integers(-1, k, n).astype(dtype)
+        order, counts, starts = group_stable(keys, k)
+        assert np.array_equal(order, np.argsort(keys, kind="stable"))
+        assert np.array_equal(counts, np.bincount(keys.astype(np.int64) + 1, minlength=k + 1))
+        assert np.array_equal(starts, np.cumsum(counts) - counts)

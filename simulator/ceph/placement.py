@@ -25,7 +25,7 @@ from simulator.ceph.hashing import nb_crush_hash32_2, nb_crush_hash32_3, pg_num_
 
 nbcache.invalidate_stale(__file__, _hashing.__file__)  # the placement kernels inline the CRUSH hash
 
-__all__ = ["NONE", "CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
+__all__ = ["NONE", "CrushMap", "CrushOsd", "balance_upmap", "group_stable", "map_pool"]
 
 
 @dataclass
@@ -422,3 +422,29 @@ def balance_upmap(
             insort(over_keys, (-d, o))
             insort(under_keys, (d, o))
     return moves
+
+
+@njit(cache=True)
+def _group_stable(keys, nkeys):  # pragma: no cover - compiled
+    counts = np.zeros(nkeys + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        counts[keys[i] + 1] += 1
+    starts = np.empty(nkeys + 1, dtype=np.int64)
+    s = 0
+    for j in range(nkeys + 1):
+        starts[j] = s
+        s += counts[j]
+    pos = starts.copy()
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        j = keys[i] + 1
+        order[pos[j]] = i
+        pos[j] += 1
+    return order, counts, starts
+
+
+def group_stable(keys: np.ndarray, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of ``keys`` (integers in [-1, nkeys)) grouped by key, ascending, in index order within
+    a key: ``np.argsort(keys, kind="stable")`` by one counting pass, O(n). Returns (order, counts,
+    starts), counts and starts per key + 1 (index 0: the key -1, an unplaced replica)."""
+    return _group_stable(keys, nkeys)
