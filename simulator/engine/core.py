@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections.abc import Callable, Iterator
-from heapq import heappop
+from heapq import heappop, heappush
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ def succeed_at(env: simpy.Environment, event: simpy.Event, delay: float, value: 
         raise ValueError(f"negative delay {delay}")
     event._ok = True
     event._value = value
-    env.schedule(event, NORMAL, delay)
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))  # = env.schedule(event, NORMAL, delay)
     return event
 
 
