@@ -115,6 +115,26 @@ def test_ramp_excluded_and_device_window_matches():
     assert st["utilisation"] == pytest.approx(1.0)
 
 
+def test_a_later_start_without_ramp_keeps_earlier_jobs_device_counts():
+    """Two jobs on one device, the second starting 0.5 s later, no ramp: the device's window covers
+    both (the second job's start does not restart the counters the first job has accumulated)."""
+    sim = new_sim()
+    s = 2.0**-10
+    devs = queue_devices(sim, [s])
+    _, (a, b) = run_jobs(
+        {"ioengine": "psync"},
+        [
+            {"name": "a", "rw": "randread", "number_ios": 300, "filename": "d0"},
+            {"name": "b", "rw": "randread", "number_ios": 300, "startdelay": "500ms", "filename": "d0"},
+        ],
+        devs,
+        sim,
+    )
+    st = devs["d0"].stats()
+    assert st["completed"]["read"] == a.n + b.n == 600
+    assert st["window_s"] == pytest.approx(sim.env.now)
+
+
 @pytest.mark.parametrize("n, expected", [(10, 99), (7, 142)])
 def test_fsync_every_n_writes(n, expected):
     sim = new_sim()

@@ -909,7 +909,11 @@ def _t_ramp_end(st, th, now):
     if st.thi[th, TI_DONE] != 0:
         return
     st.thi[th, TI_LIMON] = 1
-    reset_device_stats(st, st.thi[th, TI_DEV], now)
+    d = st.thi[th, TI_DEV]
+    # the runner's rule: without a ramp only the first job to start on a device restarts its counters
+    if st.thf[th, TF_RAMP] > 0.0 or st.dvi[d, 2] == 0:
+        reset_device_stats(st, d, now)
+    st.dvi[d, 2] = 1
 
 
 @njit(cache=True, _nrt=False)

@@ -178,7 +178,7 @@ class CompiledRun:
         lg = np.zeros((LOG_ROWS, 5))
         lgt = np.zeros(LOG_ROWS, np.int64)
         # devices
-        dvi = np.zeros((len(devs), 2), np.int64)
+        dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
         dacc = np.zeros((len(devs), L.NDA))
         qn = hn = 0
         for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):

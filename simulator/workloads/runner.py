@@ -35,7 +35,8 @@ fio semantics reproduced (see also :mod:`simulator.workloads.options`):
 * ``ramp_time``: IOs completing before the ramp ends are not recorded; at the ramp's end the
   thread's counters restart (``size``/``number_ios`` count from there; IOs in flight at that
   moment count towards them), ``device.reset_stats()`` is called on the job's devices so their
-  utilisation covers the same window, and ``runtime`` starts (fio: "ramp_time ... will increase
+  utilisation covers the same window (without a ramp, only by the first job of a stonewall phase to
+  start on a device: a later ``startdelay`` does not erase what earlier jobs did there), and ``runtime`` starts (fio: "ramp_time ... will increase
   the total runtime"). The statistics window is ``[ramp end, last completion]``.
 * Stop conditions: ``time_based``: issue until ``runtime`` then drain (in-flight IOs count);
   otherwise until ``size`` bytes (or ``io_size``, times ``loops``) have been issued, or ``runtime``
@@ -445,11 +446,18 @@ class JobThread(Component):
         self._issues = [0, 0, 0]
         self._w_issues = 0
         self._rwmix_issues = 0
+        # without a ramp this is the job's start: a device another job of this phase already uses
+        # keeps its counters (a later start must not erase an earlier job's share of the window)
+        fresh = self.job.ramp_time > 0
+        started = self.workload._phase_devs
         seen = set()
         for f in self.files:
-            if id(f.dev) not in seen:
-                seen.add(id(f.dev))
-                f.dev.reset_stats()
+            k = id(f.dev)
+            if k not in seen:
+                seen.add(k)
+                if fresh or k not in started:
+                    f.dev.reset_stats()
+                started.add(k)
 
     def _stop(self) -> None:
         if self._issuing and self.job.end_fsync and 1 in self._ddirs:
@@ -900,6 +908,7 @@ class Workload(Component):
         self._started = False
         self._done_ev: simpy.Event | None = None
         self._phase = 0
+        self._phase_devs = set()
         self._remaining = 0
 
     def start(self) -> simpy.Event:
@@ -914,6 +923,7 @@ class Workload(Component):
 
     def _start_phase(self, i: int) -> None:
         self._phase = i
+        self._phase_devs: set[int] = set()  # devices whose statistics this phase has restarted
         if i >= len(self._phases):
             succeed_now(self.env, self._done_ev, self)
             return

@@ -66,16 +66,17 @@ class RaidVolume(Device):
         """``path``: an HBA path shared with other volumes (default: one of its own when ``cfg.path``
         is set). ``make_member(i, name, parent)`` builds member ``i`` instead of the registry (Python
         API: members of different kinds, instrumented members in tests)."""
-        from simulator.devices.registry import build_device
+        from simulator.devices.registry import resolve_params
 
         super().__init__(name, parent)
         self.cfg = cfg
         n = cfg.members.count
-        spec = cfg.members.device
         if make_member is None:
+            # the member spec is resolved (profile read, validated) once for all members
+            kind, mcfg, _ = resolve_params(cfg.members.device, field="members.device")
 
             def make_member(i: int, nm: str, par: Component) -> Device:
-                return build_device(spec, nm, par, field="members.device")
+                return kind.build(mcfg, nm, par)
 
         if path is None and cfg.path is not None:
             path = HbaPath(cfg.path, "hba", self)
