@@ -71,3 +71,44 @@ def test_do_rule_agrees_with_map_pool() -> None:
     mask = pg_num_mask(512)
     for ps in (0, 1, 77, 511):
         assert crush.do_rule(crush_hash32_2(ceph_stable_mod(ps, 512, mask), 5), 3, None, "host") == acting[ps]
+
+
+#: (layout, pool id, pg_num, size, device class, failure domain, max_deviation) -> (moves, digest of
+#: [moves, balanced acting sets]) from balance_upmap as of commit e695ae0 (re-sorting every OSD each
+#: iteration); the incremental orders must give the same moves in the same order
+UPMAP_CASES = [
+    (("croit", 1, 256, 3, "mach2", "osd", 0), 32, "5dfc8d1a445dd2e8"),
+    (("croit", 2, 256, 3, "hdd", "osd", 1), 54, "d3900acc0377c7d4"),
+    (("croit42", 1, 10752, 3, "mach2", "host", 1), 1572, "9b524c5baefb8149"),
+    (("croit42", 2, 10752, 3, "hdd", "host", 1), 1712, "6e000db690550727"),
+    (("mixed", 5, 512, 3, None, "host", 0), 56, "cd2b5b48cd7150b6"),
+    (("mixed", 6, 300, 2, "ssd", "host", 1), 1, "fb7d29df58b17c59"),
+    (("mixed", 7, 333, 4, "hdd", "osd", 0), 38, "506f4e010c1249f9"),
+    (("tight", 9, 512, 4, None, "host", 0), 5, "b7a625fb02080b65"),
+]
+
+
+@pytest.mark.parametrize(("case", "n_moves", "digest"), UPMAP_CASES, ids=[f"{c[0][0]}-{c[0][1]}" for c in UPMAP_CASES])
+def test_upmap_balancer_moves_unchanged(case, n_moves, digest) -> None:
+    from simulator.ceph.placement import balance_upmap
+
+    name, pid, pg_num, size, dc, fd, max_dev = case
+    crush = _layout(name)
+    acting = map_pool(crush, pid, pg_num, size, dc, fd)
+    moves = balance_upmap(crush, acting, dc, fd, max_dev)
+    assert len(moves) == n_moves
+    assert hashlib.sha256(json.dumps([moves, acting]).encode()).hexdigest()[:16] == digest
+
+
+def test_group_stable_is_a_stable_argsort() -> None:
+    import numpy as np
+
+    from simulator.ceph.placement import group_stable
+
+    rng = np.random.default_rng(5)
+    for dtype, n, k in ((np.int16, 5000, 40), (np.int32, 3000, 1100), (np.int16, 0, 3)):
+        keys = rng.integers(-1, k, n).astype(dtype)
+        order, counts, starts = group_stable(keys, k)
+        assert np.array_equal(order, np.argsort(keys, kind="stable"))
+        assert np.array_equal(counts, np.bincount(keys.astype(np.int64) + 1, minlength=k + 1))
+        assert np.array_equal(starts, np.cumsum(counts) - counts)

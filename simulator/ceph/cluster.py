@@ -25,7 +25,7 @@ from simulator.ceph.ec import EcStats, shard_size
 from simulator.ceph.filestore import FileStore
 from simulator.ceph.hashing import pg_num_mask
 from simulator.ceph.osd import PG, ObjOp, Osd
-from simulator.ceph.placement import NONE, CrushMap, CrushOsd, balance_upmap, map_pool
+from simulator.ceph.placement import NONE, CrushMap, CrushOsd, balance_upmap, group_stable, map_pool
 from simulator.ceph.rbd import RbdImage
 from simulator.ceph.recovery import Recovery, Timeline
 from simulator.ceph.resources import CpuPool, Link, Network, call_at
@@ -430,18 +430,18 @@ class Cluster(Component):
         acting = np.full((pool.pg_num, size), -1, dtype=np.int64)
         for pg in pool.pgs:
             acting[pg.ps, : len(pg.acting)] = [o.id for o in pg.acting]
-        # object replicas grouped by OSD, in object order within an OSD (a stable sort of the
-        # OSD ids of the flattened (object, position) table; 16-bit ids sort by radix, O(n))
+        # object replicas grouped by OSD, in object order within an OSD (a counting sort of the OSD
+        # ids of the flattened (object, position) table, O(n))
         small = len(self.osds) < (1 << 15)
         flat = acting.astype(np.int16 if small else np.int32)[img.obj_ps_array].ravel()
-        order = np.argsort(flat, kind="stable")
-        counts = np.bincount(flat.astype(np.int64) + 1, minlength=len(self.osds) + 1)
+        order, counts, starts = group_stable(flat, len(self.osds))
+        del flat
         ids = np.nonzero(counts)[0]
-        starts = (np.cumsum(counts) - counts)[ids]
+        starts = starts[ids]
         counts = counts[ids]
         ids = ids - 1
-        del flat
-        base_flat = np.full(order.shape, -1, dtype=np.int64)
+        # written in place: obj_base is C-ordered (object, position), all -1 (not allocated)
+        base_flat = img.obj_base.reshape(-1)
         for oid, st, cnt in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
             if oid < 0:
                 continue
@@ -455,7 +455,6 @@ class Cluster(Component):
             keep = min(cnt, bs.onodes.capacity)
             if keep:
                 bs.onodes.load(img.key_base + idx[cnt - keep :] // size)
-        img.obj_base[:, :] = base_flat.reshape(img.n_objects, size)
 
     # ================================================================== run time
     def image(self, pool: str, name: str) -> RbdImage:

@@ -13,6 +13,7 @@ chooseleaf_stable = 1. The straw2 draw is ``ln(u/65536) / weight`` with
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,7 @@ from simulator.ceph.hashing import nb_crush_hash32_2, nb_crush_hash32_3, pg_num_
 
 nbcache.invalidate_stale(__file__, _hashing.__file__)  # the placement kernels inline the CRUSH hash
 
-__all__ = ["NONE", "CrushMap", "CrushOsd", "balance_upmap", "map_pool"]
+__all__ = ["NONE", "CrushMap", "CrushOsd", "balance_upmap", "group_stable", "map_pool"]
 
 
 @dataclass
@@ -374,19 +375,22 @@ def balance_upmap(
             count[o] += 1
             pgs_of[o].append(ps)
     moves: list[tuple[int, int, int]] = []
+    # the OSDs ordered by deviation from target, most over (over_keys) and most under (under_keys)
+    # first, ties by id: kept sorted across moves (a move changes two OSDs' counts), which gives the
+    # same orders as sorting every OSD again each iteration, in O(n) memmove instead of O(n log n)
+    dev = {o: count[o] - target[o] for o in target}
+    over_keys = sorted((-d, o) for o, d in dev.items())
+    under_keys = sorted((d, o) for o, d in dev.items())
     for _ in range(max_iterations):
-        dev = {o: count[o] - target[o] for o in target}
-        if max(dev.values()) <= max_deviation and min(dev.values()) >= -max_deviation:
+        if -over_keys[0][0] <= max_deviation and under_keys[0][0] >= -max_deviation:
             break
-        order_over = sorted(target, key=lambda o: (-dev[o], o))
-        order_under = sorted(target, key=lambda o: (dev[o], o))
-        moved = False
-        for over in order_over:
+        move = None
+        for _nd, over in over_keys:
             if dev[over] <= 0:
                 break
             for ps in sorted(pgs_of[over]):
                 a = acting[ps]
-                for under in order_under:
+                for _d, under in under_keys:
                     if dev[under] >= 0 or count[over] - count[under] < 2:
                         break
                     if under in a:
@@ -395,18 +399,52 @@ def balance_upmap(
                         others = {host_of[o] for o in a if o != over}
                         if host_of[under] in others:
                             continue
-                    a[a.index(over)] = under
-                    count[over] -= 1
-                    count[under] += 1
-                    pgs_of[over].remove(ps)
-                    pgs_of[under].append(ps)
-                    moves.append((ps, over, under))
-                    moved = True
+                    move = (ps, over, under)
                     break
-                if moved:
+                if move is not None:
                     break
-            if moved:
+            if move is not None:
                 break
-        if not moved:
+        if move is None:
             break
+        ps, over, under = move
+        a = acting[ps]
+        a[a.index(over)] = under
+        pgs_of[over].remove(ps)
+        pgs_of[under].append(ps)
+        moves.append(move)
+        for o, step in ((over, -1), (under, 1)):
+            d = dev[o]
+            del over_keys[bisect_left(over_keys, (-d, o))]
+            del under_keys[bisect_left(under_keys, (d, o))]
+            count[o] += step
+            d = dev[o] = count[o] - target[o]
+            insort(over_keys, (-d, o))
+            insort(under_keys, (d, o))
     return moves
+
+
+@njit(cache=True)
+def _group_stable(keys, nkeys):  # pragma: no cover - compiled
+    counts = np.zeros(nkeys + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        counts[keys[i] + 1] += 1
+    starts = np.empty(nkeys + 1, dtype=np.int64)
+    s = 0
+    for j in range(nkeys + 1):
+        starts[j] = s
+        s += counts[j]
+    pos = starts.copy()
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        j = keys[i] + 1
+        order[pos[j]] = i
+        pos[j] += 1
+    return order, counts, starts
+
+
+def group_stable(keys: np.ndarray, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of ``keys`` (integers in [-1, nkeys)) grouped by key, ascending, in index order within
+    a key: ``np.argsort(keys, kind="stable")`` by one counting pass, O(n). Returns (order, counts,
+    starts), counts and starts per key + 1 (index 0: the key -1, an unplaced replica)."""
+    return _group_stable(keys, nkeys)

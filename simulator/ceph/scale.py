@@ -9,7 +9,8 @@ size; at a fixed QD64 a larger cluster batches fewer transactions per commit, so
 events); it returns the build time, CPU time per client IO, events per IO and the process's peak
 RSS. ``python -m simulator.ceph.scale`` prints them for 24, 96, 288 and
 1,008 OSDs, each size in a fresh process (peak RSS is per process). ``simrun bench`` runs the
-``ceph-build-N`` and ``ceph-scale-N`` cases of :data:`SCALE_CASES`.
+``ceph-build-N`` and ``ceph-run-N`` cases of :data:`SCALE_CASES` (each in a fresh process; the
+bench table's notes give build seconds, CPU per IO, events per IO and peak RSS).
 """
 
 from __future__ import annotations
@@ -59,17 +60,22 @@ def _fio(sim: Any, img: Any, qd: int, rw: str, n_ios: int, seed: int) -> list[An
     return run_fio(sim, [img], job, source="scale")
 
 
-def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1, warm_ios: int = 2000,
+def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1, warm_ios: int | None = None,
             qd: int | None = None) -> dict[str, Any]:
-    """Build (CPU seconds, wall seconds), then ``warm_ios`` untimed IOs, then ``n_ios`` timed IOs at
-    ``qd`` (default 64 per host)."""
+    """Build (CPU seconds, wall seconds), then ``warm_ios`` untimed IOs (default: 3 x QD, at least
+    2,000: every queue slot has cycled), then ``n_ios`` timed IOs at ``qd`` (default 64 per host).
+    ``n_ios`` 0: the build alone."""
     from simulator.engine import Simulation
 
     qd = 64 * hosts if qd is None else qd
+    warm_ios = max(2000, 3 * qd) if warm_ios is None else warm_ios
     sim = Simulation(seed=seed)
     c0, w0 = time.process_time(), time.perf_counter()
     cl = build_scaled(sim, hosts)
     build_cpu, build_wall = time.process_time() - c0, time.perf_counter() - w0
+    if n_ios <= 0:
+        return {"hosts": hosts, "osds": len(cl.osds), "build_cpu_s": build_cpu, "build_wall_s": build_wall,
+                "peak_rss_mb": _peak_rss_mb()}
     img = cl.image("test-mach2", "test")
     if warm_ios:
         _fio(sim, img, qd, rw, warm_ios, seed)
@@ -96,39 +102,48 @@ def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1
 
 
 # ------------------------------------------------------------------------------- simrun bench cases
-def _build_case(hosts: int) -> Callable[[int], float]:
-    def run(n: int) -> float:
-        from simulator.engine import Simulation
+def measure_fresh(hosts: int, n_ios: int, rw: str = "randwrite", qd: int | None = None) -> dict[str, Any]:
+    """:func:`measure` in a fresh interpreter (peak RSS is per process)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "simulator.ceph.scale", "--one", str(hosts), str(n_ios), rw,
+         *(["--qd", str(qd)] if qd is not None else [])],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip().splitlines()[-1]
+    return json.loads(out)
 
-        sim = Simulation(1)
-        t = time.perf_counter()
-        cl = build_scaled(sim, hosts)
-        return len(cl.osds) / (time.perf_counter() - t)
 
+def _build_case(hosts: int) -> Callable[[int], tuple[float, str]]:
+    def run(n: int) -> tuple[float, str]:
+        r = measure_fresh(hosts, 0)
+        return r["osds"] / r["build_wall_s"], (
+            f"build {r['build_wall_s']:.1f} s wall, {r['build_cpu_s']:.1f} s CPU; peak RSS {r['peak_rss_mb']:,.0f} MB"
+        )
+
+    run.fresh_process = True  # type: ignore[attr-defined]
     return run
 
 
-def _run_case(hosts: int) -> Callable[[int], float]:
-    def run(n: int) -> float:
-        from simulator.engine import Simulation
+def _run_case(hosts: int) -> Callable[[int], tuple[float, str]]:
+    def run(n: int) -> tuple[float, str]:
+        r = measure_fresh(hosts, n)
+        return 1e6 / r["wall_us_per_io"], (
+            f"CPU {r['cpu_us_per_io']:.0f} us/IO, {r['events_per_io']:.1f} events/IO; peak RSS {r['peak_rss_mb']:,.0f} MB"
+        )
 
-        sim = Simulation(1)
-        cl = build_scaled(sim, hosts)
-        t = time.perf_counter()
-        _fio(sim, cl.image("test-mach2", "test"), 64 * hosts, "randwrite", n, 1)
-        return n / (time.perf_counter() - t)
-
+    run.fresh_process = True  # type: ignore[attr-defined]
     return run
 
 
-SCALE_CASES: dict[str, tuple[str, Callable[[int], float]]] = {}
+SCALE_CASES: dict[str, tuple[str, Callable[[int], Any]]] = {}
 for _h in SIZES:
     _n = _h * OSDS_PER_HOST
     SCALE_CASES[f"ceph-build-{_n}"] = (
-        f"Ceph build, croit host x{_h} ({_n:,} OSDs, pre-filled): OSDs built per second (not IOs)", _build_case(_h)
+        f"Ceph build, croit host x{_h} ({_n:,} OSDs, pre-filled; fresh process): OSDs built per second (not IOs)",
+        _build_case(_h),
     )
-    SCALE_CASES[f"ceph-scale-{_n}"] = (
-        f"Ceph croit host x{_h} ({_n:,} OSDs), MACH.2 pool 4KiB randwrite QD64/host (client IOs)", _run_case(_h)
+    SCALE_CASES[f"ceph-run-{_n}"] = (
+        f"Ceph croit host x{_h} ({_n:,} OSDs), MACH.2 pool 4KiB randwrite QD64/host, after 3 x QD warm-up IOs (fresh process)",
+        _run_case(_h),
     )
 
 
@@ -159,14 +174,9 @@ def main(argv: list[str]) -> None:  # pragma: no cover - command line
     print(f"{'OSDs':>5} {'rw':>9} {'QD':>5} {'build s':>8} {'CPU us/IO':>10} {'events/IO':>9} {'peak RSS MB':>11}", flush=True)
     for h in hosts:
         for rw in rws:
-            out = subprocess.run(
-                [sys.executable, "-m", "simulator.ceph.scale", "--one", str(h), str(ios), rw,
-                 *(["--qd", str(qd)] if qd is not None else [])],
-                capture_output=True, text=True, check=True,
-            ).stdout.strip().splitlines()[-1]
-            r = json.loads(out)
+            r = measure_fresh(h, ios, rw, qd)
             print(f"{r['osds']:>5} {rw:>9} {r['qd']:>5} {r['build_cpu_s']:>8.2f} {r['cpu_us_per_io']:>10.1f} "
-                  f"{r['events_per_io']:>9.2f} {r['peak_rss_mb']:>11.0f}   {out}", flush=True)
+                  f"{r['events_per_io']:>9.2f} {r['peak_rss_mb']:>11.0f}   {json.dumps(r)}", flush=True)
     print(f"load average {os.getloadavg()}", flush=True)
 
 

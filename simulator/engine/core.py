@@ -17,11 +17,13 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections.abc import Callable, Iterator
+from heapq import heappop, heappush
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.core import NORMAL
+from simpy.core import NORMAL, URGENT, EmptySchedule, StopSimulation
+from simpy.events import Event, EventPriority
 
 __all__ = [
     "BufferedRandom",
@@ -29,6 +31,7 @@ __all__ = [
     "Simulation",
     "gc_quiet",
     "path_spawn_key",
+    "run_env",
     "succeed_at",
     "succeed_now",
 ]
@@ -49,7 +52,7 @@ def succeed_at(env: simpy.Environment, event: simpy.Event, delay: float, value: 
         raise ValueError(f"negative delay {delay}")
     event._ok = True
     event._value = value
-    env.schedule(event, NORMAL, delay)
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))  # = env.schedule(event, NORMAL, delay)
     return event
 
 
@@ -128,6 +131,51 @@ class gc_quiet:
             gc.unfreeze()
 
 
+def run_env(env: simpy.Environment, until: float | simpy.Event | None = None) -> Any:
+    """``env.run(until)`` with SimPy's ``Environment.step`` inlined in the loop: the same events in
+    the same order with the same semantics (``until`` as a time or an event, StopSimulation
+    re-queueing the stopping event's remaining callbacks, failed undefused events crashing the run,
+    the same errors), without a method call and its exception frame per event."""
+    if until is not None:
+        if not isinstance(until, Event):
+            at = until if isinstance(until, int) else float(until)
+            if at <= env.now:
+                raise ValueError(f"until ({at}) must be greater than the current simulation time")
+            until = Event(env)
+            until._ok = True
+            until._value = None
+            env.schedule(until, URGENT, at - env.now)
+        elif until.callbacks is None:
+            return until.value
+        until.callbacks.append(StopSimulation.callback)
+    queue = env._queue
+    try:
+        while True:
+            try:
+                env._now, _, _, event = heappop(queue)
+            except IndexError:
+                raise EmptySchedule from None
+            callbacks, event.callbacks = event.callbacks, None
+            try:
+                for callback in callbacks:
+                    callback(event)
+            except StopSimulation:
+                event.callbacks = callbacks[callbacks.index(callback) + 1 :]
+                env.schedule(event, EventPriority(-1))
+                raise
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+    except StopSimulation as exc:
+        return exc.args[0]
+    except EmptySchedule:
+        if until is not None:
+            assert not until.triggered
+            raise RuntimeError(f'No scheduled events left but "until" event was not triggered: {until}') from None
+    return None
+
+
 class Simulation:
     """One run: a SimPy environment, an experiment seed, and the root of the component tree."""
 
@@ -154,10 +202,10 @@ class Simulation:
         self._paths.add(path)
 
     def run(self, until: float | simpy.Event | None = None) -> None:
-        """Run the simulation (``env.run``) with the cyclic garbage collector quietened: see
-        :func:`gc_quiet`."""
+        """Run the simulation (``env.run``, as :func:`run_env`) with the cyclic garbage collector
+        quietened: see :func:`gc_quiet`."""
         with gc_quiet():
-            self.env.run(until=until)
+            run_env(self.env, until)
 
     def components(self) -> Iterator[Component]:
         yield from self.root.walk()
