@@ -2,8 +2,7 @@
 
 * A Ceph run frees its requests by reference counting: no request <-> event cycles are left for the
   cyclic collector (they made CPU per IO grow with the heap, i.e. with cluster size).
-* ``gc_quiet`` (around every ``Simulation.run``) restores the collector's state and does not freeze
-  earlier runs' garbage.
+* ``gc_quiet`` (around every ``Simulation.run``) restores the collector's state.
 * The pre-fill's bulk onode load leaves each OSD's onode cache exactly as inserting the OSD's
   objects one by one in object order did (the most recently written ``capacity`` objects).
 """
@@ -72,22 +71,6 @@ def test_gc_quiet_restores_the_collector() -> None:
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
-
-
-def test_gc_quiet_does_not_freeze_earlier_garbage() -> None:
-    """Dead cycles left by an earlier run are collected before the freeze: frozen, they would live
-    until the process ends (a planner worker running probe after probe grew to 4 GB)."""
-    import weakref
-
-    class Node:
-        pass
-
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    ref = weakref.ref(a)
-    del a, b
-    with gc_quiet():
-        assert ref() is None
 
 
 def test_bulk_onode_prefill_equals_one_by_one() -> None:

@@ -106,8 +106,8 @@ RUN_GC_THRESHOLD0 = 50_000
 
 
 class gc_quiet:
-    """Context manager for the event loop: collect once, then freeze the objects that exist at entry
-    (the built system: components, caches, tables; ``gc.freeze``) so collections during the run do not traverse
+    """Context manager for the event loop: freeze the objects that exist at entry (the built
+    system: components, caches, tables; ``gc.freeze``) so collections during the run do not traverse
     them again and again, and raise the generation-0 threshold. On exit the collector's state is
     restored and the frozen objects become collectable again. Re-entrant; does nothing if the
     collector is disabled or something else froze objects."""
@@ -119,9 +119,6 @@ class gc_quiet:
         if gc_quiet._depth == 0 and gc.isenabled() and gc.get_freeze_count() == 0:
             self._active = True
             self._old = gc.get_threshold()
-            # earlier runs' dead systems first: frozen, they would never be collected (a process
-            # running many runs, e.g. a planner worker, grew to 4 GB); one full pass per run
-            gc.collect()
             gc.freeze()
             gc.set_threshold(max(self._old[0], RUN_GC_THRESHOLD0), self._old[1], self._old[2])
         gc_quiet._depth += 1
