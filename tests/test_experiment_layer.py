@@ -208,7 +208,7 @@ def test_persist_state_carries_state_and_persist_by_splits_chains(tmp_path: Path
 # ------------------------------------------------------------------------------------------- bench
 def test_bench_reports_each_case() -> None:
     r = simrun("bench", "--ios", "2000", "--case", "queue-fio-qd16", "--case", "jobstats-add")
-    lines = {ln.split("│")[1].strip(): ln.split("│") for ln in r.stdout.splitlines() if ln.count("│") == 4}
+    lines = {ln.split("│")[1].strip(): ln.split("│") for ln in r.stdout.splitlines() if ln.count("│") == 5}  # case, description, IO/s, notes
     assert set(lines) == {"queue-fio-qd16", "jobstats-add"}
     for _case, cells in lines.items():
         rate = float(cells[3].strip().replace(",", ""))

@@ -101,8 +101,13 @@ def _ticker(sim: Simulation, horizon: float, done: Any, report: Callable[[float]
 
 def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Callable[[float], None] | None = None) -> tuple[list[Any], float]:
     """Run one fio workload to completion on ``system``; returns (job results, simulated seconds)."""
+    import gc
+
     from simulator.workloads.runner import Workload
 
+    # earlier points' dead systems: the event loop freezes what exists at a run's start (gc_quiet), so a
+    # worker running point after point would keep them for its whole life; one full pass per point
+    gc.collect()
     system.reset_stats()
     t0 = sim.env.now
     wl = Workload(sim, jobs, system.resolve_target)
