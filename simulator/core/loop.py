@@ -396,12 +396,32 @@ def _q_start(sp, d, q, r, now):
         st.qi[q, QI_FREE] -= 1
         _q_dispatch(sp, d, q, r, now)
     else:
-        cap = st.qring.shape[1]
-        j = st.qi[q, QI_HEAD] + st.qi[q, QI_CNT]
-        if j >= cap:
-            j -= cap
-        st.qring[q, j] = r
-        st.qi[q, QI_CNT] += 1
+        _ring_push(st.qring[q], st.qi[q], QI_HEAD, QI_CNT, r)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _ring_push(ring, meta, i_head, i_cnt, v):
+    """Append ``v`` to a circular FIFO: ``ring`` (one row of a ring array) whose head and count are
+    ``meta[i_head]`` and ``meta[i_cnt]`` (the queue device's waiting requests, the HDD's host queue,
+    its blocked writes)."""
+    j = meta[i_head] + meta[i_cnt]
+    if j >= ring.shape[0]:
+        j -= ring.shape[0]
+    ring[j] = v
+    meta[i_cnt] += 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _ring_pop(ring, meta, i_head, i_cnt):
+    """Remove and return the oldest entry of a circular FIFO (see :func:`_ring_push`)."""
+    j = meta[i_head]
+    v = ring[j]
+    j += 1
+    if j >= ring.shape[0]:
+        j = 0
+    meta[i_head] = j
+    meta[i_cnt] -= 1
+    return v
 
 
 @njit(cache=True, _nrt=False)
@@ -409,13 +429,7 @@ def _q_finish(sp, d, q, r, now):
     st = _ld(sp)
     _acc_leave(sp, d, r, now)
     if st.qi[q, QI_CNT] > 0:
-        h = st.qi[q, QI_HEAD]
-        nr = st.qring[q, h]
-        h += 1
-        if h >= st.qring.shape[1]:
-            h = 0
-        st.qi[q, QI_HEAD] = h
-        st.qi[q, QI_CNT] -= 1
+        nr = _ring_pop(st.qring[q], st.qi[q], QI_HEAD, QI_CNT)
         _q_dispatch(sp, d, q, nr, now)
     else:
         st.qi[q, QI_FREE] += 1
@@ -519,15 +533,8 @@ def _h_stream_hit(sp, d, h, r, now, end):
 @njit(cache=True, _nrt=False)
 def _h_fill_window(sp, h, now):
     st = _ld(sp)
-    cap = st.hdq.shape[1]
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
-        j = st.hi[h, HI_DQ_HEAD]
-        e = st.hdq[h, j]
-        j += 1
-        if j >= cap:
-            j = 0
-        st.hi[h, HI_DQ_HEAD] = j
-        st.hi[h, HI_DQ_CNT] -= 1
+        e = _ring_pop(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
         n = st.hi[h, HI_N]
         K.enqueue(
             st.hcq[h], n, float(st.hext[h, e, 0]), float(st.hext[h, e, 1]), 1.0, now,
@@ -690,12 +697,7 @@ def _h_admit_write(sp, d, h, r, now):
         )
         return
     if st.hi[h, HI_BL_CNT] > 0 or not _h_fits(sp, h, lba, nbytes):
-        cap = st.hbl.shape[1]
-        j = st.hi[h, HI_BL_HEAD] + st.hi[h, HI_BL_CNT]
-        if j >= cap:
-            j -= cap
-        st.hbl[h, j] = r
-        st.hi[h, HI_BL_CNT] += 1
+        _ring_push(st.hbl[h], st.hi[h], HI_BL_HEAD, HI_BL_CNT, r)
         if st.hi[h, HI_BUSY] == 0:
             _h_dispatch(sp, d, h, now)
         return
@@ -747,12 +749,7 @@ def _h_admit(sp, d, h, r, now):
 def _h_submit(sp, d, h, r, now):
     st = _ld(sp)
     if st.hi[h, HI_OUT] >= st.hi[h, HI_QD]:
-        cap = st.hhq.shape[1]
-        j = st.hi[h, HI_HQ_HEAD] + st.hi[h, HI_HQ_CNT]
-        if j >= cap:
-            j -= cap
-        st.hhq[h, j] = r
-        st.hi[h, HI_HQ_CNT] += 1
+        _ring_push(st.hhq[h], st.hi[h], HI_HQ_HEAD, HI_HQ_CNT, r)
     else:
         _h_admit(sp, d, h, r, now)
 
@@ -760,15 +757,8 @@ def _h_submit(sp, d, h, r, now):
 @njit(cache=True, _nrt=False)
 def _h_pump(sp, d, h, now):
     st = _ld(sp)
-    cap = st.hhq.shape[1]
     while st.hi[h, HI_HQ_CNT] > 0 and st.hi[h, HI_OUT] < st.hi[h, HI_QD]:
-        j = st.hi[h, HI_HQ_HEAD]
-        r = st.hhq[h, j]
-        j += 1
-        if j >= cap:
-            j = 0
-        st.hi[h, HI_HQ_HEAD] = j
-        st.hi[h, HI_HQ_CNT] -= 1
+        r = _ring_pop(st.hhq[h], st.hi[h], HI_HQ_HEAD, HI_HQ_CNT)
         _h_admit(sp, d, h, r, now)
     if st.hi[h, HI_BUSY] == 0 and (st.hi[h, HI_N] > 0 or st.hi[h, HI_DQ_CNT] > 0):
         _h_dispatch(sp, d, h, now)
@@ -813,18 +803,12 @@ def _h_destage_done(sp, d, h, e, now):
     st.hefree[h, st.hi[h, HI_EFREE]] = e
     st.hi[h, HI_EFREE] += 1
     # HDD._release: accept blocked writes that now fit
-    cap = st.hbl.shape[1]
     while st.hi[h, HI_BL_CNT] > 0:
-        j = st.hi[h, HI_BL_HEAD]
-        r = st.hbl[h, j]
+        r = st.hbl[h, st.hi[h, HI_BL_HEAD]]
         lba, end = _h_sectors(sp, h, r)
         if not _h_fits(sp, h, lba, (end - lba) * st.hi[h, HI_SS]):
             break
-        j += 1
-        if j >= cap:
-            j = 0
-        st.hi[h, HI_BL_HEAD] = j
-        st.hi[h, HI_BL_CNT] -= 1
+        _ring_pop(st.hbl[h], st.hi[h], HI_BL_HEAD, HI_BL_CNT)
         _h_accept(sp, d, h, r, now, lba, end)
     _h_pump(sp, d, h, now)
 
