@@ -490,7 +490,8 @@ class CacheConfig(ConfigModel):
         ge=0,
         le=64,
         description="media_cache: cleaning writes home the firmware performs after each media-cache append while the "
-        "media cache holds data, before the next append or host command (Seagate's preemptive cleaning under "
+        "media cache holds data, before the next append (host writes wait in DRAM for them; host reads are not held "
+        "back; cleaning done at idle counts) (Seagate's preemptive cleaning under "
         "sustained random writes: each host write is throttled and cleaning runs after it, US 10,176,119 B2 / "
         "US 10,565,128 B2), count, default 0 = clean only when no host command waits or above cleaning_watermark",
     )

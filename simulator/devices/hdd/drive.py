@@ -543,6 +543,8 @@ class HDD(Device):
         self.destaged_bytes += nb
         if self._mc:  # cleaned from the media cache to its home location
             self._mc_bytes -= nb
+            if self._mc_owe > 0:
+                self._mc_owe -= 1
             self._release(now)
             return
         self._dirty_bytes -= nb
@@ -716,7 +718,9 @@ class HDD(Device):
 
     def _dispatch(self) -> None:
         """The mechanism is free: start the next media operation, if any."""
-        owe = self._mc_owe > 0 and bool(self._dirty or self._win)  # cleaning owed after an append
+        # cleaning owed since the last append, before the next one (host writes wait in DRAM for it;
+        # host reads are not held back by it)
+        owe = self._mc_owe > 0 and bool(self._dram) and bool(self._dirty or self._win)
         if not owe and self._mc and self._dram and self._append_due() and self._start_append(self.env.now):
             return
         if self._dirty and self._win < self._window:
@@ -729,7 +733,6 @@ class HDD(Device):
         mode = 0
         if owe:
             mode = 2  # one cleaning write home (the best-placed of the cleaning window)
-            self._mc_owe -= 1
         elif self._win and self._nhost and self._idle_destage:
             if self._mc:
                 pressure = self._mc_bytes >= self._mc_hw
