@@ -397,8 +397,9 @@ def _ssd_scaling(quick: bool) -> tuple[list[str], list[dict[str, Any]]]:
            "host-interface stage, 2 us on one core, is its ceiling). SATA/SAS PLP: refuted "
            "(`calibration/ssd-scaling/absolute_prior.yaml`, FTL stage 16.7 us = the median of five SATA ceilings, the rest "
            "fitted to the 1-job figure in the parallel stage): " + (abs_txt or "(absolute_prior_report missing)")
-           + (f"; 1-job figure not reachable: {abs_fit} (its whole device time is shorter than the class's FTL stage)" if abs_fit else "")
-           + ". The SATA ceilings spread 17K..88K IOPS (ramp drive, SM863, D3-S4510, PM863s) while ceiling / 1-job rate stays "
+           + (f"; 1-job figure not reachable: {abs_fit} (their whole device time is shorter than the class's FTL stage "
+              "plus their command and link times)" if abs_fit else "")
+           + " (the D3-S4510's QD32 ceiling is the median itself). The SATA ceilings spread 17K..88K IOPS (ramp drive, SM863, D3-S4510, PM863s) while ceiling / 1-job rate stays "
            "1.9..2.9: a slow SATA controller is slow in its serial stage too, so those classes keep the share prior.", "",
            "Where it misses: with one FTL core a SATA/SAS drive whose curve keeps rising after a first knee (HGST SSD1600MM "
            "and S3700 400GB at 10 jobs) is predicted to saturate at 1.6-3x its 1-job rate; the PM863 1.92TB as new is "
