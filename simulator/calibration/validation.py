@@ -474,6 +474,10 @@ HDD_QD_PROFILES = {
     "Seagate Exos 2X18 (MACH.2)": "hdd/seagate_exos_2x18",
     "Seagate Exos 2X14 (MACH.2)": "hdd/seagate_exos_2x14",
     "WD Ultrastar DC HC580": "hdd/wd_ultrastar_hc580",
+    "WD Gold 24TB": "hdd/wd_gold_24tb",
+    "WD Red Pro 22TB": "hdd/wd_red_pro_22tb",
+    "WD Ultrastar DC HC590 26TB": "hdd/wd_ultrastar_hc590",
+    "Seagate IronWolf Pro 30TB": "hdd/seagate_ironwolf_pro_30tb",
 }
 HDD_QD_GOAL = 20.0  # percent
 
