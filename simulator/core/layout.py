@@ -169,7 +169,13 @@ HI_IDLE = 24  # destage when idle
 HI_SS = 25
 HI_FUA_OK = 26
 HI_MERGE = 27
-NHI = 28
+HI_NLIVE = 28  # extents in the write cache (accepted, not yet destaged): ``hlive[:HI_NLIVE]``
+HI_FL_N = 29  # FLUSH / FUA records waiting for destages (rows of ``hfl``)
+HI_OVERWRITES = 30
+HI_COALESCED = 31
+HI_DIRTY_READ_HITS = 32
+HI_PG = 33  # sectors per 4 KiB page (reads served from dirty data)
+NHI = 34
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2
@@ -181,6 +187,12 @@ HF_DIRTY_BYTES = 7
 HF_HW = 8
 HF_LINK_BUSY = 9
 NHF = 10
+# FLUSH / FUA records (``hfl`` rows, HDD._flushes): waits for the extents dirty when it arrived
+FL_SEQ = 0  # the drive's arrival number then (extents created up to it count)
+FL_LEFT = 1  # extents still to destage
+FL_REQ = 2  # the request
+FL_ACK = 3  # a FUA write: time its data transfer ends (0 for a FLUSH)
+NFL = 4
 
 #: every array of one compiled run (numba takes the namedtuple as one argument)
 State = namedtuple(
@@ -194,6 +206,6 @@ State = namedtuple(
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
-        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl",
+        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl",
     ],
 )  # fmt: skip

@@ -39,6 +39,10 @@ from simulator.core.layout import (
     EV_RAMP,
     EV_SUBMIT,
     EV_TIMESTOP,
+    FL_ACK,
+    FL_LEFT,
+    FL_REQ,
+    FL_SEQ,
     GF_NOW,
     GI_ACTIVE,
     GI_EVENTS,
@@ -60,11 +64,14 @@ from simulator.core.layout import (
     HI_BL_CNT,
     HI_BL_HEAD,
     HI_BUSY,
+    HI_COALESCED,
     HI_DESTAGED,
     HI_DESTAGED_BYTES,
+    HI_DIRTY_READ_HITS,
     HI_DQ_CNT,
     HI_DQ_HEAD,
     HI_EFREE,
+    HI_FL_N,
     HI_FUA_OK,
     HI_HQ_CNT,
     HI_HQ_HEAD,
@@ -76,7 +83,10 @@ from simulator.core.layout import (
     HI_N,
     HI_NDIRTY,
     HI_NHOST,
+    HI_NLIVE,
     HI_OUT,
+    HI_OVERWRITES,
+    HI_PG,
     HI_QD,
     HI_READHITS,
     HI_SEQ,
@@ -169,9 +179,10 @@ from simulator.core.layout import (
     TI_WISS,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
+from simulator.devices.hdd import wcache_kernels as W
 
 # the loop inlines the HDD kernels and the layout's constants: a change there must recompile it
-nbcache.invalidate_stale(__file__, K.__file__, _layout.__file__)
+nbcache.invalidate_stale(__file__, K.__file__, W.__file__, _layout.__file__)
 
 _READ = 0
 _WRITE = 1
@@ -325,6 +336,9 @@ def reset_device_stats(sp, d, now):
         st.hi[h, HI_READHITS] = 0
         st.hi[h, HI_DESTAGED] = 0
         st.hi[h, HI_DESTAGED_BYTES] = 0
+        st.hi[h, HI_OVERWRITES] = 0
+        st.hi[h, HI_COALESCED] = 0
+        st.hi[h, HI_DIRTY_READ_HITS] = 0
         if st.hi[h, HI_BUSY] != 0:
             rest = st.hf[h, HF_MECH_END] - now
             a[DA_BUSY] = rest if rest > 0.0 else 0.0
@@ -535,6 +549,7 @@ def _h_fill_window(sp, h, now):
     st = _ld(sp)
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
         e = _ring_pop(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
+        st.hext[h, e, W.E_WIN] = 1  # in the destage window: still joinable until dispatched
         n = st.hi[h, HI_N]
         K.enqueue(
             st.hcq[h], n, float(st.hext[h, e, 0]), float(st.hext[h, e, 1]), 1.0, now,
@@ -556,7 +571,9 @@ def _h_dispatch(sp, d, h, now):
         return
     mode = 0
     if st.hi[h, HI_WIN] != 0 and st.hi[h, HI_NHOST] != 0 and st.hi[h, HI_IDLE] != 0:
-        pressure = st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW]
+        pressure = (
+            st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW]
+        )
         if not pressure:
             mode = 1
     i, kind, t0, xs, tend = K.dispatch(
@@ -597,6 +614,7 @@ def _h_dispatch(sp, d, h, now):
     else:
         st.hi[h, HI_MECH] = -1
         st.hi[h, HI_WIN] -= 1
+        W.wc_unindex(st.hext[h], item)  # in flight: no longer joinable
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
         schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
@@ -621,65 +639,127 @@ def _h_enqueue_host(sp, d, h, r, now, lba, ns, w, ready, linkw):
 
 @njit(cache=True, _nrt=False)
 def _h_fits(sp, h, lba, nbytes):
+    """HDD._fits: room in the write cache for ``nbytes`` at ``lba`` (bytes, and dirty segments
+    unless the write joins an extent)."""
     st = _ld(sp)
     if st.hf[h, HF_DIRTY_BYTES] + nbytes > st.hf[h, HF_WC_SIZE]:
         return False
-    if st.hi[h, HI_MAXSEG] > 0:
-        merges = False
-        cnt = st.hi[h, HI_DQ_CNT]
-        if cnt > 0:
-            j = st.hi[h, HI_DQ_HEAD] + cnt - 1
-            if j >= st.hdq.shape[1]:
-                j -= st.hdq.shape[1]
-            e = st.hdq[h, j]
-            ext = st.hext[h]
-            merges = ext[e, 0] + ext[e, 1] == lba and ext[e, 1] * st.hi[h, HI_SS] + nbytes <= st.hi[h, HI_MERGE]
-        if not merges and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
+    if st.hi[h, HI_MAXSEG] > 0 and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
+        ss = st.hi[h, HI_SS]
+        e, _how = W.wc_target(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
+        if e < 0:
             return False
     return True
 
 
 @njit(cache=True, _nrt=False)
+def _h_rewindow(sp, h, e, now):
+    """HDD._rewindow: extent ``e`` grew while in the destage window: rewrite its candidate row."""
+    st = _ld(sp)
+    cq = st.hcq[h]
+    for i in range(st.hi[h, HI_N]):
+        if cq[i, K.C_KIND] != 0.0 and st.hcr[h, i] == e:
+            ext = st.hext[h]
+            K.enqueue(
+                cq, i, float(ext[e, W.E_LBA]), float(ext[e, W.E_NS]), 1.0, now, float(ext[e, W.E_SEQ]), 1.0, now,
+                0.0, st.hzt[h], st.hpar[h],
+            )  # fmt: skip
+            return
+
+
+@njit(cache=True, _nrt=False)
 def _h_accept(sp, d, h, r, now, lba, end):
-    """HDD._accept: take a write into the (volatile) write cache, acknowledge after the transfer."""
+    """HDD._accept: take a write into the (volatile) write cache — overwrite, append or prepend to a
+    waiting extent, else a new one — and acknowledge it after overhead + link transfer (a FUA write
+    the drive does not honour waits for the extents dirty now, like a FLUSH)."""
     st = _ld(sp)
     seq = st.hi[h, HI_SEQ] + 1
     st.hi[h, HI_SEQ] = seq
     ns = end - lba
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
-    cap = st.hdq.shape[1]
-    cnt = st.hi[h, HI_DQ_CNT]
-    merged = False
-    if cnt > 0:
-        j = st.hi[h, HI_DQ_HEAD] + cnt - 1
-        if j >= cap:
-            j -= cap
-        e = st.hdq[h, j]
-        if ext[e, 0] + ext[e, 1] == lba and (ext[e, 1] + ns) * ss <= st.hi[h, HI_MERGE]:
-            ext[e, 1] += ns
-            merged = True
-    if not merged:
-        nf = st.hi[h, HI_EFREE] - 1
-        st.hi[h, HI_EFREE] = nf
-        e = st.hefree[h, nf]
-        ext[e, 0] = lba
-        ext[e, 1] = ns
-        ext[e, 2] = seq
-        j = st.hi[h, HI_DQ_HEAD] + cnt
-        if j >= cap:
-            j -= cap
-        st.hdq[h, j] = e
-        st.hi[h, HI_DQ_CNT] = cnt + 1
-        st.hi[h, HI_NDIRTY] += 1
-    st.hf[h, HF_DIRTY_BYTES] += ns * ss
+    live = st.hlive[h]
+    e, how = W.wc_target(ext, live, st.hi[h, HI_NLIVE], lba, ns, st.hi[h, HI_MERGE] // ss)
+    if how == 0:
+        # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
+        st.hi[h, HI_OVERWRITES] += 1
+    else:
+        if e >= 0:
+            st.hi[h, HI_COALESCED] += 1
+            W.wc_unindex(ext, e)
+            if how == 2:
+                ext[e, W.E_LBA] = lba
+            ext[e, W.E_NS] += ns
+        else:
+            nf = st.hi[h, HI_EFREE] - 1
+            st.hi[h, HI_EFREE] = nf
+            e = st.hefree[h, nf]
+            ext[e, W.E_LBA] = lba
+            ext[e, W.E_NS] = ns
+            ext[e, W.E_SEQ] = seq
+            ext[e, W.E_WIN] = 0
+            ext[e, W.E_INS] = 0
+            ext[e, W.E_INE] = 0
+            _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
+            st.hi[h, HI_NDIRTY] += 1
+            st.hi[h, HI_NLIVE] = W.wc_live_add(ext, live, st.hi[h, HI_NLIVE], e)
+        W.wc_index(ext, live, st.hi[h, HI_NLIVE], e)
+        st.hf[h, HF_DIRTY_BYTES] += ns * ss
+        if how > 0 and ext[e, W.E_WIN] != 0:
+            _h_rewindow(sp, h, e, now)
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
     ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_W], dur, now)
     done = ls + dur
-    _h_ack(sp, d, r, now, done - now)
+    if st.rqi[r, RI_FUA] != 0:  # cached although FUA (the drive does not honour it): wait as a FLUSH
+        st.rqf[r, RF_TSTART] = now
+        st.rqf[r, RF_SERVICE] = done - now
+        _h_flush_wait(sp, h, seq, r, done)
+    else:
+        _h_ack(sp, d, r, now, done - now)
     if st.hi[h, HI_BUSY] == 0:
         _h_dispatch(sp, d, h, now)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _h_flush_wait(sp, h, seq, r, ack):
+    """A FLUSH (or FUA write) waits for the extents in the cache now (HDD._flushes.append)."""
+    st = _ld(sp)
+    f = st.hfl[h, st.hi[h, HI_FL_N]]
+    f[FL_SEQ] = seq
+    f[FL_LEFT] = st.hi[h, HI_NDIRTY]
+    f[FL_REQ] = r
+    f[FL_ACK] = ack
+    st.hi[h, HI_FL_N] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _h_count_flushes(sp, d, h, e, now):
+    """HDD._count_flushes: extent ``e`` is durable; FLUSH / FUA records waiting for it count it,
+    those done complete (in arrival order)."""
+    st = _ld(sp)
+    fseq = float(st.hext[h, e, W.E_SEQ])
+    fl = st.hfl[h]
+    n = st.hi[h, HI_FL_N]
+    k = 0
+    for i in range(n):
+        if fseq <= fl[i, FL_SEQ]:
+            fl[i, FL_LEFT] -= 1.0
+            if fl[i, FL_LEFT] <= 0.0:
+                r = int(fl[i, FL_REQ])
+                ovh = st.hf[h, HF_OVH_FLUSH]
+                wait = fl[i, FL_ACK] - now
+                delay = (wait if wait > 0.0 else 0.0) + ovh
+                if st.rqi[r, RI_OP] == _FLUSH:
+                    st.rqf[r, RF_TSTART] = now
+                    st.rqf[r, RF_SERVICE] = ovh
+                _complete_after(sp, d, r, now, delay)
+                continue
+        if k != i:
+            for c in range(fl.shape[1]):
+                fl[k, c] = fl[i, c]
+        k += 1
+    st.hi[h, HI_FL_N] = k
 
 
 @njit(cache=True, _nrt=False)
@@ -713,6 +793,11 @@ def _h_admit(sp, d, h, r, now):
         lba, end = _h_sectors(sp, h, r)
         par = st.hpar[h]
         seg = st.hseg[h]
+        nlive = st.hi[h, HI_NLIVE]
+        if nlive > 0 and W.wc_dirty_hit(st.hext[h], st.hlive[h], nlive, lba, end, st.hi[h, HI_PG]):
+            st.hi[h, HI_DIRTY_READ_HITS] += 1  # every page it touches is dirty data in the buffer
+            _h_read_hit(sp, d, h, r, now)
+            return
         if st.hi[h, HI_BUSY] == 0 and par[K.PF_ON] != 0.0:
             if K.seg_hit(now, float(lba), float(end), seg, par):
                 _h_read_hit(sp, d, h, r, now)
@@ -736,9 +821,14 @@ def _h_admit(sp, d, h, r, now):
     elif op == _WRITE:
         _h_admit_write(sp, d, h, r, now)
     elif op == _FLUSH:
-        # HDD._admit: nothing volatile to wait for (the support check refuses writes into a
-        # volatile cache), so the flush is acknowledged after its overhead
-        _h_ack(sp, d, r, now, st.hf[h, HF_OVH_FLUSH])
+        # HDD._admit: a FLUSH waits for the extents in a volatile cache now; nothing volatile:
+        # acknowledged after its overhead
+        if st.hi[h, HI_WC] != 0 and st.hi[h, HI_NDIRTY] > 0:
+            _h_flush_wait(sp, h, st.hi[h, HI_SEQ], r, 0.0)
+            if st.hi[h, HI_BUSY] == 0:
+                _h_dispatch(sp, d, h, now)
+        else:
+            _h_ack(sp, d, r, now, st.hf[h, HF_OVH_FLUSH])
     else:  # TRIM
         lba, end = _h_sectors(sp, h, r)
         K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
@@ -800,6 +890,9 @@ def _h_destage_done(sp, d, h, e, now):
     st.hi[h, HI_DESTAGED] += 1
     st.hi[h, HI_DESTAGED_BYTES] += nb
     st.hf[h, HF_DIRTY_BYTES] -= nb
+    if st.hi[h, HI_FL_N] > 0:
+        _h_count_flushes(sp, d, h, e, now)
+    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], e)
     st.hefree[h, st.hi[h, HI_EFREE]] = e
     st.hi[h, HI_EFREE] += 1
     # HDD._release: accept blocked writes that now fit

@@ -20,6 +20,7 @@ import numpy as np
 
 from simulator.core import layout as L
 from simulator.core import loop
+from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["CompiledRun", "Unsupported", "run_fio_compiled", "run_workload", "unsupported"]
 
@@ -46,14 +47,21 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         wc = dev._wc
         if wc not in ("off", "volatile"):
             return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
-        if wc == "volatile" and not dev._max_seg:
-            return -1, f"{dev.path}: volatile write cache without dirty_segments"
         if dev.trace is not None:
             return -1, f"{dev.path}: a media trace is requested"
         if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
         return L.DK_HDD, None
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
+
+
+def _extent_slots(dev: Any) -> int:
+    """Most extents an HDD's write cache can hold at once."""
+    if dev._wc == "off":
+        return 0
+    if dev._max_seg:
+        return dev._max_seg
+    return max(1, int(dev._wc_size) // dev._ss)
 
 
 def _offset_mode(gen: Any) -> int:
@@ -109,10 +117,6 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         gen = th.files[0].gen
         if job.is_mixed and _offset_mode(gen) < 0:
             return f"{name}: rw={job.rw} with {type(gen).__name__} offsets (one stream shared unevenly by the directions)"
-        if kind == L.DK_HDD and 1 in job.ddirs and dev._wc == "volatile" and hasattr(dev, "_dstart"):
-            # drive.py gained write coalescing (overwrite/prepend joins, dirty-read hits) after the
-            # core mirrored its tail merge: writes into that cache are not covered until mirrored
-            return f"{dev.path}: writes into a volatile write cache with write coalescing"
         if kind == L.DK_HDD:
             hdd_shapes.add((dev._cq.shape, dev._zt.shape, dev._tt.shape, dev._et.shape, dev._seg.shape))
         st = th.stats
@@ -279,8 +283,12 @@ class CompiledRun:
         hf = np.zeros((nh, L.NHF))
         hhq = np.zeros((nh, R), np.int64)
         hlk = np.zeros((nh, 2 * R + 16, 2))
-        E = max((d._max_seg for d in hdds), default=0) + 2
-        hext = np.zeros((nh, E, 3), np.int64)
+        # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
+        # only: at most one per sector of it)
+        E = max((_extent_slots(d) for d in hdds), default=0) + 2
+        hext = np.zeros((nh, E, W.NE), np.int64)
+        hlive = np.zeros((nh, E), np.int64)
+        hfl = np.zeros((nh, R + 1, L.NFL))
         hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
         hdq = np.zeros((nh, E), np.int64)
         hbl = np.zeros((nh, R), np.int64)
@@ -305,6 +313,10 @@ class CompiledRun:
             hi[h, L.HI_SS] = d._ss
             hi[h, L.HI_FUA_OK] = 1 if d._fua_ok else 0
             hi[h, L.HI_MERGE] = d._merge
+            hi[h, L.HI_PG] = d._pg
+            hi[h, L.HI_OVERWRITES] = d.overwrites
+            hi[h, L.HI_COALESCED] = d.coalesced
+            hi[h, L.HI_DIRTY_READ_HITS] = d.dirty_read_hits
             hf[h, L.HF_OVH_R] = d._ovh_r
             hf[h, L.HF_OVH_W] = d._ovh_w
             hf[h, L.HF_OVH_HIT] = d._ovh_hit
@@ -323,6 +335,7 @@ class CompiledRun:
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
             np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
+            hlive, hfl,
         )  # fmt: skip
         self.st = st
         self._refill_all(first=True)
@@ -582,6 +595,9 @@ class CompiledRun:
             d.read_hits = int(st.hi[h, L.HI_READHITS])
             d.destaged = int(st.hi[h, L.HI_DESTAGED])
             d.destaged_bytes = int(st.hi[h, L.HI_DESTAGED_BYTES])
+            d.overwrites = int(st.hi[h, L.HI_OVERWRITES])
+            d.coalesced = int(st.hi[h, L.HI_COALESCED])
+            d.dirty_read_hits = int(st.hi[h, L.HI_DIRTY_READ_HITS])
             d._busy = bool(st.hi[h, L.HI_BUSY])
             d._mech_end = float(st.hf[h, L.HF_MECH_END])
             d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
