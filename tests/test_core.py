@@ -289,6 +289,56 @@ def test_numjobs_on_two_hdds_identical_to_python():
     assert sims[0] == sims[1]
 
 
+# the block layer (devices/blocklayer.py: tags, mq-deadline/bfq/none, flush merging and skipping)
+# in front of a drive or a queue device: fio JSON, the layer's and the device's statistics identical
+_Q2 = _queue({"dist": "exponential", "mean": "200us"}, servers=2)
+_BLK_CASES = [
+    # (device, block layer config, job, block-layer counters that must be > 0)
+    (HDD, {}, {"rw": "randread", "iodepth": 32}, ("mean_read_wait_s",)),
+    (HDD, {}, {"rw": "randread", "iodepth": 128}, ("tag_waits",)),  # more in flight than nr_requests
+    (HDD, {}, {"rw": "randrw", "iodepth": 32, "fsync": 4, "numjobs": 3}, ("flushes_merged", "device_flushes")),
+    (HDD, {}, {"rw": "randrw", "iodepth": 16, "fsync": 2, "numjobs": 4, **_WC_SPAN}, ("flushes_merged",)),
+    (_WC_OFF, {}, {"rw": "randrw", "iodepth": 64, "fsync": 8}, ("flushes_skipped",)),  # no write cache: skipped
+    (HDD, {"scheduler": "none"}, {"rw": "randrw", "iodepth": 64, "fsync": 8}, ("device_flushes",)),
+    (HDD, {"scheduler": "bfq"}, {"rw": "randrw", "iodepth": 48, "rwmixread": 70, "numjobs": 2}, ("mean_read_wait_s",)),
+    (HDD, {"queue_depth": 4, "nr_requests": 8}, {"rw": "write", "iodepth": 32, "bs": "64k", "numjobs": 2},
+     ("tag_waits",)),
+    (_Q2, {}, {"rw": "randrw", "iodepth": 8, "fsync": 1, "numjobs": 6, "ioengine": "psync"}, ("flushes_merged",)),
+    (_Q2, {"queue_depth": 2, "writes_starved": 0, "fifo_batch": 3, "read_expire": "1ms"},
+     {"rw": "randrw", "iodepth": 16, "numjobs": 2}, ("mean_read_wait_s",)),  # deadlines expire, short batches
+    # ramp_time: the layer's statistics restart at the ramp's end (BlockLayer.reset_stats), the drive's do not
+    (HDD, {}, {"rw": "randrw", "iodepth": 48, "fsync": 4, "numjobs": 2, "ramp_time": "0.3s"}, ("flushes_merged",)),
+    (HDD, {}, {"rw": "randwrite", "iodepth": 8, "time_based": 1, "runtime": "1s", "ramp_time": "0.2s",
+               "end_fsync": 1}, ("device_flushes",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("case", range(len(_BLK_CASES)))
+def test_block_layer_identical_to_python(case, seed):
+    from simulator.devices.blocklayer import BlockLayer, BlockLayerConfig
+
+    spec, blk, job, counters = _BLK_CASES[case]
+    job = {**_BASE, "number_ios": 2000, **job}
+    out = []
+    for runner in (run_fio, run_fio_compiled):
+        sim = Simulation(seed)
+        dev = build_device(spec, "dev", sim.root)
+        bl = BlockLayer("blk", dev, dev, BlockLayerConfig(**blk))
+        res = runner(sim, [bl], job)
+        out.append((to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0), bl.stats(), dev.stats(), sim.now))
+    assert out[1] == out[0]
+    b = out[0][1]["blocklayer"]
+    for c in counters:  # the mechanism the case is about ran
+        assert b[c] > 0, c
+    if "ramp_time" in job:
+        return
+    # exactly once: every IO the layer completed went through the device once; flushes only those sent
+    for op in ("read", "write"):
+        assert out[0][1]["completed"][op] == out[0][2]["completed"][op]
+    assert out[0][2]["completed"]["flush"] == b["device_flushes"]
+
+
 # ------------------------------------------------------------------------------------ coverage
 @pytest.mark.parametrize(
     "spec,job,needle",
@@ -331,10 +381,14 @@ def test_cli_engine_compiled_gives_the_same_json(tmp_path):
     assert co.stdout == py.stdout
     assert json.loads(co.stdout)["jobs"][0]["read"]["total_ios"] > 100
     assert co.stderr == py.stderr  # no fallback message; the same notes (if any) as the Python engine
-    # not covered (the block layer): the Python engine runs, and says so
-    fb = _cli("fio", jf, "-d", "hdd/seagate_st91000640ns", "--output-format", "json", "--engine", "compiled")
+    # the default: the block layer in front of the drive (covered too)
+    blk = ["fio", jf, "-d", "hdd/seagate_st91000640ns", "--output-format", "json"]
+    py, co = _cli(*blk), _cli(*blk, "--engine", "compiled")
+    assert co.returncode == 0 and co.stdout == py.stdout and co.stderr == py.stderr, co.stderr
+    # not covered (an SSD): the Python engine runs, and says so
+    fb = _cli("fio", jf, "-d", "ssd/intel_520_60gb", "--output-format", "json", "--engine", "compiled")
     assert fb.returncode == 0
-    assert "compiled engine does not cover" in fb.stderr and "BlockLayer" in fb.stderr
+    assert "compiled engine does not cover" in fb.stderr and "SSD" in fb.stderr
     bad = _cli(*base, "--engine", "fast")
     assert bad.returncode == 2 and "--engine" in bad.stderr
 

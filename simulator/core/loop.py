@@ -22,6 +22,44 @@ from numba.extending import intrinsic
 from simulator import nbcache
 from simulator.core import layout as _layout
 from simulator.core.layout import (
+    BF_BUSY_SINCE,
+    BF_EXPIRE,
+    BF_READ_WAIT,
+    BI_ATDEV,
+    BI_BATCHING,
+    BI_BDIR,
+    BI_DEADLINE,
+    BI_DEV_FLUSHES,
+    BI_DIRECT,
+    BI_FBATCH,
+    BI_FL_MERGED,
+    BI_FL_SKIPPED,
+    BI_FLRUN,
+    BI_FQ_CNT,
+    BI_FQ_HEAD,
+    BI_FW_CNT,
+    BI_FW_HEAD,
+    BI_HASLAST,
+    BI_LASTOFF,
+    BI_LASTSEQ,
+    BI_LOWER,
+    BI_MAX_QUEUED,
+    BI_MAX_WAITING,
+    BI_NEXTSLOT,
+    BI_NS,
+    BI_NSCHED,
+    BI_PENDN,
+    BI_QDEPTH,
+    BI_READS_QUEUED,
+    BI_RUNN,
+    BI_SEQ,
+    BI_SKIPFL,
+    BI_STARVED,
+    BI_TAG_WAITS,
+    BI_TAGS,
+    BI_W_CNT,
+    BI_W_HEAD,
+    BI_WSTARVED,
     DA_BUSY,
     DA_BYTES,
     DA_COMP,
@@ -29,6 +67,7 @@ from simulator.core.layout import (
     DA_QAREA,
     DA_T0,
     DA_TQ,
+    DK_BLK,
     DK_HDD,
     DK_QUEUE,
     EV_ARRIVAL,
@@ -111,12 +150,17 @@ from simulator.core.layout import (
     RF_TISSUE,
     RF_TSTART,
     RF_TSUB,
+    RI_AUX,
+    RI_BLK,
     RI_DEV,
     RI_FUA,
     RI_OFF,
     RI_OP,
     RI_SIZE,
     RI_THR,
+    SO_OFF,
+    SO_REQ,
+    SO_SEQ,
     ST_DONE,
     ST_EMPTY,
     ST_REFILL,
@@ -342,6 +386,18 @@ def reset_device_stats(sp, d, now):
         if st.hi[h, HI_BUSY] != 0:
             rest = st.hf[h, HF_MECH_END] - now
             a[DA_BUSY] = rest if rest > 0.0 else 0.0
+    elif st.dvi[d, 0] == DK_BLK:  # BlockLayer.reset_stats
+        b = st.dvi[d, 1]
+        st.bf[b, BF_BUSY_SINCE] = now
+        st.bi[b, BI_TAG_WAITS] = 0
+        st.bi[b, BI_MAX_WAITING] = st.bi[b, BI_W_CNT]
+        st.bi[b, BI_MAX_QUEUED] = 0
+        st.bi[b, BI_FL_SKIPPED] = 0
+        st.bi[b, BI_FL_MERGED] = 0
+        st.bi[b, BI_DEV_FLUSHES] = 0
+        st.bi[b, BI_DIRECT] = 0
+        st.bf[b, BF_READ_WAIT] = 0.0
+        st.bi[b, BI_READS_QUEUED] = 0
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -906,17 +962,332 @@ def _h_destage_done(sp, d, h, e, now):
     _h_pump(sp, d, h, now)
 
 
+# =============================================================================== block layer
+@njit(cache=True, inline="always", _nrt=False)
+def _b_finish(sp, d, b, r, now):
+    """BlockLayer._finish: accounting; busy while at least one request is inside."""
+    st = _ld(sp)
+    a = st.dacc[d]
+    a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
+    a[DA_TQ] = now
+    a[DA_INSIDE] -= 1.0
+    op = st.rqi[r, RI_OP]
+    a[DA_COMP + op] += 1.0
+    a[DA_BYTES + op] += st.rqi[r, RI_SIZE]
+    if a[DA_INSIDE] == 0.0:
+        bs = st.bf[b, BF_BUSY_SINCE]
+        a[DA_BUSY] += now - (bs if bs > a[DA_T0] else a[DA_T0])
+
+
+@njit(cache=True, _nrt=False)
+def _b_lower_submit(sp, d, b, r, now):
+    st = _ld(sp)
+    st.bi[b, BI_ATDEV] += 1
+    low = st.bi[b, BI_LOWER]
+    _acc_enter(sp, low, now)
+    if st.dvi[low, 0] == DK_QUEUE:  # (not through _dev_submit: numba compiles no recursion)
+        _q_start(sp, low, st.dvi[low, 1], r, now)
+    else:
+        _h_submit(sp, low, st.dvi[low, 1], r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_issue_flush(sp, d, b, now):
+    """BlockLayer._issue_flush: the layer's own FLUSH for the requests listed in brun[slot]."""
+    st = _ld(sp)
+    st.bi[b, BI_DEV_FLUSHES] += 1
+    nf = st.gi[GI_FREE] - 1
+    st.gi[GI_FREE] = nf
+    c = st.rfree[nf]
+    st.rqi[c, RI_OP] = _FLUSH
+    st.rqi[c, RI_OFF] = 0
+    st.rqi[c, RI_SIZE] = 0
+    st.rqi[c, RI_THR] = -1
+    st.rqi[c, RI_DEV] = d
+    st.rqi[c, RI_FUA] = 0
+    st.rqi[c, RI_BLK] = 3
+    st.rqi[c, RI_AUX] = st.bi[b, BI_NEXTSLOT]
+    st.bi[b, BI_NEXTSLOT] ^= 1
+    st.bi[b, BI_FLRUN] = 2
+    st.rqf[c, RF_TSTART] = 0.0
+    st.rqf[c, RF_SERVICE] = 0.0
+    _b_lower_submit(sp, d, b, c, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_run_pending(sp, d, b, now):
+    """The merged flushes become the running list; one FLUSH goes to the device for them."""
+    st = _ld(sp)
+    slot = st.bi[b, BI_NEXTSLOT]
+    n = st.bi[b, BI_PENDN]
+    for i in range(n):
+        st.brun[b, slot, i] = st.bpend[b, i]
+    st.bi[b, BI_RUNN + slot] = n
+    st.bi[b, BI_PENDN] = 0
+    _b_issue_flush(sp, d, b, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_start_flush(sp, d, b, r, now):
+    """BlockLayer._start_flush (merge_flushes): behind the running one, or a FLUSH of its own."""
+    st = _ld(sp)
+    if st.bi[b, BI_FLRUN] != 0:
+        st.bi[b, BI_FL_MERGED] += 1
+        st.bpend[b, st.bi[b, BI_PENDN]] = r
+        st.bi[b, BI_PENDN] += 1
+        return
+    slot = st.bi[b, BI_NEXTSLOT]
+    st.brun[b, slot, 0] = r
+    st.bi[b, BI_RUNN + slot] = 1
+    _b_issue_flush(sp, d, b, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_insert(sp, b, r, now):
+    """BlockLayer._insert: a request holding a tag goes into the scheduler (a FLUSH to the flush list)."""
+    st = _ld(sp)
+    op = st.rqi[r, RI_OP]
+    if op == _FLUSH:
+        _ring_push(st.bfw[b], st.bi[b], BI_FW_HEAD, BI_FW_CNT, r)
+        return
+    ns = st.bi[b, BI_NSCHED] + 1
+    st.bi[b, BI_NSCHED] = ns
+    if ns > st.bi[b, BI_MAX_QUEUED]:
+        st.bi[b, BI_MAX_QUEUED] = ns
+    if st.bi[b, BI_DEADLINE] == 0:
+        _ring_push(st.bfq[b], st.bi[b], BI_FQ_HEAD, BI_FQ_CNT, r)
+        return
+    dr = 0 if op == _READ else 1
+    seq = st.bi[b, BI_SEQ] + 1
+    st.bi[b, BI_SEQ] = seq
+    off = st.rqi[r, RI_OFF]
+    so = st.bso[b, dr]
+    n = st.bi[b, BI_NS + dr]
+    k = n  # insort by (offset, seq): seq is the largest yet, so after every equal offset
+    while k > 0 and so[k - 1, SO_OFF] > off:
+        so[k, SO_OFF] = so[k - 1, SO_OFF]
+        so[k, SO_SEQ] = so[k - 1, SO_SEQ]
+        so[k, SO_REQ] = so[k - 1, SO_REQ]
+        st.bdl[b, dr, k] = st.bdl[b, dr, k - 1]
+        k -= 1
+    so[k, SO_OFF] = off
+    so[k, SO_SEQ] = seq
+    so[k, SO_REQ] = r
+    st.bdl[b, dr, k] = now + st.bf[b, BF_EXPIRE + dr]
+    st.bi[b, BI_NS + dr] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _b_after(sp, b, dr):
+    """BlockLayer._after: index of the first entry of direction dr at or after the last dispatched
+    sort key, -1 none."""
+    st = _ld(sp)
+    n = st.bi[b, BI_NS + dr]
+    if n == 0 or st.bi[b, BI_HASLAST] == 0:
+        return -1
+    lo = st.bi[b, BI_LASTOFF]
+    ls = st.bi[b, BI_LASTSEQ]
+    so = st.bso[b, dr]
+    for k in range(n):
+        o = so[k, SO_OFF]
+        if o > lo or (o == lo and so[k, SO_SEQ] >= ls):
+            return k
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def _b_take(sp, b, dr, k):
+    """BlockLayer._take: dispatch entry k of direction dr."""
+    st = _ld(sp)
+    st.bi[b, BI_BATCHING] += 1
+    so = st.bso[b, dr]
+    r = so[k, SO_REQ]
+    st.bi[b, BI_LASTOFF] = so[k, SO_OFF]
+    st.bi[b, BI_LASTSEQ] = so[k, SO_SEQ]
+    st.bi[b, BI_HASLAST] = 1
+    n = st.bi[b, BI_NS + dr] - 1
+    for j in range(k, n):
+        so[j, SO_OFF] = so[j + 1, SO_OFF]
+        so[j, SO_SEQ] = so[j + 1, SO_SEQ]
+        so[j, SO_REQ] = so[j + 1, SO_REQ]
+        st.bdl[b, dr, j] = st.bdl[b, dr, j + 1]
+    st.bi[b, BI_NS + dr] = n
+    st.bi[b, BI_NSCHED] -= 1
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _b_pick(sp, b, now):
+    """BlockLayer._pick: the scheduler's next request, -1 none."""
+    st = _ld(sp)
+    if st.bi[b, BI_DEADLINE] == 0:
+        if st.bi[b, BI_FQ_CNT] > 0:
+            st.bi[b, BI_NSCHED] -= 1
+            return _ring_pop(st.bfq[b], st.bi[b], BI_FQ_HEAD, BI_FQ_CNT)
+        return -1
+    bd = st.bi[b, BI_BDIR]
+    if bd >= 0 and st.bi[b, BI_BATCHING] < st.bi[b, BI_FBATCH]:
+        k = _b_after(sp, b, bd)
+        if k >= 0:
+            return _b_take(sp, b, bd, k)
+    reads = st.bi[b, BI_NS] > 0
+    writes = st.bi[b, BI_NS + 1] > 0
+    if reads:
+        dr = 0
+        if writes:
+            s = st.bi[b, BI_STARVED]
+            st.bi[b, BI_STARVED] = s + 1
+            if s >= st.bi[b, BI_WSTARVED]:
+                dr = 1
+                st.bi[b, BI_STARVED] = 0
+    elif writes:
+        dr = 1
+        st.bi[b, BI_STARVED] = 0
+    else:
+        return -1
+    nxt = _b_after(sp, b, dr) if bd == dr else -1
+    # the FIFO head: the oldest entry of the direction (deadlines grow with the insertion number)
+    so = st.bso[b, dr]
+    head = 0
+    for k in range(1, st.bi[b, BI_NS + dr]):
+        if so[k, SO_SEQ] < so[head, SO_SEQ]:
+            head = k
+    e = head if (nxt < 0 or st.bdl[b, dr, head] <= now) else nxt
+    st.bi[b, BI_BDIR] = dr
+    st.bi[b, BI_BATCHING] = 0
+    return _b_take(sp, b, dr, e)
+
+
+@njit(cache=True, _nrt=False)
+def _b_dispatch(sp, d, b, now):
+    """BlockLayer._dispatch: flushes first, then the scheduler's choice, while the device has room."""
+    st = _ld(sp)
+    while st.bi[b, BI_ATDEV] < st.bi[b, BI_QDEPTH]:
+        if st.bi[b, BI_FW_CNT] > 0:
+            f = _ring_pop(st.bfw[b], st.bi[b], BI_FW_HEAD, BI_FW_CNT)
+            _b_start_flush(sp, d, b, f, now)
+            continue
+        r = _b_pick(sp, b, now)
+        if r < 0:
+            return
+        if st.rqi[r, RI_OP] == _READ:
+            st.bi[b, BI_READS_QUEUED] += 1
+            st.bf[b, BF_READ_WAIT] += now - st.rqf[r, RF_TSUB]
+        st.rqi[r, RI_BLK] = 1
+        _b_lower_submit(sp, d, b, r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_refill(sp, d, b, now):
+    """BlockLayer._refill: tags freed: wake waiting submitters (FIFO, one tag each), then dispatch."""
+    st = _ld(sp)
+    while st.bi[b, BI_TAGS] > 0 and st.bi[b, BI_W_CNT] > 0:
+        r = _ring_pop(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT)
+        st.bi[b, BI_TAGS] -= 1
+        _b_insert(sp, b, r, now)
+    _b_dispatch(sp, d, b, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_submit(sp, d, b, r, now):
+    """BlockLayer.submit."""
+    st = _ld(sp)
+    a = st.dacc[d]
+    a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
+    a[DA_TQ] = now
+    if a[DA_INSIDE] == 0.0:
+        st.bf[b, BF_BUSY_SINCE] = now
+    a[DA_INSIDE] += 1.0
+    op = st.rqi[r, RI_OP]
+    if op == _FLUSH and st.bi[b, BI_SKIPFL] != 0:
+        st.bi[b, BI_FL_SKIPPED] += 1
+        st.rqf[r, RF_TSTART] = now
+        st.rqf[r, RF_SERVICE] = 0.0
+        st.rqi[r, RI_BLK] = 0
+        schedule(sp, now + 0.0, EV_DONE, d, r)
+        return
+    if st.bi[b, BI_TAGS] > 0 and st.bi[b, BI_W_CNT] == 0:
+        st.bi[b, BI_TAGS] -= 1
+        if st.bi[b, BI_ATDEV] < st.bi[b, BI_QDEPTH] and st.bi[b, BI_NSCHED] == 0 and st.bi[b, BI_FW_CNT] == 0:
+            if op != _FLUSH:
+                st.bi[b, BI_DIRECT] += 1
+                st.rqi[r, RI_BLK] = 0
+                _b_lower_submit(sp, d, b, r, now)
+                return
+            if st.bi[b, BI_FLRUN] == 0:
+                st.bi[b, BI_DEV_FLUSHES] += 1
+                st.bi[b, BI_FLRUN] = 1
+                st.rqi[r, RI_BLK] = 2
+                _b_lower_submit(sp, d, b, r, now)
+                return
+        _b_insert(sp, b, r, now)
+        _b_dispatch(sp, d, b, now)
+        return
+    st.bi[b, BI_TAG_WAITS] += 1
+    _ring_push(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT, r)
+    if st.bi[b, BI_W_CNT] > st.bi[b, BI_MAX_WAITING]:
+        st.bi[b, BI_MAX_WAITING] = st.bi[b, BI_W_CNT]
+
+
+@njit(cache=True, _nrt=False)
+def _b_done(sp, d, r, now):
+    """The device below completed request r of block layer d (its device bookkeeping ran first):
+    the layer's completion callbacks, then the job threads' (BlockLayer._done_direct, _done_queued,
+    _flush_direct_done, _flush_done)."""
+    st = _ld(sp)
+    b = st.dvi[d, 1]
+    path = st.rqi[r, RI_BLK]
+    st.bi[b, BI_ATDEV] -= 1
+    if path == 3:  # the layer's own FLUSH: completes every flush it lists
+        slot = st.rqi[r, RI_AUX]
+        n = st.bi[b, BI_RUNN + slot]
+        st.bi[b, BI_FLRUN] = 0
+        if st.bi[b, BI_PENDN] > 0:
+            _b_run_pending(sp, d, b, now)
+        for i in range(n):
+            q = st.brun[b, slot, i]
+            st.rqf[q, RF_TSTART] = st.rqf[r, RF_TSTART]
+            st.rqf[q, RF_SERVICE] = st.rqf[r, RF_SERVICE]
+            _b_finish(sp, d, b, q, now)
+            st.bi[b, BI_TAGS] += 1
+        _b_refill(sp, d, b, now)
+        st.rfree[st.gi[GI_FREE]] = r
+        st.gi[GI_FREE] += 1
+        for i in range(n):
+            _t_done(sp, st.brun[b, slot, i], now)
+        return
+    if path == 2:  # a thread's FLUSH that went to the device as it is
+        st.bi[b, BI_FLRUN] = 0
+        if st.bi[b, BI_PENDN] > 0:
+            _b_run_pending(sp, d, b, now)
+    _b_finish(sp, d, b, r, now)
+    st.bi[b, BI_TAGS] += 1
+    if path == 1 or st.bi[b, BI_W_CNT] > 0 or st.bi[b, BI_NSCHED] > 0 or st.bi[b, BI_FW_CNT] > 0:
+        _b_refill(sp, d, b, now)
+    _t_done(sp, r, now)
+
+
 # =============================================================================== device dispatch
 @njit(cache=True, _nrt=False)
 def device_submit(sp, d, r, now):
+    """A job thread's request reaches its device (the time its latency counts from)."""
     st = _ld(sp)
     st.rqf[r, RF_TSUB] = now
-    _acc_enter(sp, d, now)
+    _dev_submit(sp, d, r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _dev_submit(sp, d, r, now):
+    st = _ld(sp)
     k = st.dvi[d, 0]
     if k == DK_QUEUE:
+        _acc_enter(sp, d, now)
         _q_start(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
+        _acc_enter(sp, d, now)
         _h_submit(sp, d, st.dvi[d, 1], r, now)
+    else:
+        _b_submit(sp, d, st.dvi[d, 1], r, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -927,6 +1298,8 @@ def _device_finish(sp, d, r, now):
         _q_finish(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
         _h_finish(sp, d, st.dvi[d, 1], r, now)
+    else:  # a FLUSH the block layer completed at once
+        _b_finish(sp, d, st.dvi[d, 1], r, now)
 
 
 # =============================================================================== job threads
@@ -1281,7 +1654,11 @@ def _run_until(sp, t_limit):
         gi[GI_EVENTS] += 1
         if kind == EV_DONE:
             _device_finish(sp, tg, arg, t)
-            _t_done(sp, arg, t)
+            top = st.rqi[arg, RI_DEV]
+            if top != tg:  # it came through the block layer above the device
+                _b_done(sp, top, arg, t)
+            else:
+                _t_done(sp, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
         elif kind == EV_MECHFREE:

@@ -36,9 +36,22 @@ class Unsupported(Exception):
 
 
 def _dev_kind(dev: Any) -> tuple[int, str | None]:
+    from simulator.devices.blocklayer import BlockLayer
     from simulator.devices.hdd.drive import HDD, DualActuatorHDD
     from simulator.devices.simple import QueueDevice
 
+    if type(dev) is BlockLayer:
+        if not dev.cfg.merge_flushes:
+            return -1, f"{dev.path}: block layer with merge_flushes off"
+        if dev._tags != dev.nr_requests or dev._waiters or dev._at_dev or dev._n_sched or dev._flush_wait \
+                or dev._flush_running is not None or dev._flush_pending:
+            return -1, f"{dev.path}: the block layer holds state from an earlier run (persist_state)"
+        kind, why = _dev_kind(dev.dev)
+        if why:
+            return -1, why
+        if kind == L.DK_BLK:
+            return -1, f"{dev.path}: a block layer over a block layer"
+        return L.DK_BLK, None
     if type(dev) is QueueDevice:
         return L.DK_QUEUE, None
     if type(dev) is HDD:
@@ -117,8 +130,9 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         gen = th.files[0].gen
         if job.is_mixed and _offset_mode(gen) < 0:
             return f"{name}: rw={job.rw} with {type(gen).__name__} offsets (one stream shared unevenly by the directions)"
-        if kind == L.DK_HDD:
-            hdd_shapes.add((dev._cq.shape, dev._zt.shape, dev._tt.shape, dev._et.shape, dev._seg.shape))
+        low = dev.dev if kind == L.DK_BLK else dev
+        if _dev_kind(low)[0] == L.DK_HDD:
+            hdd_shapes.add((low._cq.shape, low._zt.shape, low._tt.shape, low._et.shape, low._seg.shape))
         st = th.stats
         if not (getattr(st, "records_nothing", False) or hasattr(st, "add_many")):
             return f"{name}: statistics collector {type(st).__name__} has no add_many"
@@ -144,6 +158,11 @@ class CompiledRun:
             if id(d) not in dev_index:
                 dev_index[id(d)] = len(devs)
                 devs.append(d)
+        for d in list(devs):  # the devices below the block layers
+            low = getattr(d, "dev", None)
+            if _dev_kind(d)[0] == L.DK_BLK and id(low) not in dev_index:
+                dev_index[id(low)] = len(devs)
+                devs.append(low)
         self.devs = devs
         self.dev_index = dev_index
         self.st = self._build()
@@ -161,7 +180,9 @@ class CompiledRun:
         kinds = [_dev_kind(d)[0] for d in devs]
         queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
         hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
+        blks = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_BLK]
         nQ, nH = len(queues), len(hdds)
+        R += len(blks)  # each block layer's own FLUSH (one at the device at a time) takes a request
         C = R + 2 * nH + 4 * nT + 16
 
         gi = np.zeros(L.NGI, np.int64)
@@ -217,15 +238,12 @@ class CompiledRun:
         lgt = np.zeros(LOG_ROWS, np.int64)
         # devices
         dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
+        counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0}
         dacc = np.zeros((len(devs), L.NDA))
-        qn = hn = 0
         for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
             dvi[i, 0] = k
-            dvi[i, 1] = qn if k == L.DK_QUEUE else hn
-            if k == L.DK_QUEUE:
-                qn += 1
-            else:
-                hn += 1
+            dvi[i, 1] = counts[k]
+            counts[k] += 1
             a = dacc[i]
             a[L.DA_T0] = d._t0
             a[L.DA_TQ] = d._tq
@@ -331,11 +349,52 @@ class CompiledRun:
             hi[h, L.HI_LK_N] = len(iv)
             for j, (s, e) in enumerate(iv):
                 hlk[h, j] = (s, e)
+        # block layers
+        nb = max(len(blks), 1)
+        NR = max([b.nr_requests for b in blks] + [1]) + 1
+        bi = np.zeros((nb, L.NBI), np.int64)
+        bf = np.zeros((nb, L.NBF))
+        bso = np.zeros((nb, 2, NR, L.NSO), np.int64)
+        bdl = np.zeros((nb, 2, NR))
+        bfq = np.zeros((nb, NR), np.int64)
+        bwt = np.zeros((nb, R), np.int64)
+        bfw = np.zeros((nb, NR), np.int64)
+        brun = np.zeros((nb, 2, NR), np.int64)
+        bpend = np.zeros((nb, NR), np.int64)
+        self._blks = blks
+        for b, d in enumerate(blks):
+            cfg = d.cfg
+            bi[b, L.BI_LOWER] = self.dev_index[id(d.dev)]
+            bi[b, L.BI_QDEPTH] = d.qdepth
+            bi[b, L.BI_DEADLINE] = 1 if d.deadline else 0
+            bi[b, L.BI_FBATCH] = d._fifo_batch
+            bi[b, L.BI_WSTARVED] = cfg.writes_starved
+            bi[b, L.BI_SKIPFL] = 1 if d._skip_flush else 0
+            bi[b, L.BI_NR] = d.nr_requests
+            bi[b, L.BI_TAGS] = d._tags
+            bi[b, L.BI_SEQ] = d._seq
+            if d._last is not None:
+                bi[b, L.BI_LASTOFF], bi[b, L.BI_LASTSEQ] = d._last
+                bi[b, L.BI_HASLAST] = 1
+            bi[b, L.BI_BDIR] = d._bdir
+            bi[b, L.BI_BATCHING] = d._batching
+            bi[b, L.BI_STARVED] = d._starved
+            bi[b, L.BI_TAG_WAITS] = d.tag_waits
+            bi[b, L.BI_MAX_WAITING] = d.max_waiting
+            bi[b, L.BI_MAX_QUEUED] = d.max_queued
+            bi[b, L.BI_FL_SKIPPED] = d.flushes_skipped
+            bi[b, L.BI_FL_MERGED] = d.flushes_merged
+            bi[b, L.BI_DEV_FLUSHES] = d.device_flushes
+            bi[b, L.BI_DIRECT] = d.direct
+            bi[b, L.BI_READS_QUEUED] = d.reads_queued
+            bf[b, L.BF_EXPIRE], bf[b, L.BF_EXPIRE + 1] = d._expire
+            bf[b, L.BF_BUSY_SINCE] = d._busy_since
+            bf[b, L.BF_READ_WAIT] = d.read_wait
         st = L.State(
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
             np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
-            hlive, hfl,
+            hlive, hfl, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend,
         )  # fmt: skip
         self.st = st
         self._refill_all(first=True)
@@ -589,6 +648,26 @@ class CompiledRun:
             br._i = 0
             d._free = int(st.qi[q, L.QI_FREE])
             st.qi[q, L.QI_UPOS] = st.qi[q, L.QI_ULEN]
+        for b, d in enumerate(self._blks):
+            bi, bf = st.bi[b], st.bf[b]
+            d._tags = int(bi[L.BI_TAGS])
+            d._at_dev = int(bi[L.BI_ATDEV])
+            d._n_sched = int(bi[L.BI_NSCHED])
+            d._seq = int(bi[L.BI_SEQ])
+            d._last = (int(bi[L.BI_LASTOFF]), int(bi[L.BI_LASTSEQ])) if bi[L.BI_HASLAST] else None
+            d._bdir = int(bi[L.BI_BDIR])
+            d._batching = int(bi[L.BI_BATCHING])
+            d._starved = int(bi[L.BI_STARVED])
+            d.tag_waits = int(bi[L.BI_TAG_WAITS])
+            d.max_waiting = int(bi[L.BI_MAX_WAITING])
+            d.max_queued = int(bi[L.BI_MAX_QUEUED])
+            d.flushes_skipped = int(bi[L.BI_FL_SKIPPED])
+            d.flushes_merged = int(bi[L.BI_FL_MERGED])
+            d.device_flushes = int(bi[L.BI_DEV_FLUSHES])
+            d.direct = int(bi[L.BI_DIRECT])
+            d.reads_queued = int(bi[L.BI_READS_QUEUED])
+            d._busy_since = float(bf[L.BF_BUSY_SINCE])
+            d.read_wait = float(bf[L.BF_READ_WAIT])
         for h, d in enumerate(self._hdds):
             d._par[:] = st.hpar[h]
             d._seg[:] = st.hseg[h]
