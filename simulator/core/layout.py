@@ -46,7 +46,9 @@ RI_DEV = 4
 RI_FUA = 5
 RI_BLK = 6  # its way through a block layer: 0 straight to the device, 1 queued, 2 a FLUSH at the device as it is, 3 the block layer's own FLUSH
 RI_AUX = 7  # the block layer's own FLUSH: the row of ``brun`` listing the flushes it completes
-NRI = 8
+RI_PAR = 8  # a part of a dual-actuator drive's request: the request (row) it is part of
+RI_LEFT = 9  # a dual-actuator drive's request: parts not yet completed
+NRI = 10
 RF_TISSUE = 0  # the thread issued it (before the submission latency)
 RF_TSUB = 1  # it reached the device
 RF_TSTART = 2  # the device started it
@@ -117,6 +119,7 @@ NTF = 12
 DK_QUEUE = 0
 DK_HDD = 1
 DK_BLK = 2  # a block layer (devices.blocklayer.BlockLayer) in front of a device of another kind
+DK_DUAL = 3  # a dual-actuator drive (devices.hdd.drive.DualActuatorHDD): two HDD rows sharing one link
 DA_T0 = 0
 DA_TQ = 1
 DA_QAREA = 2
@@ -173,7 +176,13 @@ HI_SS = 25
 HI_FUA_OK = 26
 HI_MERGE = 27
 HI_NLIVE = 28  # extents in the write cache (accepted, not yet destaged): ``hlive[:HI_NLIVE]``
-HI_FL_N = 29  # ---- block layers (devices.blocklayer.BlockLayer)
+HI_FL_N = 29  # ---- dual-actuator drives (``xi`` rows)
+XI_ACT0 = 0  # device index of actuator 0 (an HDD row), LBAs [0, half)
+XI_ACT1 = 1  # actuator 1, LBAs [half, 2 half)
+XI_HALF = 2  # bytes per actuator
+NXI = 3
+
+# ---- block layers (devices.blocklayer.BlockLayer)
 BI_LOWER = 0  # the device below (index in the device tables)
 BI_QDEPTH = 1  # requests at the device at once
 BI_DEADLINE = 2  # 1 = mq-deadline / bfq (sector-sorted batches, deadlines), 0 = none (FIFO)
@@ -226,7 +235,8 @@ HI_OVERWRITES = 30
 HI_COALESCED = 31
 HI_DIRTY_READ_HITS = 32
 HI_PG = 33  # sectors per 4 KiB page (reads served from dirty data)
-NHI = 34
+HI_LINK = 34  # the HDD row whose HI_LK_N / HF_LINK_BUSY / hlk hold this drive's host link (shared by actuators)
+NHI = 35
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2
@@ -238,6 +248,12 @@ HF_DIRTY_BYTES = 7
 HF_HW = 8
 HF_LINK_BUSY = 9
 NHF = 10
+# ---- dual-actuator drives (``xi`` rows)
+XI_ACT0 = 0  # device index of actuator 0 (an HDD row), LBAs [0, half)
+XI_ACT1 = 1  # actuator 1, LBAs [half, 2 half)
+XI_HALF = 2  # bytes per actuator
+NXI = 3
+
 # ---- block layers (devices.blocklayer.BlockLayer)
 BI_LOWER = 0  # the device below (index in the device tables)
 BI_QDEPTH = 1  # requests at the device at once
@@ -306,6 +322,6 @@ State = namedtuple(
         "qi", "qf", "qring", "qu",
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
         "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl",
-        "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend",
+        "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend", "xi",
     ],
 )  # fmt: skip

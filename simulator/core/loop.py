@@ -68,6 +68,7 @@ from simulator.core.layout import (
     DA_T0,
     DA_TQ,
     DK_BLK,
+    DK_DUAL,
     DK_HDD,
     DK_QUEUE,
     EV_ARRIVAL,
@@ -115,6 +116,7 @@ from simulator.core.layout import (
     HI_HQ_CNT,
     HI_HQ_HEAD,
     HI_IDLE,
+    HI_LINK,
     HI_LK_N,
     HI_MAXSEG,
     HI_MECH,
@@ -154,8 +156,10 @@ from simulator.core.layout import (
     RI_BLK,
     RI_DEV,
     RI_FUA,
+    RI_LEFT,
     RI_OFF,
     RI_OP,
+    RI_PAR,
     RI_SIZE,
     RI_THR,
     SO_OFF,
@@ -221,6 +225,9 @@ from simulator.core.layout import (
     TI_SYNCDUE,
     TI_VARBS,
     TI_WISS,
+    XI_ACT0,
+    XI_ACT1,
+    XI_HALF,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
 from simulator.devices.hdd import wcache_kernels as W
@@ -359,7 +366,18 @@ def _acc_leave(sp, d, r, now):
 
 @njit(cache=True, _nrt=False)
 def reset_device_stats(sp, d, now):
-    """devices.base.Device.reset_stats (+ the HDD's own counters and busy carry-over)."""
+    """Device.reset_stats of device d (a dual-actuator drive: then of both actuators)."""
+    st = _ld(sp)
+    _reset_one(sp, d, now)
+    if st.dvi[d, 0] == DK_DUAL:
+        x = st.dvi[d, 1]
+        _reset_one(sp, st.xi[x, XI_ACT0], now)
+        _reset_one(sp, st.xi[x, XI_ACT1], now)
+
+
+@njit(cache=True, _nrt=False)
+def _reset_one(sp, d, now):
+    """devices.base.Device.reset_stats (+ the HDD's and the block layer's own counters)."""
     st = _ld(sp)
     a = st.dacc[d]
     a[DA_T0] = now
@@ -512,6 +530,7 @@ def _link_reserve(sp, h, t, dur, now):
     st = _ld(sp)
     if dur <= 0.0:
         return t
+    h = st.hi[h, HI_LINK]  # the link's row (the actuators of a dual-actuator drive share one)
     lk = st.hlk[h]
     n = st.hi[h, HI_LK_N]
     k0 = 0
@@ -984,8 +1003,12 @@ def _b_lower_submit(sp, d, b, r, now):
     st = _ld(sp)
     st.bi[b, BI_ATDEV] += 1
     low = st.bi[b, BI_LOWER]
+    k = st.dvi[low, 0]
+    if k == DK_DUAL:  # (not through _dev_submit: numba compiles no recursion)
+        _x_submit(sp, low, st.dvi[low, 1], r, now)
+        return
     _acc_enter(sp, low, now)
-    if st.dvi[low, 0] == DK_QUEUE:  # (not through _dev_submit: numba compiles no recursion)
+    if k == DK_QUEUE:
         _q_start(sp, low, st.dvi[low, 1], r, now)
     else:
         _h_submit(sp, low, st.dvi[low, 1], r, now)
@@ -1267,6 +1290,73 @@ def _b_done(sp, d, r, now):
     _t_done(sp, r, now)
 
 
+# =============================================================================== dual-actuator drive
+@njit(cache=True, inline="always", _nrt=False)
+def _x_part(sp, d, act, r, off, size, now):
+    """One part of request r for actuator device ``act`` (a request of its own)."""
+    st = _ld(sp)
+    nf = st.gi[GI_FREE] - 1
+    st.gi[GI_FREE] = nf
+    c = st.rfree[nf]
+    st.rqi[c, RI_OP] = st.rqi[r, RI_OP]
+    st.rqi[c, RI_OFF] = off
+    st.rqi[c, RI_SIZE] = size
+    st.rqi[c, RI_THR] = -1
+    st.rqi[c, RI_DEV] = d
+    st.rqi[c, RI_FUA] = st.rqi[r, RI_FUA]
+    st.rqi[c, RI_PAR] = r
+    st.rqf[c, RF_TSTART] = 0.0
+    st.rqf[c, RF_SERVICE] = 0.0
+    _acc_enter(sp, act, now)
+    _h_submit(sp, act, st.dvi[act, 1], c, now)
+
+
+@njit(cache=True, _nrt=False)
+def _x_submit(sp, d, x, r, now):
+    """DualActuatorHDD.submit/_start: a FLUSH goes to both actuators, a request to the actuator(s)
+    whose half of the LBAs it touches."""
+    st = _ld(sp)
+    _acc_enter(sp, d, now)
+    a0 = st.xi[x, XI_ACT0]
+    a1 = st.xi[x, XI_ACT1]
+    if st.rqi[r, RI_OP] == _FLUSH:
+        st.rqi[r, RI_LEFT] = 2
+        _x_part(sp, d, a0, r, 0, 0, now)
+        _x_part(sp, d, a1, r, 0, 0, now)
+    else:
+        off = st.rqi[r, RI_OFF]
+        end = off + st.rqi[r, RI_SIZE]
+        half = st.xi[x, XI_HALF]
+        first = off < half
+        second = end > half or off >= half
+        st.rqi[r, RI_LEFT] = (1 if first else 0) + (1 if second else 0)
+        if first:
+            _x_part(sp, d, a0, r, off, (end if end < half else half) - off, now)
+        if second:
+            s = off if off > half else half
+            _x_part(sp, d, a1, r, s - half, end - s, now)
+    st.rqf[r, RF_TSTART] = _INF
+    st.rqf[r, RF_SERVICE] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def _x_part_done(sp, d, c, now):
+    """DualActuatorHDD._child_done: a part is complete; the last one completes the request (its own
+    event, at this instant)."""
+    st = _ld(sp)
+    r = st.rqi[c, RI_PAR]
+    if st.rqf[c, RF_TSTART] < st.rqf[r, RF_TSTART]:
+        st.rqf[r, RF_TSTART] = st.rqf[c, RF_TSTART]
+    if st.rqf[c, RF_SERVICE] > st.rqf[r, RF_SERVICE]:
+        st.rqf[r, RF_SERVICE] = st.rqf[c, RF_SERVICE]
+    st.rfree[st.gi[GI_FREE]] = c
+    st.gi[GI_FREE] += 1
+    st.rqi[r, RI_LEFT] -= 1
+    if st.rqi[r, RI_LEFT] == 0:
+        _acc_leave(sp, d, r, now)
+        schedule(sp, now + 0.0, EV_DONE, d, r)
+
+
 # =============================================================================== device dispatch
 @njit(cache=True, _nrt=False)
 def device_submit(sp, d, r, now):
@@ -1286,8 +1376,10 @@ def _dev_submit(sp, d, r, now):
     elif k == DK_HDD:
         _acc_enter(sp, d, now)
         _h_submit(sp, d, st.dvi[d, 1], r, now)
-    else:
+    elif k == DK_BLK:
         _b_submit(sp, d, st.dvi[d, 1], r, now)
+    else:
+        _x_submit(sp, d, st.dvi[d, 1], r, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -1298,8 +1390,9 @@ def _device_finish(sp, d, r, now):
         _q_finish(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
         _h_finish(sp, d, st.dvi[d, 1], r, now)
-    else:  # a FLUSH the block layer completed at once
+    elif k == DK_BLK:  # a FLUSH the block layer completed at once
         _b_finish(sp, d, st.dvi[d, 1], r, now)
+    # DK_DUAL: its accounting ran when the last part completed (_x_part_done)
 
 
 # =============================================================================== job threads
@@ -1655,10 +1748,12 @@ def _run_until(sp, t_limit):
         if kind == EV_DONE:
             _device_finish(sp, tg, arg, t)
             top = st.rqi[arg, RI_DEV]
-            if top != tg:  # it came through the block layer above the device
-                _b_done(sp, top, arg, t)
-            else:
+            if top == tg:
                 _t_done(sp, arg, t)
+            elif st.dvi[top, 0] == DK_BLK:  # it came through the block layer above the device
+                _b_done(sp, top, arg, t)
+            else:  # a part of a dual-actuator drive's request
+                _x_part_done(sp, top, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
         elif kind == EV_MECHFREE:

@@ -54,9 +54,15 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         return L.DK_BLK, None
     if type(dev) is QueueDevice:
         return L.DK_QUEUE, None
+    if type(dev) is DualActuatorHDD:
+        if dev._inside:
+            return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
+        for a in dev.actuators:
+            kind, why = _dev_kind(a)
+            if why:
+                return -1, why
+        return L.DK_DUAL, None
     if type(dev) is HDD:
-        if isinstance(dev.parent, DualActuatorHDD):
-            return -1, f"{dev.path}: dual-actuator drives (two mechanisms sharing one link)"
         wc = dev._wc
         if wc not in ("off", "volatile"):
             return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
@@ -131,8 +137,9 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         if job.is_mixed and _offset_mode(gen) < 0:
             return f"{name}: rw={job.rw} with {type(gen).__name__} offsets (one stream shared unevenly by the directions)"
         low = dev.dev if kind == L.DK_BLK else dev
-        if _dev_kind(low)[0] == L.DK_HDD:
-            hdd_shapes.add((low._cq.shape, low._zt.shape, low._tt.shape, low._et.shape, low._seg.shape))
+        for hd in getattr(low, "actuators", [low]):
+            if _dev_kind(hd)[0] == L.DK_HDD:
+                hdd_shapes.add((hd._cq.shape, hd._zt.shape, hd._tt.shape, hd._et.shape, hd._seg.shape))
         st = th.stats
         if not (getattr(st, "records_nothing", False) or hasattr(st, "add_many")):
             return f"{name}: statistics collector {type(st).__name__} has no add_many"
@@ -158,11 +165,23 @@ class CompiledRun:
             if id(d) not in dev_index:
                 dev_index[id(d)] = len(devs)
                 devs.append(d)
+        from simulator.devices.hdd.drive import DualActuatorHDD
+
+        def add(x: Any) -> None:
+            if id(x) not in dev_index:
+                dev_index[id(x)] = len(devs)
+                devs.append(x)
+
         for d in list(devs):  # the devices below the block layers
-            low = getattr(d, "dev", None)
-            if _dev_kind(d)[0] == L.DK_BLK and id(low) not in dev_index:
-                dev_index[id(low)] = len(devs)
-                devs.append(low)
+            if _dev_kind(d)[0] == L.DK_BLK:
+                add(d.dev)
+        for d in list(devs):  # both actuators of a dual-actuator drive (they share the host link)
+            if type(d) is DualActuatorHDD:
+                for a in d.actuators:
+                    add(a)
+            elif isinstance(getattr(d, "parent", None), DualActuatorHDD):
+                for a in d.parent.actuators:
+                    add(a)
         self.devs = devs
         self.dev_index = dev_index
         self.st = self._build()
@@ -183,6 +202,9 @@ class CompiledRun:
         blks = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_BLK]
         nQ, nH = len(queues), len(hdds)
         R += len(blks)  # each block layer's own FLUSH (one at the device at a time) takes a request
+        duals = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_DUAL]
+        if duals:
+            R *= 3  # a dual-actuator drive's request has up to two parts, each a request of its own
         C = R + 2 * nH + 4 * nT + 16
 
         gi = np.zeros(L.NGI, np.int64)
@@ -238,7 +260,7 @@ class CompiledRun:
         lgt = np.zeros(LOG_ROWS, np.int64)
         # devices
         dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
-        counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0}
+        counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0}
         dacc = np.zeros((len(devs), L.NDA))
         for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
             dvi[i, 0] = k
@@ -310,6 +332,7 @@ class CompiledRun:
         hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
         hdq = np.zeros((nh, E), np.int64)
         hbl = np.zeros((nh, R), np.int64)
+        link_row: dict[int, int] = {}
         for h, d in enumerate(hdds):
             hpar[h] = d._par
             hzt[h] = d._zt
@@ -344,11 +367,21 @@ class CompiledRun:
             hf[h, L.HF_WC_SIZE] = d._wc_size
             hf[h, L.HF_DIRTY_BYTES] = d._dirty_bytes
             hf[h, L.HF_HW] = d._hw
-            hf[h, L.HF_LINK_BUSY] = d.link.busy
-            iv = [x for x in d.link._iv]
-            hi[h, L.HI_LK_N] = len(iv)
-            for j, (s, e) in enumerate(iv):
-                hlk[h, j] = (s, e)
+            # the host link: its state lives in the row of the first drive using it
+            owner = link_row.setdefault(id(d.link), h)
+            hi[h, L.HI_LINK] = owner
+            if owner == h:
+                hf[h, L.HF_LINK_BUSY] = d.link.busy
+                iv = [x for x in d.link._iv]
+                hi[h, L.HI_LK_N] = len(iv)
+                for j, (s, e) in enumerate(iv):
+                    hlk[h, j] = (s, e)
+        # dual-actuator drives
+        xi = np.zeros((max(len(duals), 1), L.NXI), np.int64)
+        for x, d in enumerate(duals):
+            xi[x, L.XI_ACT0] = self.dev_index[id(d.actuators[0])]
+            xi[x, L.XI_ACT1] = self.dev_index[id(d.actuators[1])]
+            xi[x, L.XI_HALF] = d._half
         # block layers
         nb = max(len(blks), 1)
         NR = max([b.nr_requests for b in blks] + [1]) + 1
@@ -394,7 +427,7 @@ class CompiledRun:
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
             np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
-            hlive, hfl, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend,
+            hlive, hfl, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend, xi,
         )  # fmt: skip
         self.st = st
         self._refill_all(first=True)
@@ -681,7 +714,7 @@ class CompiledRun:
             d._mech_end = float(st.hf[h, L.HF_MECH_END])
             d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
             d._seq = int(st.hi[h, L.HI_SEQ])
-            d.link.busy = float(st.hf[h, L.HF_LINK_BUSY])
+            d.link.busy = float(st.hf[int(st.hi[h, L.HI_LINK]), L.HF_LINK_BUSY])
             # the drive's queue and pending events stay in the compiled state: the Python drive
             # cannot continue this run (unsupported() refuses a drive with state)
             d._n = int(st.hi[h, L.HI_N])
