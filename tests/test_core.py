@@ -356,6 +356,9 @@ _DUAL_CASES = [
     (_DUAL_OFF, "dev", False, {"rw": "rw", "iodepth": 8, "bs": "1m", "offset": _HALF - 3 * 2**19, "size": "64m"}),
     (_DUAL, "dev", True, {"rw": "write", "iodepth": 4, "bs": "768k", "offset": _HALF - 2**20, "size": "32m",
                           "end_fsync": 1}),
+    # SATA MACH.2: one device, the first half of the LBAs on one actuator, the second on the other
+    ({**_DUAL, "params": {**_DUAL["params"], "actuators": {"exposure": "lba_halves"}}}, "dev", True,
+     {"rw": "randrw", "iodepth": 16, "fsync": 16}),
 ]  # fmt: skip
 
 
