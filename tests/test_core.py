@@ -516,3 +516,18 @@ def test_window_seq_is_the_kth_oldest_host_command():
         host = np.sort(cq[cq[:, K.C_KIND] == 0, K.C_SEQ])
         want = 1e300 if (win <= 0 or mode == 2 or len(host) <= int(win)) else host[int(win) - 1]
         assert K._window_seq(n, cq, win, mode) == want
+
+
+def test_a_drive_left_with_dirty_data_is_not_run_again():
+    """A compiled run leaves the drive's queue and cache in its arrays: a second run on the same drive
+    (persist_state) is refused by name rather than started on a drive that looks empty."""
+    sim = Simulation(1)
+    dev = build_device(HDD, "dev", sim.root)
+    run_fio_compiled(sim, [dev], {**_BASE, "rw": "randwrite", "iodepth": 8, "number_ios": 500})
+    assert dev.stats()["hdd"]["dirty_bytes"] > 0  # jobs end with writes still cached
+    from simulator.core.run import _dev_kind
+
+    kind, why = _dev_kind(dev)
+    assert kind < 0 and "holds state from an earlier run" in why
+    fresh = build_device(HDD, "dev2", sim.root)
+    assert _dev_kind(fresh) == (1, None)  # the same profile, untouched: covered

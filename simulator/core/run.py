@@ -68,7 +68,8 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
             return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
         if dev.trace is not None:
             return -1, f"{dev.path}: a media trace is requested"
-        if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes:
+        if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes \
+                or dev._dirty_bytes:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
         return L.DK_HDD, None
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
