@@ -1,14 +1,19 @@
-"""The compiled event loop: heap, request pool, job threads, queue devices and HDDs (numba).
+"""The compiled event loop: heap, request pool, job threads, queue devices, HDDs (with their
+volatile write cache), dual-actuator drives and the block layer (numba).
 
 One call of :func:`run_until` processes events in (time, sequence) order until a control point
 (time limit), until every job thread has finished, or until a buffer needs Python (offsets,
 uniforms or the completion log). No Python object is touched and nothing is allocated per IO.
 
 The handlers mirror the Python reference model line by line (``workloads.runner.JobThread``,
-``devices.simple.QueueDevice``, ``devices.hdd.drive.HDD``) and schedule their events in the same
-order, so that ties break as SimPy breaks them (its event id order). The HDD's mechanism —
-positioning, SPTF choice, service, read look-ahead, read cache segments — is not re-implemented
-here: the handlers call the same kernels (``devices.hdd.kernels``) the Python drive calls.
+``devices.simple.QueueDevice``, ``devices.hdd.drive.HDD`` / ``DualActuatorHDD``,
+``devices.blocklayer.BlockLayer``) and schedule their events in the same order, so that ties break
+as SimPy breaks them (its event id order). The HDD's mechanism — positioning, SPTF choice, service,
+read look-ahead, read cache segments — is not re-implemented here: the handlers call the same
+kernels (``devices.hdd.kernels``) the Python drive calls. The write cache's decisions (joins,
+index, reads of dirty data) are the kernels of ``devices.hdd.wcache_kernels`` on an extent table;
+the Python drive states them with dicts (a twin pinned by the differential tests, see
+docs/design.md).
 """
 
 from __future__ import annotations
