@@ -777,8 +777,16 @@ def run_study(spec: StudySpec, out_dir: Path | None, workers: int | None = None,
     # completion order varies between runs; the document lists the runs in a fixed order
     results.sort(key=lambda r: json.dumps([str(r.get(k)) for k in ("workload", "config", "mix", "qd", "threads")]))
     findings = _findings(spec, results)
-    cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
-    doc = {"name": spec.name, "wall_s": time.perf_counter() - t0, "cpu_s": cpu, "workers": nw, "load_start": list(load0),
+    usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    user = sum(u.ru_utime for u in usage)
+    system = sum(u.ru_stime for u in usage)
+    cpu = user + system
+    by_kind: dict[str, float] = {}
+    for r in results:
+        k = str(r.get("workload"))
+        by_kind[k] = by_kind.get(k, 0.0) + float(r.get("cpu_s", 0.0))
+    doc = {"name": spec.name, "wall_s": time.perf_counter() - t0, "cpu_s": cpu, "cpu_user_s": user, "cpu_system_s": system,
+           "cpu_by_workload_s": by_kind, "workers": nw, "load_start": list(load0),
            "load_end": list(os.getloadavg()), "results": results, "findings": findings, "oltp_threads": threads}
     if out_dir is not None:
         _write(spec, out_dir, doc)
@@ -810,6 +818,7 @@ def _task(fn: Callable, *args: Any) -> dict[str, Any]:
     import gc
 
     t = time.perf_counter()
+    c = time.process_time()
     try:
         r = fn(*args)
     except Exception as e:  # one failed task is reported, the others still count
@@ -820,6 +829,7 @@ def _task(fn: Callable, *args: Any) -> dict[str, Any]:
     finally:
         gc.collect()
     r["wall_s"] = time.perf_counter() - t
+    r["cpu_s"] = time.process_time() - c
     return r
 
 
@@ -1079,6 +1089,14 @@ def _steady_word(st: dict[str, Any] | None) -> str:
     return ("not steady: " + ", ".join(bad)) if bad else ("too short to judge" if unk else "steady (MSER)")
 
 
+def _cpu_split(doc: dict[str, Any]) -> str:
+    """", U s user + S s system; per workload: ..." of the run's CPU time (empty for older documents)."""
+    if "cpu_user_s" not in doc:
+        return ""
+    kinds = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(doc.get("cpu_by_workload_s", {}).items(), key=lambda kv: -kv[1]))
+    return f": {doc['cpu_user_s']:.0f} s user + {doc['cpu_system_s']:.0f} s system; tasks by workload: {kinds}"
+
+
 def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
     """calibration/demartek/key_findings.md: the key-findings table (the format `simrun validate`
     reads), which figures were fitted and which predicted, and per figure its run length, IO count,
@@ -1093,8 +1111,8 @@ def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
         f"## {spec.title or spec.name}",
         "",
         f"Run of `{command}` on {time.strftime('%Y-%m-%d')}: {len(doc['results'])} runs, {doc['wall_s']:.0f} s wall, "
-        f"{doc.get('cpu_s', 0):.0f} s CPU (all processes) on {doc['workers']} workers; load average (1 min) "
-        f"{la[0]:.1f} at the start, {lb[0]:.1f} at the end, on a 2-core machine shared with other jobs. Published "
+        f"{doc.get('cpu_s', 0):.0f} s CPU (all processes{_cpu_split(doc)}) on {doc['workers']} workers; load average (1 min) "
+        f"{la[0]:.1f} at the start, {lb[0]:.1f} at the end (`os.getloadavg`). Published "
         "figures: `calibration/reference/demartek_15e900.csv` (OLTP IOPS, Iometer random-write IOPS, web server "
         "IOPS; Demartek, commissioned by Seagate); the other four metrics are predictions.",
         "",
