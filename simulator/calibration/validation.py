@@ -818,8 +818,8 @@ def _demartek() -> tuple[list[str], list[dict[str, Any]]]:
     note = ("*Not re-run by `simrun validate` (the study costs about 4 CPU-minutes, run on 2 workers; its CPU time by "
             "workload is in the first paragraph below): the committed run in `calibration/demartek/key_findings.md`; "
             "regenerate it with `simrun experiments/exos15e900_cache.yaml`. Why the Iometer random-write figures are "
-            "about -37 % (the study leaves the drives' write-cache state and Iometer's workers open; sensitivity on the "
-            "study's own point) is the first note at the end of the section; OLTP with TurboBoost is measured past the "
+            "-36 to -39 % (the study leaves the drives' write-cache state and Iometer's workers open; sensitivity on the "
+            "study's own point) is in the notes at the end of the section; OLTP with TurboBoost is measured past the "
             "transient that follows each functional replay (3 s ramp), the steady rate at 30 minutes.*")
     errs = []
     for line in text:
