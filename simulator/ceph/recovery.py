@@ -17,7 +17,8 @@ Events (``ClusterConfig.events``, simulated seconds since the cluster was built)
 * ``up``: the OSD runs again. Each PG it is still in re-peers with it; the objects written while it
   was down are pushed to it -- log-based recovery when the PG log still covers its absence
   (``max_pg_log_entries`` while the PG stayed degraded, ``min_pg_log_entries`` once it was clean
-  again), else backfill, which compares object versions and so also copies only what changed. The
+  again -- from Octopus the primary's budget ``target_pg_log_entries_per_osd`` / its PGs, within
+  [min, max]), else backfill, which compares object versions and so also copies only what changed. The
   OSD serves client IO at once (its missing objects are pushed meanwhile). An OSD that comes up while
   out loses its stray PG copies (the PGs are clean elsewhere).
 * ``in``: up and reweight 1 again: CRUSH maps the PGs back; each moves back by recovery (its log
@@ -49,11 +50,25 @@ within the profile's background-recovery reservation of the OSD's bandwidth (hig
 balanced 50 %, high_recovery_ops 70 %). Recovery reads and writes then compete with client IO in
 BlueStore (throttles, kv_sync) and at the block layer and device.
 
-Simplifications: a PG remapped twice finishes its first backfill before the next; backfill's object
-scans are not modelled (only the objects it copies); a write to the object a backfill is copying at
-that moment does not wait for it; the resent op's first copy
+Backfill walks the PG's objects in hash order (hobject_t's sort key, the bit-reversed name hash) in
+batches of ``backfill_scan_max`` (osd_backfill_scan_max 512): before a batch's objects are pushed, the
+primary lists them (scan_range) and each target lists what it holds of that range (MOSDPGScan), each as
+a work item in its OSD's op queue costing ``backfill_scan_cost`` CPU per object plus the onodes not in
+cache (BlueStore: one contiguous DB read of them, as RocksDB iterates the PG's key range; FileStore: an
+inode read each). Log-based recovery of a replicated pool with ``partial_recovery`` (Octopus+) pushes
+only the extents written while the target was away (ObjectCleanRegion, at most
+``clean_region_max_intervals`` extents per object); objects it had no copy of, EC pools and backfill
+push whole objects. A PG remapped again while it backfills (a second out/in) cancels the backfill and
+starts one toward the new acting set: a target kept in it goes on from the objects it already has
+(last_backfill), pushes still in flight for the old interval are dropped at their target and not
+counted. ``pgs_backfilled`` / ``pgs_recovered`` count the PGs whose job copied objects;
+``pgs_nothing_to_copy`` the others (peering and scans only).
+
+Simplifications: a PG remapped while it recovers in place (log recovery) finishes that first; a write
+to the object a backfill is copying at that moment does not wait for it; the resent op's first copy
 still does its work at the surviving OSDs (Ceph would requeue it and answer the resend from the PG
-log's dup entries).
+log's dup entries); scans are not paced by the recovery sleep; a dropped push's device IO still
+happens (as in Ceph, where the target discards it only after receiving it).
 
 ``Timeline`` records every client object op's latency at completion; ``phases()`` splits it at the
 first event and at the end of recovery into before / during / after (n, IOPS, mean, p50, p99), and
