@@ -354,6 +354,7 @@ class Recovery:
         self.scanned_objects = 0
         self.partial_pushes = 0  # pushes of only the extents written while the target was away
         self._hashes: dict[int, np.ndarray] = {}  # image id -> bit-reversed object hashes (hobject sort key)
+        self._pg_count: dict[int, int] | None = None  # OSD id -> PGs it is in (the pg-log budget's divisor)
         self.peering_blocks = 0
         self.resent_ops = 0
         self.mirrored_writes = 0
@@ -384,6 +385,7 @@ class Recovery:
         now = self.env._now
         if self.t_first is None:
             self.t_first = now
+        self._pg_count = None
         self.history.append((now, label, list(ids)))
         cl = self.cl
         pgs_all = [pg for pool in cl.pools.values() for pg in pool.pgs]
@@ -701,8 +703,7 @@ class Recovery:
             for i in job.targets:
                 self.remote_res[job.new_acting[i].id] -= 1
             self.running[job.primary.id].remove(job)
-        else:
-            self.waiting = deque(j for j in self.waiting if j is not job)
+        # (a waiting job stays in ``waiting`` and is skipped there)
         del self.jobs[pg]
         self.want.pop(pg, None)
         ep = job.episode
@@ -742,8 +743,14 @@ class Recovery:
             return rc.max_pg_log_entries
         if rc.target_pg_log_entries_per_osd is None:
             return rc.min_pg_log_entries
-        prim = pg.acting[0]
-        n = sum(1 for pool in self.cl.pools.values() for q in pool.pgs if any(o is prim for o in q.acting))
+        if self._pg_count is None:  # PGs per OSD, counted once per event
+            cnt: dict[int, int] = {}
+            for pool in self.cl.pools.values():
+                for q in pool.pgs:
+                    for o in q.acting:
+                        cnt[o.id] = cnt.get(o.id, 0) + 1
+            self._pg_count = cnt
+        n = self._pg_count.get(pg.acting[0].id, 0)
         return max(rc.min_pg_log_entries, min(rc.max_pg_log_entries, rc.target_pg_log_entries_per_osd // max(n, 1)))
 
     def _plan(self, pg: PG, new_acting: list[Osd], targets: list[int], objs: list[tuple[Any, int]], ep: dict[str, Any],
@@ -912,6 +919,8 @@ class Recovery:
         self.waiting = deque()
         still: deque[_Job] = deque()
         for job in order:
+            if job.cancelled:
+                continue
             pg = job.pg
             tids = {job.new_acting[i].id for i in job.targets}
             prim = next((o for o in pg.acting if o.up and o.id not in tids), None)  # a complete acting OSD leads
