@@ -194,6 +194,12 @@ def plan_read(
     if lv == "1":
         m = _pick_mirror(range(lay.n), failed, load)
         return [MemberOp(0, m, READ, offset, size)]
+    if not failed and lv in ("5", "6", "0"):  # the common case: a read inside one chunk of a healthy volume
+        c, o = divmod(offset, ch)
+        if o + size <= ch:
+            row, j = divmod(c, lay.data_chunks)
+            m = j if lv == "0" else ((lay.n - 1) - row % lay.n + (2 if lv == "6" else 1) + j) % lay.n
+            return [MemberOp(0, m, READ, row * ch + o, size)]
     for row, j, o, ln in split_chunks(lay, offset, size):
         if lv == "jbod":
             ops.append(MemberOp(0, j, READ, o, ln))
