@@ -394,12 +394,38 @@ def test_dual_actuator_identical_to_python(case, seed):
         assert acts[1 - target]["write"] == acts[1 - target]["read"] == 0  # the other LUN idles
 
 
+@pytest.mark.parametrize(
+    "spec,blk,job",
+    [
+        (HDD, False, {"rw": "randtrim", "iodepth": 8}),  # libaio: the thread waits for each trim (fio)
+        (HDD, True, {"rw": "trim", "iodepth": 4, "bs": "64k"}),
+        (_Q2, True, {"rw": "randtrim", "iodepth": 8, "ioengine": "psync", "numjobs": 2}),
+    ],
+)
+def test_trim_jobs_identical_to_python(spec, blk, job):
+    from simulator.devices.blocklayer import BlockLayer
+
+    out = []
+    for runner in (run_fio, run_fio_compiled):
+        sim = Simulation(3)
+        dev = build_device(spec, "dev", sim.root)
+        tgt = BlockLayer("blk", dev, dev) if blk else dev
+        res = runner(sim, [tgt], {**_BASE, "number_ios": 1500, **job})
+        out.append((to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0), tgt.stats(), dev.stats(), sim.now))
+    assert out[1] == out[0]
+    j = out[0][0]["jobs"][0]
+    assert j["trim"]["total_ios"] == 1500 and j["read"]["total_ios"] == j["write"]["total_ios"] == 0
+    if job.get("ioengine", "libaio") == "libaio" and not blk:
+        # one trim at a time whatever the iodepth: the device never held two
+        assert out[0][2]["mean_queue_depth"] <= 1.0 + 1e-9
+
+
 # ------------------------------------------------------------------------------------ coverage
 @pytest.mark.parametrize(
     "spec,job,needle",
     [
         ({"profile": "hdd/seagate_exos_x24"}, {"rw": "randwrite"}, "media_cache"),
-        (HDD, {"rw": "randtrim"}, "rw=randtrim"),
+        (HDD, {"rw": "randread", "thinktime": "1ms"}, "thinktime"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "rate_iops": 100}, "rate_iops with rw=randrw"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randwrite", "rate_iops": 100, "fsync": 2}, "rate_iops"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "bssplit": "4k/50:8k/50"}, "bssplit"),

@@ -1535,6 +1535,8 @@ def _t_issue(sp, th, now):
         fd = st.thi[th, TI_FDSYNCN]
         if (fs != 0 and w % fs == 0) or (fd != 0 and w % fd == 0):
             st.thi[th, TI_SYNCDUE] = 1
+    elif ddir == _TRIM and st.thi[th, TI_BLOCKING] != 0:  # a synchronous engine waits for a trim
+        st.thi[th, TI_BLOCKER] = r
     _t_send(sp, th, r, now)
     return True
 

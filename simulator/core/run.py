@@ -111,8 +111,8 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         name = f"job {job.name!r}"
         if job.rate_iops is not None and not job.rate_iops[job.ddirs[0]] > 0:
             return f"{name}: rate_iops without a rate for its direction"
-        if not (job.ddirs in ((0,), (1,)) or (job.is_mixed and job.ddirs == (0, 1))):
-            return f"{name}: rw={job.rw} (covered: read, write, randread, randwrite, rw, randrw)"
+        if not (job.ddirs in ((0,), (1,), (2,)) or (job.is_mixed and job.ddirs == (0, 1))):
+            return f"{name}: rw={job.rw} (covered: read, write, trim, randread, randwrite, randtrim, rw, randrw)"
         if job.rate_iops is not None and job.is_mixed:
             return f"{name}: rate_iops with rw={job.rw} (an open loop per direction)"
         if job.rate_iops is not None and (job.fsync or job.fdatasync or job.end_fsync):
