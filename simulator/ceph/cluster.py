@@ -24,11 +24,11 @@ from simulator.ceph.config import ClusterConfig, CpuConfig, NicConfig
 from simulator.ceph.ec import EcStats, shard_size
 from simulator.ceph.filestore import FileStore
 from simulator.ceph.hashing import pg_num_mask
-from simulator.ceph.osd import PG, ObjOp, Osd
+from simulator.ceph.osd import CLIENT, PG, ObjOp, Osd
 from simulator.ceph.placement import NONE, CrushMap, CrushOsd, balance_upmap, group_stable, map_pool
 from simulator.ceph.rbd import RbdImage
 from simulator.ceph.recovery import Recovery, Timeline
-from simulator.ceph.resources import CpuPool, Link, Network, call_at
+from simulator.ceph.resources import CpuPool, Link, Network
 from simulator.ceph.store import ObjectStore
 from simulator.devices.base import Device, Op
 from simulator.devices.blocklayer import BlockLayer
@@ -485,7 +485,10 @@ class Cluster(Component):
         payload = op.length if op.kind != _READ else 0
         t = self.net.arrival(op.image.client, prim.host, t, payload)
         ocfg = self.cfg.osd
-        call_at(self.env, prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), prim.on_op, op)
+        if op.kind != _READ and op.role == CLIENT:  # a replicated write: may be dispatched on arrival
+            prim.deliver(t, op, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload)
+        else:
+            prim.post(prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
         rec = self.recovery

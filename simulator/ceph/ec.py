@@ -229,11 +229,11 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
         r = pg.acting[pos]
         sub.osd = r
         if r is osd:
-            call_at(env, now, r.on_op, sub)
+            r.post(now, sub)
             continue
         t = osd.cpu.book(now, cfg.msgr_send_cost)
         t = net.arrival(osd.host, r.host, t, 0)
-        call_at(env, r.cpu.book(t, cfg.msgr_recv_cost), r.on_op, sub)
+        r.post(r.cpu.book(t, cfg.msgr_recv_cost), sub)
 
 
 def _write_phase(op: EcOp) -> None:
@@ -289,7 +289,7 @@ def _write_phase(op: EcOp) -> None:
         per_byte = cfg.msgr_cost_per_byte * n
         ts = osd.cpu.book(t, cfg.msgr_send_cost + per_byte)
         ts = net.arrival(osd.host, r.host, ts, n)
-        call_at(env, r.cpu.book(ts, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
+        r.post(r.cpu.book(ts, cfg.msgr_recv_cost + per_byte), sub)
 
 
 # ---------------------------------------------------------------------- the primary's own shard write
@@ -367,13 +367,13 @@ def _read_reply(osd: Osd, sub: ObjOp, t: float) -> None:
     prim = sub.primary_op.osd
     sub.role = EC_READREPLY
     if prim is osd:
-        call_at(osd.env, t, prim.on_op, sub)
+        prim.post(t, sub)
         return
     cfg = osd.cfg
     per_byte = cfg.msgr_cost_per_byte * sub.length
     t = osd.cpu.book(t, cfg.msgr_send_cost + per_byte)
     t = osd.cluster.net.arrival(osd.host, prim.host, t, sub.length)
-    call_at(osd.env, prim.cpu.book(t, cfg.msgr_recv_cost + per_byte), prim.on_op, sub)
+    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + per_byte), sub)
 
 
 # ====================================================================== primary: sub-read replies

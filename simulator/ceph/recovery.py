@@ -473,7 +473,7 @@ class Recovery:
             per_byte = cfg.msgr_cost_per_byte * ln
             ts = prim.cpu.book(t, cfg.msgr_send_cost + per_byte)
             ts = net.arrival(prim.host, tgt.host, ts, ln)
-            call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + per_byte), tgt.on_op, m)
+            tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + per_byte), m)
             n += 1
             self.mirrored_bytes += ln
         self.mirrored_writes += n
@@ -790,14 +790,14 @@ class Recovery:
             if src is prim:  # the primary's recovery work item
                 rop.prio = prio or rc.recovery_priority
                 rop.wcost = rc.recovery_cost
-                call_at(self.env, t, src.on_op, rop)
+                src.post(t, rop)
             else:  # a sub-read request to the shard's OSD
                 rop.prio = prio or rc.recovery_op_priority
                 rop.wcost = img.shard_size
                 cfg = prim.cfg
                 ts = prim.cpu.book(t, cfg.msgr_send_cost)
                 ts = self.cl.net.arrival(prim.host, src.host, ts, 0)
-                call_at(self.env, src.cpu.book(ts, cfg.msgr_recv_cost + rc.recovery_op_cost), src.on_op, rop)
+                src.post(src.cpu.book(ts, cfg.msgr_recv_cost + rc.recovery_op_cost), rop)
 
     def _source_done(self, rop: _RecOp) -> None:
         """A source read is done; its data goes to the primary (EC) or straight on (replicated)."""
@@ -844,8 +844,7 @@ class Recovery:
             item[0] += 1
             ts = prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n)
             ts = self.cl.net.arrival(prim.host, tgt.host, ts, n)
-            call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + rc.recovery_op_cost),
-                    tgt.on_op, wop)
+            tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + rc.recovery_op_cost), wop)
 
     def _admitted(self, wop: _RecOp) -> None:
         osd = wop.osd

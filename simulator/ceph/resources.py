@@ -149,6 +149,10 @@ class CpuPool(Component):
             self.stalled = False
         return end
 
+    def idle(self, t: float) -> bool:
+        """A server is idle at ``t`` (free from ``t`` on, counting the jobs booked so far)."""
+        return self._free[0] <= t
+
     def _foreign(self, t: float) -> None:
         """Book the foreign jobs that arrived up to ``t`` (in arrival order, before the modelled job at ``t``)."""
         free = self._free
