@@ -285,7 +285,8 @@ class Recovery:
         self.recovered_objects = 0
         self.log_recovered_objects = 0
         self.pgs_remapped = 0
-        self.pgs_backfilled = 0
+        self.pgs_backfilled = 0  # backfills that moved at least one object
+        self.pgs_backfill_empty = 0  # backfills of a remapped PG that had nothing to move (no objects, none changed)
         self.pgs_recovered = 0
         self.peering_blocks = 0
         self.resent_ops = 0
@@ -909,8 +910,10 @@ class Recovery:
         job.finished = True
         if job.kind == "recovery":
             self.pgs_recovered += 1
-        else:
+        elif job.pushed:
             self.pgs_backfilled += 1
+        else:
+            self.pgs_backfill_empty += 1
         prim = job.primary
         self.local_res[prim.id] -= 1
         for i in job.targets:
@@ -987,6 +990,7 @@ class Recovery:
             "log_recovered_objects": self.log_recovered_objects,
             "pgs_remapped": self.pgs_remapped,
             "pgs_backfilled": self.pgs_backfilled,
+            "pgs_backfill_empty": self.pgs_backfill_empty,
             "pgs_recovered": self.pgs_recovered,
             "pgs_backfilling": len(self.jobs),
             "ops_blocked_by_peering": self.peering_blocks,
