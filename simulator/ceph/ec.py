@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from simulator.ceph.osd import EXT_ROLES, REPLY, SUBOP, ObjOp
-from simulator.ceph.resources import call_at
+from simulator.ceph.resources import call_at, then
 from simulator.devices.base import Op
 
 if TYPE_CHECKING:
@@ -219,7 +219,6 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
     env = osd.env
     now = env._now
     cfg = osd.cfg
-    net = osd.cluster.net
     pg = op.pg
     for pos, o, n in reads:
         st.subread_bytes += n
@@ -231,9 +230,14 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
         if r is osd:
             r.post(now, sub)
             continue
-        t = osd.cpu.book(now, cfg.msgr_send_cost)
-        t = net.arrival(osd.host, r.host, t, 0)
-        r.post(r.cpu.book(t, cfg.msgr_recv_cost), sub)
+        then(osd.cpu, osd.cpu.book(now, cfg.msgr_send_cost), _send_subread, sub)
+
+
+def _send_subread(sub: ObjOp, t: float) -> None:
+    """A sub-read request leaves the primary at ``t``."""
+    osd = sub.primary_op.osd
+    r = sub.osd
+    r.post(r.cpu.book(osd.cluster.net.arrival(osd.host, r.host, t, 0), osd.cfg.msgr_recv_cost), sub)
 
 
 def _write_phase(op: EcOp) -> None:
@@ -242,14 +246,23 @@ def _write_phase(op: EcOp) -> None:
     pool = op.pg.pool
     ec = pool.ec
     st = pool.ec_stats
-    env = osd.env
-    cfg = osd.cfg
-    su = ec.stripe_unit
     s0, s1 = op.stripes
     nstripes = s1 - s0 + 1
     enc = nstripes * ec.stripe_width
     st.encode_bytes += enc
-    t = osd.cpu.book(env._now, enc / ec.encode_rate)
+    then(osd.cpu, osd.cpu.book(osd.env._now, enc / ec.encode_rate), _send_writes, op)
+
+
+def _send_writes(op: EcOp, t: float) -> None:
+    """The stripes are encoded by ``t``: the shard writes go out (the primary's own is queued at ``t``)."""
+    osd = op.osd
+    pool = op.pg.pool
+    ec = pool.ec
+    st = pool.ec_stats
+    env = osd.env
+    su = ec.stripe_unit
+    s0, s1 = op.stripes
+    nstripes = s1 - s0 + 1
     pg = op.pg
     off, end = op.off, op.off + op.length
     writes: list[tuple[int, int, int]] = []
@@ -272,7 +285,6 @@ def _write_phase(op: EcOp) -> None:
     writes = [w for w in writes if _up(pg, w[0])]
     op.plan["writes"] = writes
     op.pending = len(writes) + mirrored
-    net = osd.cluster.net
     obj = op.image.shard_size
     for pos, o, n in writes:
         st.shard_writes += 1
@@ -286,10 +298,17 @@ def _write_phase(op: EcOp) -> None:
         if r is osd:
             call_at(env, t, _local_write, sub)
             continue
-        per_byte = cfg.msgr_cost_per_byte * n
-        ts = osd.cpu.book(t, cfg.msgr_send_cost + per_byte)
-        ts = net.arrival(osd.host, r.host, ts, n)
-        r.post(r.cpu.book(ts, cfg.msgr_recv_cost + per_byte), sub)
+        then(osd.cpu, osd.cpu.book(t, osd.cfg.msgr_send_cost + osd.cfg.msgr_cost_per_byte * n), _send_shard_write, sub)
+
+
+def _send_shard_write(sub: ObjOp, t: float) -> None:
+    """A shard write leaves the primary at ``t``."""
+    osd = sub.primary_op.osd
+    r = sub.osd
+    n = sub.length
+    cfg = osd.cfg
+    t = osd.cluster.net.arrival(osd.host, r.host, t, n)
+    r.post(r.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ---------------------------------------------------------------------- the primary's own shard write
@@ -318,12 +337,7 @@ def _local_committed(sub: ObjOp) -> None:
     now = osd.env._now
     if prim.commits is not None:
         prim.commits.append((osd.id, now))
-    t = osd.cpu.book(now, osd.cfg.commit_cost)
-    if t > prim.t_local:
-        prim.t_local = t
-    prim.pending -= 1
-    if prim.pending == 0:
-        osd._reply_client(prim, prim.t_local)
+    then(osd.cpu, osd.cpu.book(now, osd.cfg.commit_cost), osd._commit_in, prim)
 
 
 # ====================================================================== shard: sub-reads
@@ -333,7 +347,7 @@ def _dispatch_subread(osd: Osd, sh: Any, sub: ObjOp) -> None:
     cost = osd._cost(osd.cfg.ec_subread_cost)
     if base < 0:  # the object does not exist: zeros, no IO
         t = osd.cpu.book(env._now, cost)
-        _read_reply(osd, sub, t)
+        then(osd.cpu, t, _read_reply_at, sub)
         osd._release_at(sh, sub.pg, t)
         return
     bs = osd.bs
@@ -343,7 +357,7 @@ def _dispatch_subread(osd: Osd, sh: Any, sub: ObjOp) -> None:
         cost += bs.meta_miss_cost
     if hit:
         t = osd.cpu.book(env._now, cost + bs.hit_cost)
-        _read_reply(osd, sub, t)
+        then(osd.cpu, t, _read_reply_at, sub)
         osd._release_at(sh, sub.pg, t)
     else:
         sub.onode_hit = onode_hit
@@ -362,6 +376,10 @@ def _subread_done(sub: ObjOp) -> None:
     osd._release(sub)
 
 
+def _read_reply_at(sub: ObjOp, t: float) -> None:
+    _read_reply(sub.osd, sub, t)
+
+
 def _read_reply(osd: Osd, sub: ObjOp, t: float) -> None:
     """The shard's data goes back to the primary (a message, unless the shard is the primary's own)."""
     prim = sub.primary_op.osd
@@ -370,27 +388,43 @@ def _read_reply(osd: Osd, sub: ObjOp, t: float) -> None:
         prim.post(t, sub)
         return
     cfg = osd.cfg
-    per_byte = cfg.msgr_cost_per_byte * sub.length
-    t = osd.cpu.book(t, cfg.msgr_send_cost + per_byte)
+    then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * sub.length), _send_read_reply, sub)
+
+
+def _send_read_reply(sub: ObjOp, t: float) -> None:
+    """A shard's read reply leaves the shard's OSD at ``t``."""
+    osd = sub.osd
+    prim = sub.primary_op.osd
+    cfg = osd.cfg
     t = osd.cluster.net.arrival(osd.host, prim.host, t, sub.length)
-    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + per_byte), sub)
+    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * sub.length), sub)
 
 
 # ====================================================================== primary: sub-read replies
 def _dispatch_readreply(osd: Osd, sh: Any, sub: ObjOp) -> None:
     t = osd.cpu.book(osd.env._now, osd._cost(osd.cfg.reply_cost))
-    op = sub.primary_op
+    then(osd.cpu, t, _readreply_in, sub.primary_op)
+    osd._release_at(sh, sub.pg, t)
+
+
+def _readreply_in(op: EcOp, t: float) -> None:
+    """A shard's read reply is processed by ``t``; after the last one the primary decodes (if it
+    must) and replies to the client, or goes on with the write."""
     op.pending -= 1
     if op.pending == 0:
         if op.decode:
-            ec = op.pg.pool.ec
+            osd = op.osd
             op.pg.pool.ec_stats.decode_bytes += op.decode
-            t = osd.cpu.book(t, op.decode / ec.decode_rate)
-        if op.kind == _READ:
-            osd._reply_client(op, t)
+            then(osd.cpu, osd.cpu.book(t, op.decode / op.pg.pool.ec.decode_rate), _decoded, op)
         else:
-            call_at(osd.env, t, _write_after_reads, op)
-    osd._release_at(sh, sub.pg, t)
+            _decoded(op, t)
+
+
+def _decoded(op: EcOp, t: float) -> None:
+    if op.kind == _READ:
+        op.osd._reply_client(op, t)
+    else:
+        call_at(op.osd.env, t, _write_after_reads, op)
 
 
 def _write_after_reads(ev: Any) -> None:

@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.ceph.osd import EXT_ROLES, ObjOp
-from simulator.ceph.resources import call_at
+from simulator.ceph.resources import call_at, then
 from simulator.devices.base import Op
 from simulator.errors import ConfigError
 
@@ -443,6 +443,15 @@ class Recovery:
                     a.missing[key] = None
         return True
 
+    def _send_mirror(self, m: _Mirror, t: float) -> None:
+        """A mirrored client write leaves the primary for its backfill target at ``t``."""
+        prim = m.primary_op.osd
+        tgt = m.osd
+        cfg = prim.cfg
+        ln = m.length
+        ts = self.cl.net.arrival(prim.host, tgt.host, t, ln)
+        tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * ln), m)
+
     def mirror(self, prim: Osd, op: ObjOp, shard_writes: list[tuple[int, int, int]] | None, t: float) -> int:
         """Send ``op``'s write to the backfill targets that already hold the object; returns how many."""
         job = self.jobs.get(op.pg)
@@ -455,7 +464,6 @@ class Recovery:
         else:
             items = [w for w in shard_writes if w[0] in job.targets]
         cfg = prim.cfg
-        net = self.cl.net
         n = 0
         for p, o, ln in items:
             key = (iid, op.objno, p)
@@ -471,10 +479,7 @@ class Recovery:
             m.osd = tgt
             m.job = job
             m.key = key
-            per_byte = cfg.msgr_cost_per_byte * ln
-            ts = prim.cpu.book(t, cfg.msgr_send_cost + per_byte)
-            ts = net.arrival(prim.host, tgt.host, ts, ln)
-            tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + per_byte), m)
+            then(prim.cpu, prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * ln), self._send_mirror, m)
             n += 1
             self.mirrored_bytes += ln
         self.mirrored_writes += n
@@ -781,6 +786,7 @@ class Recovery:
             tids = {job.new_acting[i].id for i in job.targets}
             sources = [p for p in range(pool.size) if p not in lost and pg.acting[p].up and pg.acting[p].id not in tids][: pool.ec.k]
         item = [len(sources), img, objno, tpos, prim, prio]
+        rops = []
         for pos in sources:
             src = pg.acting[pos]
             rop = _RecOp(_READ, RECOVERY_PUSH, pg, img, objno, 0, img.shard_size)
@@ -791,14 +797,28 @@ class Recovery:
             if src is prim:  # the primary's recovery work item
                 rop.prio = prio or rc.recovery_priority
                 rop.wcost = rc.recovery_cost
-                src.post(t, rop)
             else:  # a sub-read request to the shard's OSD
                 rop.prio = prio or rc.recovery_op_priority
                 rop.wcost = img.shard_size
-                cfg = prim.cfg
-                ts = prim.cpu.book(t, cfg.msgr_send_cost)
-                ts = self.cl.net.arrival(prim.host, src.host, ts, 0)
-                src.post(src.cpu.book(ts, cfg.msgr_recv_cost + rc.recovery_op_cost), rop)
+            rops.append(rop)
+        then(prim.cpu, t, self._push_reads, (prim, rops))
+
+    def _push_reads(self, arg: tuple[Osd, list[_RecOp]], t: float) -> None:
+        """The push's own CPU is done by ``t``: the primary reads its copy, or asks the shards for theirs."""
+        prim, rops = arg
+        for rop in rops:
+            src = rop.osd
+            if src is prim:
+                src.post(t, rop)
+            else:
+                then(prim.cpu, prim.cpu.book(t, prim.cfg.msgr_send_cost), self._send_push_read, rop)
+
+    def _send_push_read(self, rop: _RecOp, t: float) -> None:
+        """A sub-read request of a push leaves the primary at ``t``."""
+        prim = rop.item[4]
+        src = rop.osd
+        ts = self.cl.net.arrival(prim.host, src.host, t, 0)
+        src.post(src.cpu.book(ts, prim.cfg.msgr_recv_cost + self.cfg.recovery_op_cost), rop)
 
     def _source_done(self, rop: _RecOp) -> None:
         """A source read is done; its data goes to the primary (EC) or straight on (replicated)."""
@@ -808,10 +828,17 @@ class Recovery:
         t = env._now
         if src is not prim:
             cfg = src.cfg
-            t = src.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * rop.length)
-            t = self.cl.net.arrival(src.host, prim.host, t, rop.length)
-            t = prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * rop.length)
+            then(src.cpu, src.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * rop.length), self._source_sent, rop)
+            return
         call_at(env, t, self._gathered, rop)
+
+    def _source_sent(self, rop: _RecOp, t: float) -> None:
+        """A source's data leaves it at ``t`` for the primary."""
+        prim = rop.item[4]
+        src = rop.osd
+        cfg = src.cfg
+        t = self.cl.net.arrival(src.host, prim.host, t, rop.length)
+        call_at(self.env, prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * rop.length), self._gathered, rop)
 
     def _gathered(self, ev: Any) -> None:
         rop = ev._value
@@ -822,12 +849,21 @@ class Recovery:
         job = rop.job
         prim = item[4]
         pool = job.pg.pool
-        img, objno, tpos = item[1], item[2], item[3]
+        img = item[1]
         t = self.env._now
         if pool.ec is not None:
             ec = pool.ec
             pool.ec_stats.decode_bytes += img.shard_size * ec.k
-            t = prim.cpu.book(t, img.shard_size * ec.k / ec.decode_rate)
+            then(prim.cpu, prim.cpu.book(t, img.shard_size * ec.k / ec.decode_rate), self._send_pushes, rop)
+        else:
+            self._send_pushes(rop, t)
+
+    def _send_pushes(self, rop: _RecOp, t: float) -> None:
+        """The object is rebuilt at the primary by ``t``: it goes to every target."""
+        job = rop.job
+        item = rop.item
+        prim = item[4]
+        img, objno, tpos = item[1], item[2], item[3]
         n = img.shard_size
         cfg = prim.cfg
         rc = self.cfg
@@ -843,9 +879,16 @@ class Recovery:
             wop.prio = item[5] or rc.recovery_op_priority
             wop.wcost = n
             item[0] += 1
-            ts = prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n)
-            ts = self.cl.net.arrival(prim.host, tgt.host, ts, n)
-            tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + rc.recovery_op_cost), wop)
+            then(prim.cpu, prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n), self._send_push, wop)
+
+    def _send_push(self, wop: _RecOp, t: float) -> None:
+        """A push leaves the primary for its target at ``t``."""
+        prim = wop.item[4]
+        tgt = wop.osd
+        cfg = prim.cfg
+        n = wop.length
+        ts = self.cl.net.arrival(prim.host, tgt.host, t, n)
+        tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + self.cfg.recovery_op_cost), wop)
 
     def _admitted(self, wop: _RecOp) -> None:
         osd = wop.osd
@@ -868,11 +911,14 @@ class Recovery:
         self.recovered_bytes += wop.length
         job.episode["bytes"] += wop.length
         tgt = wop.osd
+        then(tgt.cpu, tgt.cpu.book(self.env._now, tgt.cfg.msgr_send_cost), self._ack_sent, wop)
+
+    def _ack_sent(self, wop: _RecOp, t: float) -> None:
+        """A push's commit ack leaves its target at ``t`` for the primary."""
+        tgt = wop.osd
         prim = wop.item[4]
-        cfg = tgt.cfg
-        t = tgt.cpu.book(self.env._now, cfg.msgr_send_cost)
         t = self.cl.net.arrival(tgt.host, prim.host, t, 0)
-        call_at(self.env, prim.cpu.book(t, cfg.msgr_recv_cost), self._acked, wop)
+        call_at(self.env, prim.cpu.book(t, tgt.cfg.msgr_recv_cost), self._acked, wop)
 
     def _acked(self, ev: Any) -> None:
         wop = ev._value
