@@ -475,6 +475,26 @@ class CacheConfig(ConfigModel):
         "false = WCE=0 (hdparm -W0 / sdparm --clear WCE): a write is acknowledged once appended to the media "
         "cache, default true",
     )
+    media_cache_append_overhead: Seconds | None = Field(
+        None,
+        ge=0,
+        le=0.005,
+        description="media_cache: firmware time to set up each append (gather the dirty DRAM segments, build the log "
+        "record and its mapping entries) once the mechanism is free, before the write may start; the log's write "
+        "pointer must come under the head after it, so an append that follows another one waits for the pointer to "
+        "come round (most of a revolution) instead of continuing on the next sector, seconds, default none = the "
+        "interface's write_overhead; physical range 0-5 ms",
+    )
+    cleaning_interleave: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="media_cache: cleaning writes home the firmware performs after each media-cache append while the "
+        "media cache holds data, before the next append (host writes wait in DRAM for them; host reads are not held "
+        "back; cleaning done at idle counts) (Seagate's preemptive cleaning under "
+        "sustained random writes: each host write is throttled and cleaning runs after it, US 10,176,119 B2 / "
+        "US 10,565,128 B2), count, default 0 = clean only when no host command waits or above cleaning_watermark",
+    )
     cleaning_watermark: float = Field(
         0.5,
         gt=0,

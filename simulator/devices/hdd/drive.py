@@ -203,6 +203,10 @@ class HDD(Device):
             self._mc_spt = float(d.zt[max(z, 0), 3])  # sectors per track there
             self._mc_sps = self._mc_spt / d.rev_time  # sectors per second there
             self._mc_log = 0  # sectors appended so far: the log's write pointer (its angle)
+            ao = c.media_cache_append_overhead
+            self._mc_setup = float(itf.write_overhead if ao is None else ao)  # firmware set-up per append
+            self._mc_ilv = c.cleaning_interleave  # cleaning writes owed after each append
+        self._mc_owe = 0
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
         self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
         self._idle_destage = c.destage == "idle"
@@ -539,6 +543,8 @@ class HDD(Device):
         self.destaged_bytes += nb
         if self._mc:  # cleaned from the media cache to its home location
             self._mc_bytes -= nb
+            if self._mc_owe > 0:
+                self._mc_owe -= 1
             self._release(now)
             return
         self._dirty_bytes -= nb
@@ -586,10 +592,38 @@ class HDD(Device):
         return not self._nhost or bool(self._flushes or self._blocked) or self._dirty_bytes >= self._hw
 
     def _start_append(self, now: float) -> bool:
-        """One media operation: seek to the media cache and append up to ``media_cache_batch`` of
-        dirty DRAM data at the next free sectors of its log: the arm waits until the log's write
-        pointer comes under the head (a log append has one place to go; back-to-back appends with a
-        gap between them wait most of a revolution)."""
+        """One media operation: seek to the media cache and append dirty DRAM data (up to
+        ``media_cache_batch``) at the next free sectors of its log. The firmware first sets the append
+        up (``media_cache_append_overhead``, while the arm moves), then the arm waits until the log's
+        write pointer comes under the head: a log append has one place to go, so an append that
+        follows another one waits for the pointer to come round (most of a revolution) instead of
+        continuing on the next sector. The append takes what is in DRAM when its write begins."""
+        if not self._dram or self._mc_bytes + self._dram[0][1] * self._ss > self._mc_size:
+            return False
+        par = self._par
+        K.finalize_readahead(now, self._seg, par)
+        dist = abs(par[K.ST_CYL] - self._mc_cyl)
+        seek = self.seek(dist, write=True) if dist > 0 else 0.0
+        pre = max(seek, self._mc_setup)
+        ang = (self._mc_log % self._mc_spt) / self._mc_spt
+        rot = float(K.rot_wait(now + pre, ang, par))
+        par[K.ST_CYL] = self._mc_cyl
+        par[K.ST_HEAD] = 0.0
+        par[K.A_SEEK] += seek
+        par[K.A_ROT] += rot
+        par[K.A_OPS] += 1.0
+        self.appends += 1
+        self._busy = True
+        self._mech_item = None
+        self._busy_acc += pre + rot
+        self._mech_end = now + pre + rot
+        ev = simpy.Event(self.env)
+        ev.callbacks.append(self._append_write)
+        succeed_at(self.env, ev, pre + rot)
+        return True
+
+    def _append_write(self, _ev: simpy.Event) -> None:
+        """The log pointer is under the head: write what is in DRAM now (in arrival order)."""
         dq = self._dram
         ss = self._ss
         batch = []
@@ -604,37 +638,21 @@ class HDD(Device):
             self._unindex(e)
             batch.append(e)
             nb += b
-        if not batch:
-            return False
-        par = self._par
-        K.finalize_readahead(now, self._seg, par)
-        dist = abs(par[K.ST_CYL] - self._mc_cyl)
-        seek = self.seek(dist, write=True) if dist > 0 else 0.0
         xfer = nb / ss / self._mc_sps
-        ang = (self._mc_log % self._mc_spt) / self._mc_spt
-        rot = float(K.rot_wait(now + seek, ang, par))
         self._mc_log += nb // ss
-        par[K.A_ROT] += rot
-        dur = seek + rot + xfer
-        par[K.ST_CYL] = self._mc_cyl
-        par[K.ST_HEAD] = 0.0
-        par[K.A_SEEK] += seek
-        par[K.A_XFER] += xfer
-        par[K.A_OPS] += 1.0
-        self.appends += 1
-        self._busy = True
-        self._mech_item = None
-        self._busy_acc += dur
-        self._mech_end = now + dur
+        self._par[K.A_XFER] += xfer
+        self._busy_acc += xfer
+        self._mech_end += xfer
         ev = simpy.Event(self.env)
         ev.callbacks.append(self._append_done)
-        succeed_at(self.env, ev, dur, batch)
-        return True
+        succeed_at(self.env, ev, xfer, batch)
 
     def _append_done(self, ev: simpy.Event) -> None:
         batch = ev._value
         now = self.env.now
         self._busy = False
+        if batch:
+            self._mc_owe = self._mc_ilv
         ss = self._ss
         for e in batch:
             nb = e[1] * ss
@@ -700,7 +718,10 @@ class HDD(Device):
 
     def _dispatch(self) -> None:
         """The mechanism is free: start the next media operation, if any."""
-        if self._mc and self._dram and self._append_due() and self._start_append(self.env.now):
+        # cleaning owed since the last append, before the next one (host writes wait in DRAM for it;
+        # host reads are not held back by it)
+        owe = self._mc_owe > 0 and bool(self._dram) and bool(self._dirty or self._win)
+        if not owe and self._mc and self._dram and self._append_due() and self._start_append(self.env.now):
             return
         if self._dirty and self._win < self._window:
             self._fill_window(self.env.now)
@@ -710,7 +731,9 @@ class HDD(Device):
         env = self.env
         now = env.now
         mode = 0
-        if self._win and self._nhost and self._idle_destage:
+        if owe:
+            mode = 2  # one cleaning write home (the best-placed of the cleaning window)
+        elif self._win and self._nhost and self._idle_destage:
             if self._mc:
                 pressure = self._mc_bytes >= self._mc_hw
             else:

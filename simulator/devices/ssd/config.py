@@ -136,9 +136,11 @@ class ControllerConfig(ConfigModel):
         "10us",
         ge=0,
         le=0.1,
-        description="buffer stage of the write path: DMA of the data into the DRAM buffer and buffer slot "
-        "allocation, overlapping freely between commands (hardware DMA engines), seconds per write "
-        "command, 0..100ms (default 10us)",
+        description="buffer/acknowledgement stage of the write path: DMA of the data into the DRAM buffer "
+        "(protected by capacitors on a PLP drive), buffer slot allocation and completion posting, overlapping "
+        "freely between commands (hardware DMA engines, per-command work no lock serialises), seconds per "
+        "write command, 0..100ms; the parallel stage that a one-figure calibration of an enterprise NVMe "
+        "PLP drive fits, its FTL stage being the class's absolute time (default 10us)",
     )
     ftl_update: Seconds = Field(
         "5us",
@@ -391,8 +393,9 @@ class SSDConfig(ConfigModel):
         The stages a write passes (see ``simulator.devices.ssd.device``): ``hil`` (hil_cores /
         command_overhead), ``link`` (link_rate / bs), ``ftl`` (ftl_cores / ftl_update) and ``nand``
         (the sustained buffer-to-NAND program rate: every die programming one multi-plane unit of full
-        pages at a time, limited by its channel and by ``controller.write_bandwidth``). The buffer
-        stage (``write_latency``) overlaps freely and has no capacity limit. A PLP drive's sustained
+        pages at a time, limited by its channel and by ``controller.write_bandwidth``). The
+        buffer/acknowledgement stage (``write_latency``) overlaps freely and has no capacity limit: time
+        a drive spends there lengthens its 1-job cycle without lowering its ceiling. A PLP drive's sustained
         sync-write rate is the minimum over the stages; a write-through (non-PLP) drive adds the forced
         flush (program and metadata commit of each group) on top, see ``device``.
         """
