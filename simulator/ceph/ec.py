@@ -230,14 +230,15 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
         if r is osd:
             r.post(now, sub)
             continue
-        then(osd.cpu, osd.cpu.book(now, cfg.msgr_send_cost), _send_subread, sub)
+        then(osd.cpu, osd.cpu.book(now, cfg.msgr_send_cost), _subread_out, sub)
 
 
-def _send_subread(sub: ObjOp, t: float) -> None:
+def _subread_out(sub: ObjOp, t: float) -> None:
     """A sub-read request leaves the primary at ``t``."""
     osd = sub.primary_op.osd
     r = sub.osd
-    r.post(r.cpu.book(osd.cluster.net.arrival(osd.host, r.host, t, 0), osd.cfg.msgr_recv_cost), sub)
+    t = osd.cluster.net.arrival(osd.host, r.host, t, 0)
+    r.post(r.cpu.book(t, osd.cfg.msgr_recv_cost), sub)
 
 
 def _write_phase(op: EcOp) -> None:
@@ -246,20 +247,22 @@ def _write_phase(op: EcOp) -> None:
     pool = op.pg.pool
     ec = pool.ec
     st = pool.ec_stats
+    env = osd.env
     s0, s1 = op.stripes
     nstripes = s1 - s0 + 1
     enc = nstripes * ec.stripe_width
     st.encode_bytes += enc
-    then(osd.cpu, osd.cpu.book(osd.env._now, enc / ec.encode_rate), _send_writes, op)
+    then(osd.cpu, osd.cpu.book(env._now, enc / ec.encode_rate), _write_send, op)
 
 
-def _send_writes(op: EcOp, t: float) -> None:
-    """The stripes are encoded by ``t``: the shard writes go out (the primary's own is queued at ``t``)."""
+def _write_send(op: EcOp, t: float) -> None:
+    """The stripes are encoded at ``t``: the shard writes go out (and to backfill targets)."""
     osd = op.osd
     pool = op.pg.pool
     ec = pool.ec
     st = pool.ec_stats
     env = osd.env
+    cfg = osd.cfg
     su = ec.stripe_unit
     s0, s1 = op.stripes
     nstripes = s1 - s0 + 1
@@ -298,17 +301,17 @@ def _send_writes(op: EcOp, t: float) -> None:
         if r is osd:
             call_at(env, t, _local_write, sub)
             continue
-        then(osd.cpu, osd.cpu.book(t, osd.cfg.msgr_send_cost + osd.cfg.msgr_cost_per_byte * n), _send_shard_write, sub)
+        then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n), _shard_write_out, sub)
 
 
-def _send_shard_write(sub: ObjOp, t: float) -> None:
+def _shard_write_out(sub: ObjOp, t: float) -> None:
     """A shard write leaves the primary at ``t``."""
     osd = sub.primary_op.osd
     r = sub.osd
-    n = sub.length
     cfg = osd.cfg
-    t = osd.cluster.net.arrival(osd.host, r.host, t, n)
-    r.post(r.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
+    n = sub.length
+    ts = osd.cluster.net.arrival(osd.host, r.host, t, n)
+    r.post(r.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ---------------------------------------------------------------------- the primary's own shard write
@@ -388,43 +391,51 @@ def _read_reply(osd: Osd, sub: ObjOp, t: float) -> None:
         prim.post(t, sub)
         return
     cfg = osd.cfg
-    then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * sub.length), _send_read_reply, sub)
+    then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * sub.length), _read_reply_out, sub)
 
 
-def _send_read_reply(sub: ObjOp, t: float) -> None:
-    """A shard's read reply leaves the shard's OSD at ``t``."""
+def _read_reply_out(sub: ObjOp, t: float) -> None:
     osd = sub.osd
     prim = sub.primary_op.osd
     cfg = osd.cfg
-    t = osd.cluster.net.arrival(osd.host, prim.host, t, sub.length)
-    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * sub.length), sub)
+    n = sub.length
+    t = osd.cluster.net.arrival(osd.host, prim.host, t, n)
+    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ====================================================================== primary: sub-read replies
 def _dispatch_readreply(osd: Osd, sh: Any, sub: ObjOp) -> None:
     t = osd.cpu.book(osd.env._now, osd._cost(osd.cfg.reply_cost))
-    then(osd.cpu, t, _readreply_in, sub.primary_op)
+    op = sub.primary_op
+    op.pending -= 1
+    if op.pending == 0 and op.decode:  # the worker goes on to decode (after the reply job's stall, if any)
+        then(osd.cpu, t, _decode, sub)
+        return
+    if op.pending == 0:
+        _gathered(op, t)
     osd._release_at(sh, sub.pg, t)
 
 
-def _readreply_in(op: EcOp, t: float) -> None:
-    """A shard's read reply is processed by ``t``; after the last one the primary decodes (if it
-    must) and replies to the client, or goes on with the write."""
-    op.pending -= 1
-    if op.pending == 0:
-        if op.decode:
-            osd = op.osd
-            op.pg.pool.ec_stats.decode_bytes += op.decode
-            then(osd.cpu, osd.cpu.book(t, op.decode / op.pg.pool.ec.decode_rate), _decoded, op)
-        else:
-            _decoded(op, t)
-
-
-def _decoded(op: EcOp, t: float) -> None:
+def _decode(sub: ObjOp, t: float) -> None:
+    """Decode the stripes read degraded (k shards), still in the worker that took the last reply."""
+    osd = sub.primary_op.osd
+    op = sub.primary_op
+    op.pg.pool.ec_stats.decode_bytes += op.decode
+    t = osd.cpu.book(t, op.decode / op.pg.pool.ec.decode_rate)
     if op.kind == _READ:
-        op.osd._reply_client(op, t)
+        then(osd.cpu, t, osd._reply_client, op)
     else:
-        call_at(op.osd.env, t, _write_after_reads, op)
+        call_at(osd.env, t, _write_after_reads, op)
+    osd._release_at(sub.shard, sub.pg, t)
+
+
+def _gathered(op: EcOp, t: float) -> None:
+    """Every sub-read is in by ``t`` (no decode): reply to a read, go on with a write."""
+    osd = op.osd
+    if op.kind == _READ:
+        then(osd.cpu, t, osd._reply_client, op)
+    else:
+        call_at(osd.env, t, _write_after_reads, op)
 
 
 def _write_after_reads(ev: Any) -> None:
