@@ -228,7 +228,7 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
         r = pg.acting[pos]
         sub.osd = r
         if r is osd:
-            call_at(env, now, r.on_op, sub)
+            r.post(now, sub)
             continue
         then(osd.cpu, osd.cpu.book(now, cfg.msgr_send_cost), _subread_out, sub)
 
@@ -238,7 +238,7 @@ def _subread_out(sub: ObjOp, t: float) -> None:
     osd = sub.primary_op.osd
     r = sub.osd
     t = osd.cluster.net.arrival(osd.host, r.host, t, 0)
-    call_at(osd.env, r.cpu.book(t, osd.cfg.msgr_recv_cost), r.on_op, sub)
+    r.post(r.cpu.book(t, osd.cfg.msgr_recv_cost), sub)
 
 
 def _write_phase(op: EcOp) -> None:
@@ -311,7 +311,7 @@ def _shard_write_out(sub: ObjOp, t: float) -> None:
     cfg = osd.cfg
     n = sub.length
     ts = osd.cluster.net.arrival(osd.host, r.host, t, n)
-    call_at(osd.env, r.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), r.on_op, sub)
+    r.post(r.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ---------------------------------------------------------------------- the primary's own shard write
@@ -388,7 +388,7 @@ def _read_reply(osd: Osd, sub: ObjOp, t: float) -> None:
     prim = sub.primary_op.osd
     sub.role = EC_READREPLY
     if prim is osd:
-        call_at(osd.env, t, prim.on_op, sub)
+        prim.post(t, sub)
         return
     cfg = osd.cfg
     then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * sub.length), _read_reply_out, sub)
@@ -400,7 +400,7 @@ def _read_reply_out(sub: ObjOp, t: float) -> None:
     cfg = osd.cfg
     n = sub.length
     t = osd.cluster.net.arrival(osd.host, prim.host, t, n)
-    call_at(osd.env, prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), prim.on_op, sub)
+    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ====================================================================== primary: sub-read replies

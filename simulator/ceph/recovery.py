@@ -573,7 +573,7 @@ class Recovery:
         cfg = prim.cfg
         ln = m.length
         ts = self.cl.net.arrival(prim.host, tgt.host, t, ln)
-        call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * ln), tgt.on_op, m)
+        tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * ln), m)
 
     def hold(self, op: ObjOp, t: float) -> bool:
         """A client op on an object a recovering OSD of its PG still misses waits for that object
@@ -1031,7 +1031,7 @@ class Recovery:
         prim = rops[0].item[4]
         for rop in rops:
             if rop.osd is prim:
-                call_at(self.env, t, prim.on_op, rop)
+                prim.post(t, rop)
             else:
                 then(prim.cpu, prim.cpu.book(t, prim.cfg.msgr_send_cost), self._read_out, rop)
 
@@ -1039,7 +1039,7 @@ class Recovery:
         prim = rop.item[4]
         src = rop.osd
         ts = self.cl.net.arrival(prim.host, src.host, t, 0)
-        call_at(self.env, src.cpu.book(ts, prim.cfg.msgr_recv_cost + self.cfg.recovery_op_cost), src.on_op, rop)
+        src.post(src.cpu.book(ts, prim.cfg.msgr_recv_cost + self.cfg.recovery_op_cost), rop)
 
     def _source_done(self, rop: _RecOp) -> None:
         """A source read is done; its data goes to the primary (EC) or straight on (replicated)."""
@@ -1105,8 +1105,7 @@ class Recovery:
         cfg = prim.cfg
         n = wop.length
         ts = self.cl.net.arrival(prim.host, tgt.host, t, n)
-        call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + self.cfg.recovery_op_cost),
-                tgt.on_op, wop)
+        tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + self.cfg.recovery_op_cost), wop)
 
     def _admitted(self, wop: _RecOp) -> None:
         osd = wop.osd
@@ -1198,7 +1197,7 @@ class Recovery:
             if osd is prim:  # part of the primary's recovery work item
                 op.prio = rc.recovery_priority
                 op.wcost = rc.recovery_cost
-                call_at(env, now, osd.on_op, op)
+                osd.post(now, op)
             else:
                 op.prio = rc.recovery_op_priority
                 op.wcost = 1
@@ -1207,7 +1206,7 @@ class Recovery:
     def _scan_out(self, op: _ScanOp, t: float) -> None:
         prim = op.job.primary
         ts = self.cl.net.arrival(prim.host, op.osd.host, t, 0)
-        call_at(self.env, op.osd.cpu.book(ts, prim.cfg.msgr_recv_cost), op.osd.on_op, op)
+        op.osd.post(op.osd.cpu.book(ts, prim.cfg.msgr_recv_cost), op)
 
     def _scan_listed(self, op: _ScanOp) -> None:
         """An OSD has listed its part of the batch: the primary's counts at once, a target's replies."""
