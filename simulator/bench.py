@@ -9,11 +9,16 @@ ceph-randwrite-qd64 croit MACH.2 pool, 4 KiB randwrite, QD64 — simulated clien
 ceph-randrw-4m      croit MACH.2 pool, 4 MiB randrw, QD16 over 2 GiB (cache range operations), --ios / 100 IOs
 jobstats-add        the statistics hot path alone (IOs recorded per second)
 hdd-randrw-fsync    HDD, write cache off, 4 KiB randrw 70/30, fsync every 32 writes, QD16 (fio path)
+hdd-wc-randwrite    HDD, default profile (volatile write cache on, 16 dirty segments), 4 KiB randwrite QD16
+hdd-wc-randrw       the same drive, 4 KiB randrw 50/50 over 64 MiB (overwrites, joins, reads of dirty data),
+                    fsync every 64 writes, QD16
+hdd-blk-randrw      the same drive behind the Linux block layer (mq-deadline, simrun fio's default), 4 KiB
+                    randrw 70/30, fsync every 32 writes, QD64 (tags run out: submitters wait)
 ceph-build-N        croit host x4/x12/x42 (N = 96/288/1,008 OSDs, pre-filled): OSDs built per second; notes:
                     build seconds and peak RSS (fresh process)
 ceph-run-N          the same clusters, MACH.2 pool 4 KiB randwrite at QD64 per host; notes: CPU per IO,
                     events per IO, peak RSS (fresh process)
-*-compiled          hdd-sptf-qd32, hdd-fio-qd32, queue-fio-qd16 and hdd-randrw-fsync through the compiled core
+*-compiled          hdd-sptf-qd32, hdd-fio-qd32, queue-fio-qd16, hdd-randrw-fsync, hdd-wc-* and hdd-blk-* through the compiled core
 Numba compilation is excluded (each case warms up first). Every case drives its device with the
 one IO driver, :func:`simulator.workloads.runner.run_fio`.
 """
@@ -30,7 +35,8 @@ __all__ = ["CASES", "run_bench"]
 
 
 def _workload_case(
-    device_spec: dict[str, Any], job: dict[str, Any], stats: bool = True, compiled: bool = False
+    device_spec: dict[str, Any], job: dict[str, Any], stats: bool = True, compiled: bool = False,
+    block_layer: bool = False,
 ) -> Callable[[int], float]:
     def run(n: int) -> float:
         from simulator.devices.registry import build_device
@@ -41,6 +47,10 @@ def _workload_case(
             from simulator.core import run_fio_compiled as run_fio
         sim = Simulation(1)
         dev = build_device(device_spec, "dev", sim.root)
+        if block_layer:  # what simrun fio puts in front of each device by default
+            from simulator.devices.blocklayer import BlockLayer
+
+            dev = BlockLayer("blk", dev, dev)
         t = time.perf_counter()
         run_fio(sim, [dev], {**job, "number_ios": n}, source="bench", stats_factory=None if stats else NullStats)
         return n / (time.perf_counter() - t)
@@ -85,6 +95,13 @@ _HDD_JOB = {**_RR, "iodepth": 32, "ioengine": "libaio", "sim_slat": 0, "norandom
 #: mixed directions and flushes (the write cache off: a cached write path is not compiled yet)
 _HDD_WC_OFF = {"profile": "hdd/seagate_st91000640ns", "params": {"cache": {"write_cache": "off"}}}
 _MIXED_JOB = {**_FIO_RR, "rw": "randrw", "rwmixread": 70, "fsync": 32, "iodepth": 16}
+#: the default profile as shipped: the volatile write cache on (WCE=1)
+_HDD_DEFAULT = {"profile": "hdd/seagate_st91000640ns"}
+_WC_WRITE_JOB = {**_FIO_RR, "rw": "randwrite", "iodepth": 16}
+#: a small span, offsets with replacement: writes overwrite and adjoin cached data, reads find it
+_WC_RW_JOB = {**_FIO_RR, "rw": "randrw", "rwmixread": 50, "iodepth": 16, "fsync": 64, "size": "64m",
+              "io_size": "1t", "norandommap": 1}  # fmt: skip
+_BLK_JOB = {**_FIO_RR, "rw": "randrw", "rwmixread": 70, "fsync": 32, "iodepth": 64}
 CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "hdd-sptf-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (device + driver, no statistics)", _workload_case(_HDD, _HDD_JOB, stats=False)),
     "hdd-fio-qd32": ("HDD 7.2K, SPTF, 4KiB randread QD32 (full fio path)", _workload_case(_HDD, {**_FIO_RR, "iodepth": 32})),
@@ -116,6 +133,30 @@ CASES: dict[str, tuple[str, Callable[[int], float]]] = {
     "hdd-randrw-fsync-compiled": (
         "HDD 7.2K, write cache off, 4KiB randrw 70/30, fsync=32, QD16 (compiled core, fio statistics)",
         _workload_case(_HDD_WC_OFF, _MIXED_JOB, compiled=True),
+    ),
+    "hdd-wc-randwrite": (
+        "HDD 7.2K default profile (volatile write cache), 4KiB randwrite QD16 (full fio path)",
+        _workload_case(_HDD_DEFAULT, _WC_WRITE_JOB),
+    ),
+    "hdd-wc-randwrite-compiled": (
+        "HDD 7.2K default profile (volatile write cache), 4KiB randwrite QD16 (compiled core, fio statistics)",
+        _workload_case(_HDD_DEFAULT, _WC_WRITE_JOB, compiled=True),
+    ),
+    "hdd-wc-randrw": (
+        "HDD 7.2K default profile (volatile write cache), 4KiB randrw 50/50 over 64MiB, fsync=64, QD16 (full fio path)",
+        _workload_case(_HDD_DEFAULT, _WC_RW_JOB),
+    ),
+    "hdd-wc-randrw-compiled": (
+        "HDD 7.2K default profile (volatile write cache), 4KiB randrw 50/50 over 64MiB, fsync=64, QD16 (compiled core)",
+        _workload_case(_HDD_DEFAULT, _WC_RW_JOB, compiled=True),
+    ),
+    "hdd-blk-randrw": (
+        "HDD 7.2K default profile behind the block layer (mq-deadline), 4KiB randrw 70/30, fsync=32, QD64 (full fio path)",
+        _workload_case(_HDD_DEFAULT, _BLK_JOB, block_layer=True),
+    ),
+    "hdd-blk-randrw-compiled": (
+        "HDD 7.2K default profile behind the block layer (mq-deadline), 4KiB randrw 70/30, fsync=32, QD64 (compiled core)",
+        _workload_case(_HDD_DEFAULT, _BLK_JOB, compiled=True, block_layer=True),
     ),
     "ceph-randwrite-qd64": ("Ceph croit MACH.2 pool, 4KiB randwrite QD64 (client IOs)", _ceph),
     "ceph-randrw-4m": ("Ceph croit MACH.2 pool, 4MiB randrw QD16, 2 GiB (client IOs; --ios / 100 of them)", _ceph_4m),

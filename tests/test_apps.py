@@ -187,3 +187,23 @@ def test_successive_web_runs_on_one_system():
     b = run_app(sim, cfg.model_copy(update={"users": 8}), {"web": dev}, runtime=0.5)
     assert a.extra["completed"] == a.extra["submitted"] and b.extra["completed"] == b.extra["submitted"]
     assert b.iops > a.iops  # more users, more IO from the same 16-server volume
+
+
+def test_run_app_runs_in_the_engine_loop():
+    """run_app drives the simulation through Simulation.run (the engine's loop, garbage collector
+    quietened as for run_fio): inside the run gc_quiet is active, after it the collector is restored."""
+    import gc
+
+    from simulator.engine.core import gc_quiet
+
+    sim = Simulation(7)
+    dev = queue(sim, "web", "2TB", mean=1e-3, servers=16)
+    seen = []
+    tick = sim.env.timeout(0.1)
+    tick.callbacks.append(lambda _ev: seen.append((gc_quiet._depth, gc.get_threshold()[0])))
+    before = gc.get_threshold()
+    r = run_app(sim, WebServerConfig(files=1000, hot_bytes="200MB", users=2), {"web": dev}, runtime=0.5)
+    assert r.extra["completed"] == r.extra["submitted"]
+    if gc.isenabled():
+        assert seen == [(1, max(before[0], 50_000))]
+    assert gc.get_threshold() == before and gc_quiet._depth == 0

@@ -189,3 +189,28 @@ def test_compressed_awc_fill_measures_the_destage_limited_rate():
     assert abs(r["iops"] - ref["iops"]) <= 3 * (r["iops_ci"] + ref["iops_ci"]), (r["iops"], r["iops_ci"], ref["iops"], ref["iops_ci"])
     # ... and far below the burst rate the cache acknowledges at (ack in ~0.2 ms at QD 8: > 20,000 IOPS)
     assert r["iops"] < 0.1 * 8 / 0.2e-3
+
+
+def test_tasks_are_ordered_longest_first():
+    """The study's tasks go to the workers longest first: the boot storms, then the flash
+    configuration's applications before the same applications without flash, Iometer points last,
+    deeper queues first."""
+    from simulator.experiment import appstudy as A
+
+    spec = A.load_study(STUDY)
+    raw = spec.model_dump(mode="json")
+    flash = {lb: A._spec_has_flash(d) for lb, d in spec.configs.items()}
+    assert flash == {"512n": False, "512n+AWC": False, "512e+AWC+TurboBoost": True}
+    cost = lambda fn, *a: A._cost(fn, (raw, *a), flash)  # noqa: E731
+    assert cost(A.task_vdi, "512n") > cost(A.task_oltp_timeline, "512e+AWC+TurboBoost", 48) > cost(A.task_hotband, "512e+AWC+TurboBoost")
+    assert cost(A.task_web, "512e+AWC+TurboBoost") > cost(A.task_web, "512n") > cost(A.task_iometer, "512n", "write", 64)
+    assert cost(A.task_iometer, "512n", "write", 64) > cost(A.task_iometer, "512n", "write", 1)
+    assert cost(A.task_iometer, "512n", "write", 16) > cost(A.task_iometer, "512n", "read", 16)
+
+
+def test_report_states_the_cpu_split():
+    from simulator.experiment import appstudy as A
+
+    doc = {"cpu_user_s": 200.0, "cpu_system_s": 9.0, "cpu_by_workload_s": {"iometer": 30.0, "vdi": 90.0}}
+    assert A._cpu_split(doc) == ": 200 s user + 9 s system; tasks by workload: vdi 90 s, iometer 30 s"
+    assert A._cpu_split({}) == ""

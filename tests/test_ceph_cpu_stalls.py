@@ -197,3 +197,69 @@ def test_foreign_cores_must_leave_a_core():
     assert CpuConfig(cores=2, foreign_cores=1.5, foreign_slice=1e-3).foreign_cores == 1.5
     with pytest.raises(ValidationError, match="foreign_cores"):
         CpuConfig(cores=2, foreign_cores=2.0, foreign_slice=1e-3)
+
+
+def _stall_cluster(ec: bool, osds: int = 3, events: list | None = None, prefilled: bool = False,
+                   size: str = "32MiB") -> tuple[Simulation, Cluster]:
+    """A stall-heavy one-host cluster (30 % of CPU jobs stall, mean 5 ms) whose image's data is in an
+    erasure-coded 2+1 pool (``ec``) or a replicated size-3 pool; ``events``: failures (recovery)."""
+    dev = {"kind": "queue", "params": {"capacity": "64GiB", "servers": 1,
+                                       "service": {"dist": "deterministic", "value": 200 * US}}}
+    pools = [{"name": "p", "size": 3, "min_size": 2, "pg_num": 16, "rule": {"failure_domain": "osd"}}]
+    img = {"pool": "p", "name": "img", "size": size, "prefilled": prefilled}
+    if ec:
+        pools.append({"name": "e", "type": "erasure", "pg_num": 16, "erasure": {"k": 2, "m": 1},
+                      "rule": {"failure_domain": "osd"}})
+        img["data_pool"] = "e"
+    p = {
+        "hosts": [{"name": "h", "cpu": {"cores": 2, "stall_share": 0.3, "stall_mean": 5e-3},
+                   "drives": [{"count": osds, "device": dev}]}],
+        "client": {"host": "h"},
+        "pools": pools,
+        "images": [img],
+        **({"events": events, "recovery": {"recovery_sleep": "0.02s"}} if events else {}),
+    }
+    _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": p})
+    sim = Simulation(1)
+    return sim, Cluster(cfg, "cluster", sim.root)
+
+
+def _max_lead(sim: Simulation, monkeypatch) -> list[float]:
+    env = sim.env
+    leads: list[float] = []
+    orig = CpuPool.book
+
+    def book(self, t, cost):
+        leads.append(t - env._now)
+        return orig(self, t, cost)
+
+    monkeypatch.setattr(CpuPool, "book", book)
+    return leads
+
+
+@pytest.mark.parametrize("rw", ["randread", "randwrite"])
+def test_no_booking_reserves_a_core_for_a_stall_erasure_coded(rw, monkeypatch):
+    """As above for an erasure-coded pool: encode -> shard writes, sub-reads -> read replies -> decode,
+    the primary's own shard commit: every chained booking waits for a stall's end."""
+    sim, cl = _stall_cluster(ec=True)
+    leads = _max_lead(sim, monkeypatch)
+    img = cl.image("p", "img")
+    if rw == "randread":
+        ClosedLoop(sim, img, qd=4, bs=65536, rw="write", runtime=0.3, seed=1).run()
+    log = ClosedLoop(sim, img, qd=1, bs=4096, rw=rw, runtime=1.5, seed=2).run()
+    assert log.completed > 20 and cl.hosts[0].cpu.stalls > 20
+    assert max(leads) < 1e-3, f"a booking {max(leads) * 1e3:.2f} ms ahead"
+
+
+@pytest.mark.parametrize("ec", [False, True])
+def test_no_booking_reserves_a_core_for_a_stall_in_recovery(ec, monkeypatch):
+    """An OSD marked out while a client writes: the backfill's pushes (source reads, gathering, decode,
+    pushes to the targets, their acks) chain their bookings through stalls the same way."""
+    sim, cl = _stall_cluster(ec=ec, osds=5, events=[{"at": "0.2s", "action": "out", "osd": 1}], prefilled=True,
+                             size="256MiB")
+    leads = _max_lead(sim, monkeypatch)
+    img = cl.image("p", "img")
+    ClosedLoop(sim, img, qd=1, bs=4096, rw="randwrite", runtime=1.5, seed=2).run()
+    r = cl.stats()["recovery"]
+    assert r["recovered_objects"] > 10 and r["pgs_backfilling"] == 0 and cl.hosts[0].cpu.stalls > 20
+    assert max(leads) < 1e-3, f"a booking {max(leads) * 1e3:.2f} ms ahead"

@@ -546,3 +546,46 @@ def test_idle_hba_path_adds_no_latency():
     submit_one(sim, vol, Op.READ, 0, 2 * CH)
     lane = CH / (12e9 / 8 * 0.8)
     assert sim.now - t0 == pytest.approx(1e-3 + lane)
+
+
+@pytest.mark.parametrize("policy", ["least_busy", "round_robin"])
+def test_hba_path_books_the_lane_its_policy_names(policy):
+    """least_busy: the lane that frees first over all channels (ties: lower channel, then lower lane);
+    round_robin: channels in turn, the earliest-free lane of that channel. Checked against the rule
+    written out over (channel, lane) pairs."""
+    from simulator.devices.raid.config import HbaPathConfig
+    from simulator.devices.raid.path import HbaPath
+
+    sim = new_sim(1)
+    cfg = HbaPathConfig(channels=2, lanes=3, lane_rate="12Gb/s", efficiency=0.8, policy=policy)
+    path = HbaPath(cfg, "p", sim.root)
+    free = [[0.0] * 3 for _ in range(2)]
+    rr = 0
+    rng = np.random.default_rng(3)
+    for i in range(300):
+        t = i * 2e-7
+        size = int(rng.integers(1, 64)) * 4096
+        if policy == "round_robin":
+            ch, rr = rr, (rr + 1) % 2
+        else:
+            ch = min(range(2), key=lambda c: min(free[c]))
+        ln = free[ch].index(min(free[ch]))
+        start = max(t, free[ch][ln])
+        end = start + size / (12e9 / 8 * 0.8)
+        free[ch][ln] = end
+        assert path.reserve(t, size) == (start, end)
+    assert sum(path.transfers) == 300
+
+
+def test_hba_path_completion_without_wait_is_in_the_members_event():
+    """An idle path completes a member IO inside the member's completion (no event of its own): at
+    the member's completion time, once, with the port's accounting closed."""
+    sim = new_sim(1)
+    vol = RaidVolume(raid_cfg("0", 2, qspec(1e-3), path={"channels": 1, "lanes": 4}), "v", sim.root)
+    done = []
+    req = Request(Op.READ, 0, 4096)
+    vol.submit(req).callbacks.append(lambda ev: done.append(sim.now))
+    sim.run()
+    assert done == [pytest.approx(1e-3)]
+    port = next(c for c in vol.walk() if type(c).__name__ == "PathPort" and c.completed[Op.READ])
+    assert port.completed[Op.READ] == 1 and port._inside == 0

@@ -1,6 +1,6 @@
 """Fit the Advanced Write Cache's destage reordering to the study's given random-write figures.
 
-    python calibration/demartek/calibrate_awc.py [--runtime 4] [--workers 2]
+    python calibration/demartek/calibrate_awc.py [--runtime S] [--workers 1]
 
 Free parameter: ``cache.destage_window`` of the AWC drives (how many dirty extents the firmware
 reorders over when destaging; the profile's 128 is an assumption). Target: the published sustained
@@ -12,8 +12,9 @@ absorb the baseline's error. Everything else of the study is simulated with the 
 a prediction with respect to it (the 512e+AWC+TurboBoost random-write figure, OLTP and web server).
 
 Each candidate is the study's own Iometer point (task_iometer: RAID 10 over 24 drives, QD = the
-highest of the study, the compressed AWC preconditioning of the study file), run for ``--runtime``
-seconds; the ratio's 95 % CI combines the two points' batch-means CIs. Writes awc_fit.md and
+highest of the study, the compressed AWC preconditioning and ramp of the study file), run for
+``--runtime`` seconds (default: the study's own Iometer runtime, so the fit is made on exactly the
+points the study runs); the ratio's 95 % CI combines the two points' batch-means CIs. Writes awc_fit.md and
 awc_fit.json next to this file.
 """
 
@@ -47,13 +48,15 @@ def _point(raw: dict, label: str, window: int | None) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runtime", type=float, default=4.0, help="measured seconds per point (default 4)")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--runtime", type=float, default=None, help="measured seconds per point (default: the study's iometer.runtime)")
+    ap.add_argument("--workers", type=int, default=1)
     a = ap.parse_args()
     from simulator.experiment import appstudy as A
 
     spec = A.load_study(ROOT / "experiments" / "exos15e900_cache.yaml")
     raw = spec.model_dump(mode="json")
+    if a.runtime is None:
+        a.runtime = float(raw["iometer"]["runtime"])
     raw["iometer"]["runtime"] = a.runtime
     raw["iometer"]["mixes"] = {"write": 0}
     pub = A.published(spec, ROOT / "experiments")["random_write_iops"]
@@ -78,7 +81,9 @@ def main() -> None:
           f"{doc['wall_s']:.0f} s wall. Target: published AWC gain on 4 KiB random writes at the highest QD, "
           f"{pub['512n+AWC']:.0f} / {pub['512n']:.0f} = {target:.3f} (given figures). Baseline 512n simulated: "
           f"{base['iops']:.0f} ± {base['iops_ci']:.0f} IOPS ({base['ios']} IOs). Each point: {a.runtime:g} s measured after the "
-          "study's ramp, with its compressed AWC preconditioning; ± = 95 % batch-means CI.", "",
+          f"study's {raw['iometer']['write_ramp'] or raw['iometer']['ramp']:g} s ramp, with its compressed AWC preconditioning "
+          f"(non-volatile cache {int(raw['iometer']['precondition']['nv_cache']) // 2**20} MiB per drive), QD {max(raw['iometer']['qd'])}, "
+          "the study's seed: the study's own random-write points; ± = 95 % batch-means CI.", "",
           "| destage_window | AWC IOPS | gain | gain vs published | AWC fill at end | steady |", "|---|---|---|---|---|---|"]
     for r in rows:
         st = all(v["steady"] is not False for v in r["steady"].values())

@@ -829,13 +829,17 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
 
 def _demartek() -> tuple[list[str], list[dict[str, Any]]]:
     """The Demartek app study's key findings, from its committed run (calibration/demartek): the
-    study takes ~20 min on 2 cores, too long to re-run inside `simrun validate`."""
+    study costs about 4 CPU-minutes (two workers), too long to re-run inside `simrun validate`."""
     p = _root() / "calibration" / "demartek" / "key_findings.md"
     if not p.is_file():
         return [], []
     text = p.read_text(encoding="utf-8").rstrip().splitlines()
-    note = ("*Not re-run by `simrun validate` (the study takes ~20 min on 2 cores): the committed run in "
-            "`calibration/demartek/key_findings.md`; regenerate it with `simrun experiments/exos15e900_cache.yaml`.*")
+    note = ("*Not re-run by `simrun validate` (the study costs about 4 CPU-minutes, run on 2 workers; its CPU time by "
+            "workload is in the first paragraph below): the committed run in `calibration/demartek/key_findings.md`; "
+            "regenerate it with `simrun experiments/exos15e900_cache.yaml`. Why the Iometer random-write figures are "
+            "-36 to -39 % (the study leaves the drives' write-cache state and Iometer's workers open; sensitivity on the "
+            "study's own point) is in the notes at the end of the section; OLTP with TurboBoost is measured past the "
+            "transient that follows each functional replay (3 s ramp), the steady rate at 30 minutes.*")
     errs = []
     for line in text:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

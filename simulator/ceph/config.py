@@ -806,10 +806,43 @@ class RecoveryConfig(ConfigModel):
         ),
     )
     min_pg_log_entries: int = Field(
-        3000, ge=1, description="PG log entries kept while a PG is clean (osd_min_pg_log_entries, Nautilus default 3000)"
+        3000, ge=1, description="PG log entries kept while a PG is clean (osd_min_pg_log_entries, default 3000 as Nautilus; 250 from Octopus)"
     )
     max_pg_log_entries: int = Field(
         10000, ge=1, description="PG log entries kept while a PG is degraded (osd_max_pg_log_entries, default 10000)"
+    )
+    target_pg_log_entries_per_osd: int | None = Field(
+        None, ge=1,
+        description=(
+            "PG log entries an OSD keeps over all its PGs (osd_target_pg_log_entries_per_osd, Octopus+ 300000): a clean "
+            "PG keeps this / the primary's PG count, within [min_pg_log_entries, max_pg_log_entries]; null = "
+            "min_pg_log_entries (Nautilus) (default null)"
+        ),
+    )
+    partial_recovery: bool = Field(
+        False,
+        description=(
+            "log-based recovery of a replicated pool pushes only the extents written while the OSD was away "
+            "(partial object recovery, Octopus+; EC pools and backfill push whole objects) (default false: Nautilus)"
+        ),
+    )
+    clean_region_max_intervals: int = Field(
+        10, ge=1, le=1000,
+        description=(
+            "written extents tracked per object for partial recovery; beyond, the shortest clean gap is merged "
+            "(osd_object_clean_region_max_num_intervals, default 10)"
+        ),
+    )
+    backfill_scan_max: int = Field(
+        512, ge=1, le=100000,
+        description="objects listed per backfill scan of a PG's objects in hash order (osd_backfill_scan_max, default 512)",
+    )
+    backfill_scan_cost: Seconds = Field(
+        "10us", ge=0,
+        description=(
+            "CPU per object listed by a backfill scan (key iteration and object_info decode), seconds "
+            "(default 10us, an estimate)"
+        ),
     )
 
 
@@ -878,6 +911,12 @@ _COMMON_HDD = {"bluestore.deferred_batch_ops": 64, "bluestore.throttle_cost_per_
 #             10 (Octopus+ option; kept to Quincy here)
 _PACIFIC_RATIOS = {"bluestore.autotune.meta_ratio": 0.45, "bluestore.autotune.kv_ratio": 0.45}
 _MCLOCK = {"recovery.op_queue": "mclock_scheduler", "recovery.mclock_profile": "high_client_ops"}
+#   recovery (Octopus+): osd_min_pg_log_entries 250 with osd_target_pg_log_entries_per_osd 300000 (ceph/ceph PR #32683
+#             "osd: trim pg logs based on a per-osd budget", merged 2020-01 before v15.2.0; options.cc of that tree:
+#             set_default(250), set_default(300000)); partial object recovery of replicated pools
+#             (docs.ceph.com/en/octopus/dev/osd_internals/partial_object_recovery, ObjectCleanRegion; not in Nautilus)
+_OCTOPUS_RECOVERY = {"recovery.min_pg_log_entries": 250, "recovery.target_pg_log_entries_per_osd": 300000,
+                     "recovery.partial_recovery": True}
 _COMMON_SSD = {"bluestore.deferred_batch_ops": 16, "bluestore.throttle_cost_per_io": 4000,
                "osd.op_num_shards": 8, "osd.op_num_threads_per_shard": 2}
 RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
@@ -889,21 +928,22 @@ RELEASE_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "octopus": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 32768, "bluestore.min_alloc_size": 65536,
-                "bluestore.cache.size": 205 * _MiB},
+                "bluestore.cache.size": 205 * _MiB, **_OCTOPUS_RECOVERY},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.2)},
+                "bluestore.cache.size": int(3072 * _MiB * 0.2), **_OCTOPUS_RECOVERY},
     },
     "pacific": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS},
+                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS, **_OCTOPUS_RECOVERY},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS},
+                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS, **_OCTOPUS_RECOVERY},
     },
     "quincy": {
         "hdd": {**_COMMON_HDD, "bluestore.prefer_deferred_size": 65536, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK},
+                "bluestore.cache.size": int(1024 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK, **_OCTOPUS_RECOVERY},
         "ssd": {**_COMMON_SSD, "bluestore.prefer_deferred_size": 0, "bluestore.min_alloc_size": 4096,
-                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK, "recovery.recovery_max_active": 10},
+                "bluestore.cache.size": int(3072 * _MiB * 0.06), **_PACIFIC_RATIOS, **_MCLOCK, "recovery.recovery_max_active": 10,
+                **_OCTOPUS_RECOVERY},
     },
 }
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from simulator.ceph.osd import EXT_ROLES, REPLY, SUBOP, ObjOp
-from simulator.ceph.resources import call_at
+from simulator.ceph.resources import call_at, then
 from simulator.devices.base import Op
 
 if TYPE_CHECKING:
@@ -219,7 +219,6 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
     env = osd.env
     now = env._now
     cfg = osd.cfg
-    net = osd.cluster.net
     pg = op.pg
     for pos, o, n in reads:
         st.subread_bytes += n
@@ -229,11 +228,17 @@ def _issue_reads(osd: Osd, op: EcOp, reads: list[tuple[int, int, int]]) -> None:
         r = pg.acting[pos]
         sub.osd = r
         if r is osd:
-            call_at(env, now, r.on_op, sub)
+            r.post(now, sub)
             continue
-        t = osd.cpu.book(now, cfg.msgr_send_cost)
-        t = net.arrival(osd.host, r.host, t, 0)
-        call_at(env, r.cpu.book(t, cfg.msgr_recv_cost), r.on_op, sub)
+        then(osd.cpu, osd.cpu.book(now, cfg.msgr_send_cost), _subread_out, sub)
+
+
+def _subread_out(sub: ObjOp, t: float) -> None:
+    """A sub-read request leaves the primary at ``t``."""
+    osd = sub.primary_op.osd
+    r = sub.osd
+    t = osd.cluster.net.arrival(osd.host, r.host, t, 0)
+    r.post(r.cpu.book(t, osd.cfg.msgr_recv_cost), sub)
 
 
 def _write_phase(op: EcOp) -> None:
@@ -243,13 +248,24 @@ def _write_phase(op: EcOp) -> None:
     ec = pool.ec
     st = pool.ec_stats
     env = osd.env
-    cfg = osd.cfg
-    su = ec.stripe_unit
     s0, s1 = op.stripes
     nstripes = s1 - s0 + 1
     enc = nstripes * ec.stripe_width
     st.encode_bytes += enc
-    t = osd.cpu.book(env._now, enc / ec.encode_rate)
+    then(osd.cpu, osd.cpu.book(env._now, enc / ec.encode_rate), _write_send, op)
+
+
+def _write_send(op: EcOp, t: float) -> None:
+    """The stripes are encoded at ``t``: the shard writes go out (and to backfill targets)."""
+    osd = op.osd
+    pool = op.pg.pool
+    ec = pool.ec
+    st = pool.ec_stats
+    env = osd.env
+    cfg = osd.cfg
+    su = ec.stripe_unit
+    s0, s1 = op.stripes
+    nstripes = s1 - s0 + 1
     pg = op.pg
     off, end = op.off, op.off + op.length
     writes: list[tuple[int, int, int]] = []
@@ -272,7 +288,6 @@ def _write_phase(op: EcOp) -> None:
     writes = [w for w in writes if _up(pg, w[0])]
     op.plan["writes"] = writes
     op.pending = len(writes) + mirrored
-    net = osd.cluster.net
     obj = op.image.shard_size
     for pos, o, n in writes:
         st.shard_writes += 1
@@ -286,10 +301,17 @@ def _write_phase(op: EcOp) -> None:
         if r is osd:
             call_at(env, t, _local_write, sub)
             continue
-        per_byte = cfg.msgr_cost_per_byte * n
-        ts = osd.cpu.book(t, cfg.msgr_send_cost + per_byte)
-        ts = net.arrival(osd.host, r.host, ts, n)
-        call_at(env, r.cpu.book(ts, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
+        then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n), _shard_write_out, sub)
+
+
+def _shard_write_out(sub: ObjOp, t: float) -> None:
+    """A shard write leaves the primary at ``t``."""
+    osd = sub.primary_op.osd
+    r = sub.osd
+    cfg = osd.cfg
+    n = sub.length
+    ts = osd.cluster.net.arrival(osd.host, r.host, t, n)
+    r.post(r.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ---------------------------------------------------------------------- the primary's own shard write
@@ -318,12 +340,7 @@ def _local_committed(sub: ObjOp) -> None:
     now = osd.env._now
     if prim.commits is not None:
         prim.commits.append((osd.id, now))
-    t = osd.cpu.book(now, osd.cfg.commit_cost)
-    if t > prim.t_local:
-        prim.t_local = t
-    prim.pending -= 1
-    if prim.pending == 0:
-        osd._reply_client(prim, prim.t_local)
+    then(osd.cpu, osd.cpu.book(now, osd.cfg.commit_cost), osd._commit_in, prim)
 
 
 # ====================================================================== shard: sub-reads
@@ -333,7 +350,7 @@ def _dispatch_subread(osd: Osd, sh: Any, sub: ObjOp) -> None:
     cost = osd._cost(osd.cfg.ec_subread_cost)
     if base < 0:  # the object does not exist: zeros, no IO
         t = osd.cpu.book(env._now, cost)
-        _read_reply(osd, sub, t)
+        then(osd.cpu, t, _read_reply_at, sub)
         osd._release_at(sh, sub.pg, t)
         return
     bs = osd.bs
@@ -343,7 +360,7 @@ def _dispatch_subread(osd: Osd, sh: Any, sub: ObjOp) -> None:
         cost += bs.meta_miss_cost
     if hit:
         t = osd.cpu.book(env._now, cost + bs.hit_cost)
-        _read_reply(osd, sub, t)
+        then(osd.cpu, t, _read_reply_at, sub)
         osd._release_at(sh, sub.pg, t)
     else:
         sub.onode_hit = onode_hit
@@ -362,18 +379,28 @@ def _subread_done(sub: ObjOp) -> None:
     osd._release(sub)
 
 
+def _read_reply_at(sub: ObjOp, t: float) -> None:
+    _read_reply(sub.osd, sub, t)
+
+
 def _read_reply(osd: Osd, sub: ObjOp, t: float) -> None:
     """The shard's data goes back to the primary (a message, unless the shard is the primary's own)."""
     prim = sub.primary_op.osd
     sub.role = EC_READREPLY
     if prim is osd:
-        call_at(osd.env, t, prim.on_op, sub)
+        prim.post(t, sub)
         return
     cfg = osd.cfg
-    per_byte = cfg.msgr_cost_per_byte * sub.length
-    t = osd.cpu.book(t, cfg.msgr_send_cost + per_byte)
-    t = osd.cluster.net.arrival(osd.host, prim.host, t, sub.length)
-    call_at(osd.env, prim.cpu.book(t, cfg.msgr_recv_cost + per_byte), prim.on_op, sub)
+    then(osd.cpu, osd.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * sub.length), _read_reply_out, sub)
+
+
+def _read_reply_out(sub: ObjOp, t: float) -> None:
+    osd = sub.osd
+    prim = sub.primary_op.osd
+    cfg = osd.cfg
+    n = sub.length
+    t = osd.cluster.net.arrival(osd.host, prim.host, t, n)
+    prim.post(prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n), sub)
 
 
 # ====================================================================== primary: sub-read replies
@@ -381,16 +408,34 @@ def _dispatch_readreply(osd: Osd, sh: Any, sub: ObjOp) -> None:
     t = osd.cpu.book(osd.env._now, osd._cost(osd.cfg.reply_cost))
     op = sub.primary_op
     op.pending -= 1
+    if op.pending == 0 and op.decode:  # the worker goes on to decode (after the reply job's stall, if any)
+        then(osd.cpu, t, _decode, sub)
+        return
     if op.pending == 0:
-        if op.decode:
-            ec = op.pg.pool.ec
-            op.pg.pool.ec_stats.decode_bytes += op.decode
-            t = osd.cpu.book(t, op.decode / ec.decode_rate)
-        if op.kind == _READ:
-            osd._reply_client(op, t)
-        else:
-            call_at(osd.env, t, _write_after_reads, op)
+        _gathered(op, t)
     osd._release_at(sh, sub.pg, t)
+
+
+def _decode(sub: ObjOp, t: float) -> None:
+    """Decode the stripes read degraded (k shards), still in the worker that took the last reply."""
+    osd = sub.primary_op.osd
+    op = sub.primary_op
+    op.pg.pool.ec_stats.decode_bytes += op.decode
+    t = osd.cpu.book(t, op.decode / op.pg.pool.ec.decode_rate)
+    if op.kind == _READ:
+        then(osd.cpu, t, osd._reply_client, op)
+    else:
+        call_at(osd.env, t, _write_after_reads, op)
+    osd._release_at(sub.shard, sub.pg, t)
+
+
+def _gathered(op: EcOp, t: float) -> None:
+    """Every sub-read is in by ``t`` (no decode): reply to a read, go on with a write."""
+    osd = op.osd
+    if op.kind == _READ:
+        then(osd.cpu, t, osd._reply_client, op)
+    else:
+        call_at(osd.env, t, _write_after_reads, op)
 
 
 def _write_after_reads(ev: Any) -> None:

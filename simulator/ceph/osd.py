@@ -125,12 +125,15 @@ class _Shard:
     """An op queue shard: its idle worker threads, its queue, and the workers that finish a job of
     known length at a known time (``lazy``: (t_end, pg)) and are released without an event of
     their own unless an op is waiting for them (``wake_at``: time of the scheduled release).
-    ``rq``: recovery ops; while any wait, the cluster's Recovery picks the next op (wpq / mClock)."""
+    ``rq``: recovery ops; while any wait, the cluster's Recovery picks the next op (wpq / mClock).
+    ``inflight``: messages on their way to this shard that will be queued on arrival (an op sent
+    while it is non-zero is never dispatched ahead of them: see :meth:`Osd.deliver`)."""
 
-    __slots__ = ("free", "lazy", "q", "rq", "wake_at")
+    __slots__ = ("free", "inflight", "lazy", "q", "rq", "wake_at")
 
     def __init__(self, threads: int):
         self.free = threads
+        self.inflight = 0
         self.q: deque[ObjOp] = deque()
         self.rq: deque[ObjOp] = deque()
         self.lazy: list[tuple[float, PG]] = []
@@ -177,8 +180,64 @@ class Osd(Component):
         self.replies = 0
 
     # ------------------------------------------------------------------ queueing
+    def post(self, t: float, op: ObjOp) -> None:
+        """A message carrying ``op`` is decoded by this OSD's messenger at ``t``: it joins its
+        shard's queue then (one event)."""
+        self.shards[op.pg.shard_seed % self.nshards].inflight += 1
+        call_at(self.env, t, self.on_op, op)
+
+    def deliver(self, t: float, op: ObjOp, recv_cost: float) -> None:
+        """A message carrying ``op`` (a replicated write, a repop or a commit reply) arrives at
+        ``t`` and costs ``recv_cost`` of messenger CPU. When the op's shard has a worker free now,
+        nothing queued, no message on its way and the op's PG idle, the op is dispatched now for
+        the time its decoding ends: the worker is taken from now (a few tens of microseconds
+        early, while the message is on the wire) and the op's processing is booked after its
+        decoding, so the message's arrival costs no event of its own (the fold of issue 13).
+        The fold needs a host CPU with a core still idle now once the decoding is booked
+        (:meth:`CpuPool.idle`): a job booked ahead of its start holds its core from now (see
+        simulator.ceph.resources), and must not hold back the jobs that arrive before it on a busy
+        or small CPU. Otherwise (or while recovery runs, or when the decoding stalls) it is posted as before."""
+        cpu = self.cpu
+        sh = self.shards[op.pg.shard_seed % self.nshards]
+        if sh.lazy:
+            self._settle(sh)
+        if (sh.free > 0 and not sh.inflight and not sh.q and not sh.rq and op.pg not in self.busy_pgs
+                and self.cluster.recovery is None):
+            t = cpu.book(t, recv_cost)
+            if not cpu.stalled and cpu.idle(self.env._now):
+                self._dispatch_at(sh, op, t)
+                return
+        else:
+            t = cpu.book(t, recv_cost)
+        sh.inflight += 1
+        call_at(self.env, t, self.on_op, op)
+
+    def _dispatch_at(self, sh: _Shard, op: ObjOp, t: float) -> None:
+        """:meth:`_dispatch` of a write, repop or commit reply whose decoding ends at ``t`` (booked
+        now, see :meth:`deliver`)."""
+        sh.free -= 1
+        pg = op.pg
+        self.busy_pgs.add(pg)
+        op.shard = sh
+        role = op.role
+        cfg = self.cfg
+        cpu = self.cpu
+        if role == REPLY:
+            self.replies += 1
+            t = cpu.book(t, self._cost(cfg.reply_cost))
+            then(cpu, t, self._commit_in, op.primary_op)
+            self._release_at(sh, pg, t)
+        elif role == SUBOP:
+            self.subops += 1
+            call_at(self.env, cpu.book(t, self._cost(cfg.subop_cost)), self._write_prepared, op)
+        else:
+            self.ops[op.kind] += 1
+            call_at(self.env, cpu.book(t, self._cost(cfg.write_cost)), self._write_prepared, op)
+
     def on_op(self, ev: Any) -> None:
-        self.enqueue(ev._value)
+        op = ev._value
+        self.shards[op.pg.shard_seed % self.nshards].inflight -= 1
+        self.enqueue(op)
 
     def enqueue(self, op: ObjOp) -> None:
         sh = self.shards[op.pg.shard_seed % self.nshards]
@@ -360,8 +419,7 @@ class Osd(Component):
                 if self.cpu.stalled:
                     then(self.cpu, t, self._send_sub, sub)
                 else:
-                    t = net.arrival(self.host, r.host, t, payload)
-                    call_at(env, r.cpu.book(t, cfg.msgr_recv_cost + per_byte), r.on_op, sub)
+                    r.deliver(net.arrival(self.host, r.host, t, payload), sub, cfg.msgr_recv_cost + per_byte)
                 pending += 1
             rec = self.cluster.recovery
             if rec is not None and pg in rec.jobs:  # backfill targets get the write too
@@ -377,7 +435,7 @@ class Osd(Component):
         payload = sub.length if sub.kind == _WRITE else 0
         r = sub.osd
         t = self.cluster.net.arrival(self.host, r.host, t, payload)
-        call_at(self.env, r.cpu.book(t, self.cfg.msgr_recv_cost + self.cfg.msgr_cost_per_byte * payload), r.on_op, sub)
+        r.deliver(t, sub, self.cfg.msgr_recv_cost + self.cfg.msgr_cost_per_byte * payload)
 
     def _base(self, op: ObjOp) -> int:
         b = int(op.image.obj_base[op.objno, op.pos])
@@ -414,8 +472,7 @@ class Osd(Component):
     def _send_reply(self, sub: ObjOp, t: float) -> None:
         """A replica's commit reply leaves at ``t`` for the primary."""
         posd = sub.primary_op.osd
-        t = self.cluster.net.arrival(self.host, posd.host, t, 0)
-        call_at(self.env, posd.cpu.book(t, self.cfg.msgr_recv_cost), posd.on_op, sub)
+        posd.deliver(self.cluster.net.arrival(self.host, posd.host, t, 0), sub, self.cfg.msgr_recv_cost)
 
     # ------------------------------------------------------------------ to the client
     def _reply_client(self, op: ObjOp, t: float) -> None:

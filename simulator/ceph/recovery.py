@@ -17,7 +17,8 @@ Events (``ClusterConfig.events``, simulated seconds since the cluster was built)
 * ``up``: the OSD runs again. Each PG it is still in re-peers with it; the objects written while it
   was down are pushed to it -- log-based recovery when the PG log still covers its absence
   (``max_pg_log_entries`` while the PG stayed degraded, ``min_pg_log_entries`` once it was clean
-  again), else backfill, which compares object versions and so also copies only what changed. The
+  again -- from Octopus the primary's budget ``target_pg_log_entries_per_osd`` / its PGs, within
+  [min, max]), else backfill, which compares object versions and so also copies only what changed. The
   OSD serves client IO at once (its missing objects are pushed meanwhile). An OSD that comes up while
   out loses its stray PG copies (the PGs are clean elsewhere).
 * ``in``: up and reweight 1 again: CRUSH maps the PGs back; each moves back by recovery (its log
@@ -49,11 +50,25 @@ within the profile's background-recovery reservation of the OSD's bandwidth (hig
 balanced 50 %, high_recovery_ops 70 %). Recovery reads and writes then compete with client IO in
 BlueStore (throttles, kv_sync) and at the block layer and device.
 
-Simplifications: a PG remapped twice finishes its first backfill before the next; backfill's object
-scans are not modelled (only the objects it copies); a write to the object a backfill is copying at
-that moment does not wait for it; the resent op's first copy
+Backfill walks the PG's objects in hash order (hobject_t's sort key, the bit-reversed name hash) in
+batches of ``backfill_scan_max`` (osd_backfill_scan_max 512): before a batch's objects are pushed, the
+primary lists them (scan_range) and each target lists what it holds of that range (MOSDPGScan), each as
+a work item in its OSD's op queue costing ``backfill_scan_cost`` CPU per object plus the onodes not in
+cache (BlueStore: one contiguous DB read of them, as RocksDB iterates the PG's key range; FileStore: an
+inode read each). Log-based recovery of a replicated pool with ``partial_recovery`` (Octopus+) pushes
+only the extents written while the target was away (ObjectCleanRegion, at most
+``clean_region_max_intervals`` extents per object); objects it had no copy of, EC pools and backfill
+push whole objects. A PG remapped again while it backfills (a second out/in) cancels the backfill and
+starts one toward the new acting set: a target kept in it goes on from the objects it already has
+(last_backfill), pushes still in flight for the old interval are dropped at their target and not
+counted. ``pgs_backfilled`` / ``pgs_recovered`` count the PGs whose job copied objects;
+``pgs_nothing_to_copy`` the others (peering and scans only).
+
+Simplifications: a PG remapped while it recovers in place (log recovery) finishes that first; a write
+to the object a backfill is copying at that moment does not wait for it; the resent op's first copy
 still does its work at the surviving OSDs (Ceph would requeue it and answer the resend from the PG
-log's dup entries).
+log's dup entries); scans are not paced by the recovery sleep; a dropped push's device IO still
+happens (as in Ceph, where the target discards it only after receiving it).
 
 ``Timeline`` records every client object op's latency at completion; ``phases()`` splits it at the
 first event and at the end of recovery into before / during / after (n, IOPS, mean, p50, p99), and
@@ -69,9 +84,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulator.ceph.hashing import rbd_object_hashes
 from simulator.ceph.osd import EXT_ROLES, ObjOp
-from simulator.ceph.resources import call_at
-from simulator.devices.base import Op
+from simulator.ceph.resources import call_at, then
+from simulator.devices.base import Op, Request
 from simulator.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -84,6 +100,7 @@ _READ = int(Op.READ)
 _WRITE = int(Op.WRITE)
 RECOVERY_PUSH = 6  # op role of a recovery read at its source or push at its target (simulator.ceph.osd.EXT_ROLES)
 MIRROR = 7  # op role of a client write's copy at a backfill target
+BACKFILL_SCAN = 8  # op role of a backfill scan (listing a batch of a PG's objects) at the primary or a target
 
 #: background-recovery reservation of the mClock profiles (src/osd/scheduler/mClockScheduler.cc,
 #: high_client_ops {.6, 2, 0}/{.4, 1, 0}; balanced {.5, 1, 0}/{.5, 1, 0}; high_recovery_ops {.3, 1, 0}/{.7, 2, 0})
@@ -181,9 +198,41 @@ class _Mirror(ObjOp):
             job.bases[self.key] = new_base
 
 
+class _ScanOp(_RecOp):
+    """A backfill scan at one OSD: list the objects ``item`` (image, objno) it holds in the batch's hash range
+    (scan_range at the primary, MOSDPGScan at a target); ``job``: the backfill."""
+
+    __slots__ = ("miss",)
+
+
+def _add_extent(ext: list[list[int]], a: int, b: int, cap: int) -> None:
+    """Add [a, b) to the sorted disjoint extents ``ext`` (merging); beyond ``cap`` extents, merge across the
+    shortest clean gap (ObjectCleanRegion trims its shortest clean interval)."""
+    out: list[list[int]] = []
+    placed = False
+    for x, y in ext:
+        if y < a:
+            out.append([x, y])
+        elif b < x:
+            if not placed:
+                out.append([a, b])
+                placed = True
+            out.append([x, y])
+        else:
+            a, b = min(a, x), max(b, y)
+    if not placed:
+        out.append([a, b])
+    while len(out) > cap:
+        i = min(range(len(out) - 1), key=lambda j: out[j + 1][0] - out[j][1])
+        out[i][1] = out[i + 1][1]
+        del out[i + 1]
+    ext[:] = out
+
+
 class _Absent:
     """What an OSD holding a copy of a PG misses while it is down or out: the PG log entries written
-    since (``entries``), the objects they touched (``missing``), its old object locations once the PG
+    since (``entries``), the objects they touched (``missing``: key -> the written extents [[a, b), ...] for
+    partial recovery, or None: the whole object), its old object locations once the PG
     has left it (``bases``: image id -> {objno: base}; None while it is still in the acting set), and
     whether the PG was clean meanwhile (its log then trimmed to min_pg_log_entries)."""
 
@@ -191,7 +240,7 @@ class _Absent:
 
     def __init__(self) -> None:
         self.entries = 0
-        self.missing: dict[tuple[int, int], None] = {}
+        self.missing: dict[tuple[int, int], list[list[int]] | None] = {}
         self.bases: dict[int, dict[int, int]] | None = None
         self.trimmed = False
 
@@ -201,8 +250,9 @@ class _Job:
     ``switch``: the PG moves to ``new_acting`` when the job ends (backfill of a remapped PG); otherwise
     the targets are in the acting set already and pushes land in place."""
 
-    __slots__ = ("active", "bases", "episode", "finished", "kind", "missing", "new_acting", "objects", "pg", "primary",
-                 "pushed", "switch", "t_start", "targets", "waiters")
+    __slots__ = ("active", "bases", "batches", "cancelled", "episode", "finished", "kind", "missing", "new_acting", "objects",
+                 "partial", "pg", "primary", "pushed", "ready", "scan_pending", "scan_push", "switch", "t_start", "targets",
+                 "waiters")
 
     def __init__(self, pg: PG, new_acting: list[Osd], targets: list[int], objects: deque, kind: str, switch: bool,
                  episode: dict[str, Any]):
@@ -222,6 +272,16 @@ class _Job:
         #: objects not yet recovered (image id, objno) -> target positions, and client ops waiting for them
         self.missing: dict[tuple[int, int], tuple[int, ...]] = {(id(i), o): tp for i, o, tp in objects}
         self.waiters: dict[tuple[int, int], list[tuple[ObjOp, float]]] = {}
+        #: backfill scans still to run: (objects listed at the primary, pushes the batch releases, {target
+        #: position: objects it lists}) per batch of backfill_scan_max objects in hash order; ``ready``: objects at
+        #: the front of ``objects`` whose batch is scanned (log recovery: all of them, no scans)
+        self.batches: deque = deque()
+        self.ready = len(objects)
+        self.scan_pending = 0  # OSDs still listing the current batch (0: no scan running)
+        self.scan_push = 0
+        self.cancelled = False  # the PG was remapped again mid-backfill: this job's pushes still in flight are dropped
+        #: (image id, objno, position) -> (offset, bytes) of a partial push (partial object recovery)
+        self.partial: dict[tuple[int, int, int], tuple[int, int]] = {}
 
 
 class Recovery:
@@ -285,8 +345,16 @@ class Recovery:
         self.recovered_objects = 0
         self.log_recovered_objects = 0
         self.pgs_remapped = 0
-        self.pgs_backfilled = 0
-        self.pgs_recovered = 0
+        self.pgs_backfilled = 0  # PGs whose backfill copied objects
+        self.pgs_recovered = 0  # PGs whose log recovery pushed objects
+        self.pgs_clean_empty = 0  # recovery/backfill jobs that had nothing to copy (peering and scans only)
+        self.backfills_cancelled = 0  # backfills cancelled by a remap mid-way (restarted toward the new acting set)
+        self.pushes_discarded = 0  # pushes of a cancelled backfill still in flight: dropped at the target, not counted
+        self.scans = 0  # backfill scans (per OSD listing a batch)
+        self.scanned_objects = 0
+        self.partial_pushes = 0  # pushes of only the extents written while the target was away
+        self._hashes: dict[int, np.ndarray] = {}  # image id -> bit-reversed object hashes (hobject sort key)
+        self._pg_count: dict[int, int] | None = None  # OSD id -> PGs it is in (the pg-log budget's divisor)
         self.peering_blocks = 0
         self.resent_ops = 0
         self.mirrored_writes = 0
@@ -317,6 +385,7 @@ class Recovery:
         now = self.env._now
         if self.t_first is None:
             self.t_first = now
+        self._pg_count = None
         self.history.append((now, label, list(ids)))
         cl = self.cl
         pgs_all = [pg for pool in cl.pools.values() for pg in pool.pgs]
@@ -408,7 +477,8 @@ class Recovery:
             if op.commits is not None:
                 new.commits = []
             self.resent_ops += 1
-            self.cl.send_client_op(new, img.client.cpu.book(now, img.client_cfg.submit_cost))
+            cpu = img.client.cpu
+            then(cpu, cpu.book(now, img.client_cfg.submit_cost), self.cl.send_client_op, new)
 
     def _peered(self, ev: Any) -> None:
         self._activate(ev._value)
@@ -436,11 +506,32 @@ class Recovery:
         if op.kind != _READ:
             ab = self.absent.get(op.pg)
             if ab:
-                key = (id(op.image), op.objno)
-                for a in ab.values():
+                img = op.image
+                key = (id(img), op.objno)
+                part = self.cfg.partial_recovery and op.pg.pool.ec is None
+                cap = self.cfg.clean_region_max_intervals
+                for oid, a in ab.items():
                     a.entries += 1
-                    a.missing[key] = None
+                    if not part:
+                        a.missing[key] = None
+                        continue
+                    if key in a.missing:
+                        ext = a.missing[key]
+                    else:  # first write since it left: partial only if the OSD holds an old copy of the object
+                        ext = [] if self._old_base(op.pg, img, op.objno, oid, a) >= 0 else None
+                        a.missing[key] = ext
+                    if ext is not None:
+                        _add_extent(ext, op.off, op.off + op.length, cap)
         return True
+
+    def _old_base(self, pg: PG, img: Any, objno: int, oid: int, a: _Absent) -> int:
+        """Where the absent OSD ``oid`` holds its old copy of the object (-1: none)."""
+        if a.bases is not None:
+            return a.bases.get(id(img), {}).get(objno, -1)
+        for i, o in enumerate(pg.acting):
+            if o.id == oid:
+                return int(img.obj_base[objno, i])
+        return -1
 
     def mirror(self, prim: Osd, op: ObjOp, shard_writes: list[tuple[int, int, int]] | None, t: float) -> int:
         """Send ``op``'s write to the backfill targets that already hold the object; returns how many."""
@@ -454,7 +545,6 @@ class Recovery:
         else:
             items = [w for w in shard_writes if w[0] in job.targets]
         cfg = prim.cfg
-        net = self.cl.net
         n = 0
         for p, o, ln in items:
             key = (iid, op.objno, p)
@@ -471,13 +561,19 @@ class Recovery:
             m.job = job
             m.key = key
             per_byte = cfg.msgr_cost_per_byte * ln
-            ts = prim.cpu.book(t, cfg.msgr_send_cost + per_byte)
-            ts = net.arrival(prim.host, tgt.host, ts, ln)
-            call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + per_byte), tgt.on_op, m)
+            then(prim.cpu, prim.cpu.book(t, cfg.msgr_send_cost + per_byte), self._mirror_out, m)
             n += 1
             self.mirrored_bytes += ln
         self.mirrored_writes += n
         return n
+
+    def _mirror_out(self, m: _Mirror, t: float) -> None:
+        prim = m.primary_op.osd
+        tgt = m.osd
+        cfg = prim.cfg
+        ln = m.length
+        ts = self.cl.net.arrival(prim.host, tgt.host, t, ln)
+        tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * ln), m)
 
     def hold(self, op: ObjOp, t: float) -> bool:
         """A client op on an object a recovering OSD of its PG still misses waits for that object
@@ -500,12 +596,12 @@ class Recovery:
             objs = job.objects
             for i, (img, objno, tp) in enumerate(objs):
                 if img is op.image and objno == op.objno:  # not started yet: kick it now
-                    del objs[i]
                     tids = {job.new_acting[p].id for p in job.targets}
                     prim = job.primary or next((o for o in pg.acting if o.up and o.id not in tids), None)
                     if prim is None:
-                        objs.appendleft((img, objno, tp))
                         break
+                    del objs[i]
+                    self._unqueued(job, i)
                     job.active += 1
                     self.kicked += 1
                     self._push(job, img, objno, tp, prim, self.cfg.client_op_priority)
@@ -513,6 +609,24 @@ class Recovery:
         waiting.append((op, t))
         self.degraded_waits += 1
         return True
+
+    @staticmethod
+    def _unqueued(job: _Job, i: int) -> None:
+        """Object ``i`` of ``job.objects`` was taken out of turn: the scanned count or its batch's count drops."""
+        if i < job.ready:
+            job.ready -= 1
+            return
+        i -= job.ready
+        if job.scan_pending:
+            if i < job.scan_push:
+                job.scan_push -= 1
+                return
+            i -= job.scan_push
+        for b in job.batches:
+            if i < b[1]:
+                b[1] -= 1
+                return
+            i -= b[1]
 
     # ------------------------------------------------------------------ the op-queue scheduler
     def serve(self, osd: Osd, sh: Any) -> None:
@@ -564,13 +678,46 @@ class Recovery:
             new = cl.map_pool(pool, out=self.out)
             objs = self._objects_by_pg(pool)
             for pg, a in zip(pool.pgs, new, strict=True):
-                if pg in self.jobs:
-                    self.want[pg] = (a, ep)  # planned when the running job ends (one job per PG at a time)
-                    continue
-                if self._plan_remap(pg, a, by_id, objs.get(pg.ps, []), ep):
+                job = self.jobs.get(pg)
+                progress = None
+                if job is not None:
+                    if job.switch:  # a backfill toward an acting set not yet installed
+                        if a == [o.id for o in job.new_acting]:
+                            continue  # its target is unchanged: it goes on
+                        progress = self._cancel(job)
+                    else:
+                        self.want[pg] = (a, ep)  # planned when the running recovery ends (one job per PG at a time)
+                        continue
+                if self._plan_remap(pg, a, by_id, objs.get(pg.ps, []), ep, progress):
                     peer.append(pg)
 
-    def _plan_remap(self, pg: PG, a: list[int], by_id: dict[int, Osd], objs: list[tuple[Any, int]], ep: dict[str, Any]) -> bool:
+    def _cancel(self, job: _Job) -> dict[int, dict[tuple[int, int], int]]:
+        """Cancel the backfill ``job`` of a PG remapped again (a new interval: Ceph cancels the backfill and
+        starts toward the new acting set). Returns, per target OSD id, the objects it already holds -- a target
+        keeps its last_backfill, so a new backfill to it goes on from there. Its pushes in flight are dropped."""
+        pg = job.pg
+        job.cancelled = True
+        self.backfills_cancelled += 1
+        if job.primary is not None:
+            self.local_res[job.primary.id] -= 1
+            for i in job.targets:
+                self.remote_res[job.new_acting[i].id] -= 1
+            self.running[job.primary.id].remove(job)
+        # (a waiting job stays in ``waiting`` and is skipped there)
+        del self.jobs[pg]
+        self.want.pop(pg, None)
+        ep = job.episode
+        ep["pgs"] -= 1
+        if ep["pgs"] == 0:
+            ep["t_done"] = self.env._now
+        progress: dict[int, dict[tuple[int, int], int]] = {}
+        for (iid, objno, pos), b in job.bases.items():
+            if b >= 0:
+                progress.setdefault(job.new_acting[pos].id, {})[(iid, objno)] = (pos, b)
+        return progress
+
+    def _plan_remap(self, pg: PG, a: list[int], by_id: dict[int, Osd], objs: list[tuple[Any, int]], ep: dict[str, Any],
+                    progress: dict[int, dict[tuple[int, int], tuple[int, int]]] | None = None) -> bool:
         cur = [o.id for o in pg.acting]
         if a == cur:
             return False
@@ -585,36 +732,98 @@ class Recovery:
         if not targets:  # only the order changed: no data to move
             self._relayout(pg, new_acting, [], {})
             return True
-        self._plan(pg, new_acting, targets, objs, ep)
+        self._plan(pg, new_acting, targets, objs, ep, progress)
         return True
 
-    def _plan(self, pg: PG, new_acting: list[Osd], targets: list[int], objs: list[tuple[Any, int]], ep: dict[str, Any]) -> None:
+    def _log_limit(self, pg: PG, trimmed: bool) -> int:
+        """PG log entries the PG keeps: osd_max_pg_log_entries while degraded; once clean, osd_min_pg_log_entries
+        or (Octopus+) the primary OSD's budget osd_target_pg_log_entries_per_osd / its PGs, within [min, max]."""
+        rc = self.cfg
+        if not trimmed:
+            return rc.max_pg_log_entries
+        if rc.target_pg_log_entries_per_osd is None:
+            return rc.min_pg_log_entries
+        if self._pg_count is None:  # PGs per OSD, counted once per event
+            cnt: dict[int, int] = {}
+            for pool in self.cl.pools.values():
+                for q in pool.pgs:
+                    for o in q.acting:
+                        cnt[o.id] = cnt.get(o.id, 0) + 1
+            self._pg_count = cnt
+        n = self._pg_count.get(pg.acting[0].id, 0)
+        return max(rc.min_pg_log_entries, min(rc.max_pg_log_entries, rc.target_pg_log_entries_per_osd // max(n, 1)))
+
+    def _plan(self, pg: PG, new_acting: list[Osd], targets: list[int], objs: list[tuple[Any, int]], ep: dict[str, Any],
+              progress: dict[int, dict[tuple[int, int], tuple[int, int]]] | None = None) -> None:
         """A job bringing the OSDs at ``targets`` of ``new_acting`` up to date: everything for an OSD
-        without a copy of the PG, the objects changed since it left for one with an old copy."""
+        without a copy of the PG, the objects changed since it left for one with an old copy, the objects
+        not yet copied for one a cancelled backfill of this PG had started (``progress``: OSD id ->
+        {(image id, objno): (its position then, base)}; EC: only at the same position)."""
         ab = self.absent.get(pg, {})
         rc = self.cfg
         in_place = new_acting == pg.acting
+        ec = pg.pool.ec is not None
         kind = "recovery"
         per_target: dict[int, dict | None] = {}
+        have: dict[int, dict[tuple[int, int], int]] = {}  # target position -> objects it holds from a cancelled backfill
         old: dict[int, _Absent] = {}
         for p in targets:
-            a = ab.pop(new_acting[p].id, None)
+            oid = new_acting[p].id
+            a = ab.pop(oid, None)
             if a is None or (a.bases is None and not in_place and new_acting[p] not in pg.acting):
                 kind = "backfill"
                 per_target[p] = None
+                got = (progress or {}).get(oid)
+                if got:
+                    have[p] = {k: b for k, (q, b) in got.items() if q == p or not ec}
                 continue
             old[p] = a
-            if a.entries > (rc.min_pg_log_entries if a.trimmed else rc.max_pg_log_entries):
+            if a.entries > self._log_limit(pg, a.trimmed):
                 kind = "backfill"  # the log no longer covers it; backfill's version compare copies the same objects
             per_target[p] = a.missing
+        partial = kind == "recovery" and rc.partial_recovery and not ec
         objects: deque = deque()
+        batches: deque = deque()
+        scan = kind == "backfill" and bool(self.cl.images)
+        smax = rc.backfill_scan_max
+        listed: list[tuple[Any, int]] = []
+        tlists: dict[int, list[tuple[Any, int]]] = {p: [] for p in targets}
+        n_push = 0
+        part_map: dict[tuple[int, int, int], tuple[int, int]] = {}
         for img, objno in objs:
-            key = (id(img), objno)
-            tpos = tuple(p for p in targets if per_target[p] is None or key in per_target[p])
+            iid = id(img)
+            key = (iid, objno)
+            tpos = tuple(p for p in targets if (per_target[p] is None and key not in have.get(p, ()))
+                         or (per_target[p] is not None and key in per_target[p]))
             if tpos:
                 objects.append((img, objno, tpos))
+                n_push += 1
+            if partial:
+                for p in tpos:
+                    ext = per_target[p][key]
+                    if ext:  # (None: the OSD had no copy of the object: all of it)
+                        tot = sum(y - x for x, y in ext)
+                        if tot < img.shard_size:
+                            part_map[(iid, objno, p)] = (ext[0][0], tot)
+            if scan:
+                listed.append((img, objno))
+                for p in targets:  # what the target lists: the objects it already holds
+                    if key in have.get(p, ()) or (p in old and self._old_base(pg, img, objno, new_acting[p].id, old[p]) >= 0):
+                        tlists[p].append((img, objno))
+                if len(listed) >= smax:
+                    batches.append([listed, n_push, tlists])
+                    listed, n_push, tlists = [], 0, {p: [] for p in targets}
+        if scan and (listed or not batches):
+            batches.append([listed, n_push, tlists])
         switch = kind == "backfill" and not in_place
         job = _Job(pg, new_acting, targets, objects, kind, switch, ep)
+        job.partial = part_map
+        if scan:
+            job.batches = batches
+            job.ready = 0
+        for p, got in have.items():
+            for (iid, objno), b in got.items():
+                job.bases[(iid, objno, p)] = b
         for p, a in old.items():  # the target's own copies of the objects it does not miss
             if a.bases is None:
                 continue
@@ -629,15 +838,23 @@ class Recovery:
         self.waiting.append(job)
 
     def _objects_by_pg(self, pool: Any) -> dict[int, list[tuple[Any, int]]]:
-        """Existing objects of every image in ``pool``, grouped by PG, in object order."""
+        """Existing objects of every image in ``pool``, grouped by PG, in hash order (hobject_t's bitwise sort
+        key: the object name hash with its bits reversed), the order backfill scans and copies them."""
         out: dict[int, list[tuple[Any, int]]] = {}
         for img in self.cl.images.values():
             if img.pool is not pool:
                 continue
+            key = self._hashes.get(id(img))
+            if key is None:
+                h = rbd_object_hashes(img.id, img.n_objects).astype(np.uint32)
+                r = np.zeros_like(h)
+                for b in range(32):  # reverse the 32 bits
+                    r |= ((h >> np.uint32(b)) & np.uint32(1)) << np.uint32(31 - b)
+                key = self._hashes[id(img)] = r
             exists = img.obj_base.max(axis=1) >= 0
             objnos = np.flatnonzero(exists)
             ps = img.obj_ps_array[objnos]
-            order = np.argsort(ps, kind="stable")
+            order = np.lexsort((key[objnos], ps))
             objnos, ps = objnos[order], ps[order]
             cuts = np.flatnonzero(np.diff(ps)) + 1
             for seg_o, seg_p in zip(np.split(objnos, cuts), np.split(ps, cuts), strict=True):
@@ -702,6 +919,8 @@ class Recovery:
         self.waiting = deque()
         still: deque[_Job] = deque()
         for job in order:
+            if job.cancelled:
+                continue
             pg = job.pg
             tids = {job.new_acting[i].id for i in job.targets}
             prim = next((o for o in pg.acting if o.up and o.id not in tids), None)  # a complete acting OSD leads
@@ -719,7 +938,7 @@ class Recovery:
             job.primary = prim
             job.t_start = now
             self.running.setdefault(prim.id, []).append(job)
-            if not job.objects:
+            if not job.objects and not job.batches:
                 if job.active == 0:  # (else the last kicked push finishes it)
                     self._finish(job)
             else:
@@ -737,10 +956,13 @@ class Recovery:
         now = env._now
         limit = self.cfg.recovery_max_active
         while True:
+            for j in jobs:  # a backfill whose scanned objects are all started lists its next batch
+                if j.ready == 0 and j.batches and j.scan_pending == 0:
+                    self._scan(j)
             active = sum(j.active for j in jobs)
             if active >= limit:
                 return
-            job = next((j for j in jobs if j.objects), None)
+            job = next((j for j in jobs if j.ready > 0), None)
             if job is None:
                 return
             nxt = self.next_start.get(osd.id, 0.0)
@@ -750,6 +972,7 @@ class Recovery:
                     call_at(env, nxt, self._pump_ev, osd)
                 return
             img, objno, tpos = job.objects.popleft()
+            job.ready -= 1
             job.active += 1
             self.peak_active = max(self.peak_active, active + 1)
             nbytes = img.shard_size
@@ -767,12 +990,12 @@ class Recovery:
 
     def _push(self, job: _Job, img: Any, objno: int, tpos: tuple[int, ...], prim: Osd | None = None, prio: int = 0) -> None:
         """Read the object (replicated: at the primary; EC: k surviving shards), rebuild, send to the
-        targets. ``prim``/``prio``: a push a client op kicked (before the job's reservation, at client priority)."""
+        targets. ``prim``/``prio``: a push a client op kicked (before the job's reservation, at client priority).
+        A partial push (partial object recovery) reads and sends only the extents written meanwhile."""
         pg = job.pg
         prim = prim or job.primary
         pool = pg.pool
         rc = self.cfg
-        t = prim.cpu.book(self.env._now, rc.recovery_op_cost)
         if pool.ec is None:
             sources = [pg.acting.index(prim)]
         else:
@@ -780,9 +1003,17 @@ class Recovery:
             tids = {job.new_acting[i].id for i in job.targets}
             sources = [p for p in range(pool.size) if p not in lost and pg.acting[p].up and pg.acting[p].id not in tids][: pool.ec.k]
         item = [len(sources), img, objno, tpos, prim, prio]
+        off, n = 0, img.shard_size
+        if job.partial:
+            iid = id(img)
+            parts = [job.partial.get((iid, objno, p)) for p in tpos]
+            if all(parts):  # every target needs only its written extents: read their span's bytes
+                off = min(x[0] for x in parts)
+                n = max(x[1] for x in parts)
+        rops = []
         for pos in sources:
             src = pg.acting[pos]
-            rop = _RecOp(_READ, RECOVERY_PUSH, pg, img, objno, 0, img.shard_size)
+            rop = _RecOp(_READ, RECOVERY_PUSH, pg, img, objno, off, n)
             rop.pos = pos
             rop.job = job
             rop.item = item
@@ -790,27 +1021,43 @@ class Recovery:
             if src is prim:  # the primary's recovery work item
                 rop.prio = prio or rc.recovery_priority
                 rop.wcost = rc.recovery_cost
-                call_at(self.env, t, src.on_op, rop)
             else:  # a sub-read request to the shard's OSD
                 rop.prio = prio or rc.recovery_op_priority
-                rop.wcost = img.shard_size
-                cfg = prim.cfg
-                ts = prim.cpu.book(t, cfg.msgr_send_cost)
-                ts = self.cl.net.arrival(prim.host, src.host, ts, 0)
-                call_at(self.env, src.cpu.book(ts, cfg.msgr_recv_cost + rc.recovery_op_cost), src.on_op, rop)
+                rop.wcost = n
+            rops.append(rop)
+        then(prim.cpu, prim.cpu.book(self.env._now, rc.recovery_op_cost), self._send_reads, rops)
+
+    def _send_reads(self, rops: list[_RecOp], t: float) -> None:
+        prim = rops[0].item[4]
+        for rop in rops:
+            if rop.osd is prim:
+                prim.post(t, rop)
+            else:
+                then(prim.cpu, prim.cpu.book(t, prim.cfg.msgr_send_cost), self._read_out, rop)
+
+    def _read_out(self, rop: _RecOp, t: float) -> None:
+        prim = rop.item[4]
+        src = rop.osd
+        ts = self.cl.net.arrival(prim.host, src.host, t, 0)
+        src.post(src.cpu.book(ts, prim.cfg.msgr_recv_cost + self.cfg.recovery_op_cost), rop)
 
     def _source_done(self, rop: _RecOp) -> None:
         """A source read is done; its data goes to the primary (EC) or straight on (replicated)."""
         prim = rop.item[4]
         src = rop.osd
-        env = self.env
-        t = env._now
         if src is not prim:
             cfg = src.cfg
-            t = src.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * rop.length)
-            t = self.cl.net.arrival(src.host, prim.host, t, rop.length)
-            t = prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * rop.length)
-        call_at(env, t, self._gathered, rop)
+            then(src.cpu, src.cpu.book(self.env._now, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * rop.length),
+                 self._read_back, rop)
+        else:
+            call_at(self.env, self.env._now, self._gathered, rop)
+
+    def _read_back(self, rop: _RecOp, t: float) -> None:
+        prim = rop.item[4]
+        src = rop.osd
+        cfg = src.cfg
+        t = self.cl.net.arrival(src.host, prim.host, t, rop.length)
+        call_at(self.env, prim.cpu.book(t, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * rop.length), self._gathered, rop)
 
     def _gathered(self, ev: Any) -> None:
         rop = ev._value
@@ -821,37 +1068,54 @@ class Recovery:
         job = rop.job
         prim = item[4]
         pool = job.pg.pool
-        img, objno, tpos = item[1], item[2], item[3]
-        t = self.env._now
+        img = item[1]
         if pool.ec is not None:
             ec = pool.ec
             pool.ec_stats.decode_bytes += img.shard_size * ec.k
-            t = prim.cpu.book(t, img.shard_size * ec.k / ec.decode_rate)
-        n = img.shard_size
+            then(prim.cpu, prim.cpu.book(self.env._now, img.shard_size * ec.k / ec.decode_rate), self._send_pushes, rop)
+        else:
+            self._send_pushes(rop, self.env._now)
+
+    def _send_pushes(self, rop: _RecOp, t: float) -> None:
+        item = rop.item
+        job = rop.job
+        prim = item[4]
+        img, objno, tpos = item[1], item[2], item[3]
+        size = img.shard_size
         cfg = prim.cfg
         rc = self.cfg
+        iid = id(img)
         for pos in tpos:
-            tgt = job.new_acting[pos]
-            wop = _RecOp(_WRITE, RECOVERY_PUSH, job.pg, img, objno, 0, n)
-            wop.obj_size = n
+            off, n = job.partial.get((iid, objno, pos), (0, size)) if job.partial else (0, size)
+            wop = _RecOp(_WRITE, RECOVERY_PUSH, job.pg, img, objno, off, n)
+            wop.obj_size = size
             wop.pos = pos
             wop.job = job
-            wop.osd = tgt
+            wop.osd = job.new_acting[pos]
             wop.new_base = -1
             wop.item = item
             wop.prio = item[5] or rc.recovery_op_priority
             wop.wcost = n
             item[0] += 1
-            ts = prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n)
-            ts = self.cl.net.arrival(prim.host, tgt.host, ts, n)
-            call_at(self.env, tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + rc.recovery_op_cost),
-                    tgt.on_op, wop)
+            then(prim.cpu, prim.cpu.book(t, cfg.msgr_send_cost + cfg.msgr_cost_per_byte * n), self._push_out, wop)
+
+    def _push_out(self, wop: _RecOp, t: float) -> None:
+        prim = wop.item[4]
+        tgt = wop.osd
+        cfg = prim.cfg
+        n = wop.length
+        ts = self.cl.net.arrival(prim.host, tgt.host, t, n)
+        tgt.post(tgt.cpu.book(ts, cfg.msgr_recv_cost + cfg.msgr_cost_per_byte * n + self.cfg.recovery_op_cost), wop)
 
     def _admitted(self, wop: _RecOp) -> None:
         osd = wop.osd
         bs = osd.bs
         n = wop.length
-        if bs.KIND == "bluestore" and n > bs.cfg.prefer_deferred_size:
+        if n < wop.obj_size:  # a partial push: the written extents go into the target's old copy
+            base = int(wop.image.obj_base[wop.objno, wop.pos])
+            if base < 0:
+                base = bs.alloc(wop.obj_size)
+        elif bs.KIND == "bluestore" and n > bs.cfg.prefer_deferred_size:
             base = 0  # BlueStore writes a large write to new space itself (relocate)
         else:
             base = bs.alloc(n)
@@ -861,18 +1125,25 @@ class Recovery:
 
     def _written(self, wop: _RecOp) -> None:
         job = wop.job
+        if job.cancelled:  # a push of the previous interval: the target drops it
+            self.pushes_discarded += 1
+            return
         if job.switch:
             job.bases[(id(wop.image), wop.objno, wop.pos)] = wop.new_base
         else:
             wop.image.obj_base[wop.objno, wop.pos] = wop.new_base
+        if wop.length < wop.obj_size:
+            self.partial_pushes += 1
         self.recovered_bytes += wop.length
         job.episode["bytes"] += wop.length
         tgt = wop.osd
+        then(tgt.cpu, tgt.cpu.book(self.env._now, tgt.cfg.msgr_send_cost), self._ack_out, wop)
+
+    def _ack_out(self, wop: _RecOp, t: float) -> None:
+        tgt = wop.osd
         prim = wop.item[4]
-        cfg = tgt.cfg
-        t = tgt.cpu.book(self.env._now, cfg.msgr_send_cost)
         t = self.cl.net.arrival(tgt.host, prim.host, t, 0)
-        call_at(self.env, prim.cpu.book(t, cfg.msgr_recv_cost), self._acked, wop)
+        call_at(self.env, prim.cpu.book(t, tgt.cfg.msgr_recv_cost), self._acked, wop)
 
     def _acked(self, ev: Any) -> None:
         wop = ev._value
@@ -895,11 +1166,80 @@ class Recovery:
             now = self.env._now
             for op, t in held:
                 self.cl.send_client_op(op, max(t, now))
-        if job.primary is None:
-            return  # a kicked push of a job still waiting for its reservations
-        if not job.objects and job.active == 0:
+        if job.primary is None or job.cancelled:
+            return  # a kicked push of a job still waiting for its reservations, or of a cancelled backfill
+        if not job.objects and job.active == 0 and not job.batches and job.scan_pending == 0:
             self._finish(job)
         self._pump(job.primary)
+
+    # ------------------------------------------------------------------ backfill scans
+    def _scan(self, job: _Job) -> None:
+        """List the next batch of the PG's objects (hash order, backfill_scan_max of them) at the primary
+        (scan_range) and at each target (MOSDPGScan: it lists what it holds there); its objects are pushed
+        once every listing is back."""
+        listed, n_push, tlists = job.batches.popleft()
+        job.scan_push = n_push
+        prim = job.primary
+        rc = self.cfg
+        env = self.env
+        now = env._now
+        parts = [(prim, listed)] + [(job.new_acting[p], tlists[p]) for p in job.targets]
+        job.scan_pending = len(parts)
+        any_img = listed[0][0] if listed else next(iter(self.cl.images.values()))  # (an image for the op's fields)
+        for osd, objs in parts:
+            op = _ScanOp(_READ, BACKFILL_SCAN, job.pg, any_img, 0, 0, 0)
+            op.item = objs
+            op.job = job
+            op.osd = osd
+            op.miss = 0
+            self.scans += 1
+            self.scanned_objects += len(objs)
+            if osd is prim:  # part of the primary's recovery work item
+                op.prio = rc.recovery_priority
+                op.wcost = rc.recovery_cost
+                osd.post(now, op)
+            else:
+                op.prio = rc.recovery_op_priority
+                op.wcost = 1
+                then(prim.cpu, prim.cpu.book(now, prim.cfg.msgr_send_cost), self._scan_out, op)
+
+    def _scan_out(self, op: _ScanOp, t: float) -> None:
+        prim = op.job.primary
+        ts = self.cl.net.arrival(prim.host, op.osd.host, t, 0)
+        op.osd.post(op.osd.cpu.book(ts, prim.cfg.msgr_recv_cost), op)
+
+    def _scan_listed(self, op: _ScanOp) -> None:
+        """An OSD has listed its part of the batch: the primary's counts at once, a target's replies."""
+        osd = op.osd
+        if osd is op.job.primary:
+            self._scan_back(op)
+            return
+        then(osd.cpu, osd.cpu.book(self.env._now, osd.cfg.msgr_send_cost + 64 * len(op.item) * osd.cfg.msgr_cost_per_byte),
+             self._scan_reply, op)
+
+    def _scan_reply(self, op: _ScanOp, t: float) -> None:
+        osd = op.osd
+        prim = op.job.primary
+        n = 64 * len(op.item)  # (object id and version per object)
+        t = self.cl.net.arrival(osd.host, prim.host, t, n)
+        call_at(self.env, prim.cpu.book(t, osd.cfg.msgr_recv_cost), self._scan_back_ev, op)
+
+    def _scan_back_ev(self, ev: Any) -> None:
+        self._scan_back(ev._value)
+
+    def _scan_back(self, op: _ScanOp) -> None:
+        job = op.job
+        if job.cancelled:
+            return
+        job.scan_pending -= 1
+        if job.scan_pending > 0:
+            return
+        job.ready += job.scan_push
+        job.scan_push = 0
+        if not job.objects and not job.batches and job.active == 0:
+            self._finish(job)
+        else:
+            self._pump(job.primary)
 
     # ------------------------------------------------------------------ a PG is recovered / backfilled
     def _finish(self, job: _Job) -> None:
@@ -908,7 +1248,9 @@ class Recovery:
         if job.switch:
             self._relayout(pg, new, job.targets, job.bases)
         job.finished = True
-        if job.kind == "recovery":
+        if job.pushed == 0:
+            self.pgs_clean_empty += 1  # nothing to copy: not a recovered / backfilled PG
+        elif job.kind == "recovery":
             self.pgs_recovered += 1
         else:
             self.pgs_backfilled += 1
@@ -989,6 +1331,12 @@ class Recovery:
             "pgs_remapped": self.pgs_remapped,
             "pgs_backfilled": self.pgs_backfilled,
             "pgs_recovered": self.pgs_recovered,
+            "pgs_nothing_to_copy": self.pgs_clean_empty,
+            "backfills_cancelled": self.backfills_cancelled,
+            "pushes_discarded": self.pushes_discarded,
+            "backfill_scans": self.scans,
+            "backfill_scanned_objects": self.scanned_objects,
+            "partial_pushes": self.partial_pushes,
             "pgs_backfilling": len(self.jobs),
             "ops_blocked_by_peering": self.peering_blocks,
             "ops_resent": self.resent_ops,
@@ -1054,5 +1402,55 @@ def _mirror_admitted(m: _Mirror) -> None:
     osd._release(m)
 
 
+def _serve_scan(osd: Osd, sh: Any, op: _ScanOp) -> None:
+    """A backfill scan took a worker: list the objects (CPU per object, and the onodes not cached: BlueStore
+    iterates the PG's key range in RocksDB, one contiguous DB read of the missed onodes; FileStore reads each
+    object's inode), synchronously in the op thread as scan_range does."""
+    rec = osd.cluster.recovery
+    rc = rec.cfg
+    bs = osd.bs
+    miss = []
+    for img, objno in op.item:
+        k = img.key_base + objno
+        if not bs.probe_onode(k):
+            bs.onodes.insert(k)
+            miss.append((img, objno))
+    op.miss = miss
+    cost = rc.recovery_op_cost + len(op.item) * rc.backfill_scan_cost + len(miss) * bs.meta_miss_cost
+    call_at(osd.env, osd.cpu.book(osd.env._now, cost), _scan_io, op)
+
+
+def _scan_io(ev: Any) -> None:
+    op = ev._value
+    bs = op.osd.bs
+    if not op.miss or bs.meta_miss_read <= 0:
+        _scan_done(op)
+    elif bs.KIND == "bluestore":
+        n = len(op.miss) * bs.meta_miss_read
+        req = Request(_READ, bs._db_offset(), -(-n // bs.block) * bs.block, tag=op)
+        req.parent = _scan_done
+        bs.wal_dev.submit(req).callbacks.append(bs._onode_only_done)
+    else:
+        _scan_inodes(op)
+
+
+def _scan_inodes(op: _ScanOp) -> None:
+    """FileStore: read the missed objects' inodes one after another."""
+    if not op.miss:
+        _scan_done(op)
+        return
+    img, objno = op.miss.pop()
+    op.image = img
+    op.objno = objno
+    op.objkey = img.key_base + objno
+    op.osd.bs.read_onode(op, _scan_inodes)
+
+
+def _scan_done(op: _ScanOp) -> None:
+    op.osd._release(op)
+    op.osd.cluster.recovery._scan_listed(op)
+
+
 EXT_ROLES[RECOVERY_PUSH] = _serve_push
 EXT_ROLES[MIRROR] = _serve_mirror
+EXT_ROLES[BACKFILL_SCAN] = _serve_scan

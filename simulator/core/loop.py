@@ -1,14 +1,19 @@
-"""The compiled event loop: heap, request pool, job threads, queue devices and HDDs (numba).
+"""The compiled event loop: heap, request pool, job threads, queue devices, HDDs (with their
+volatile write cache), dual-actuator drives and the block layer (numba).
 
 One call of :func:`run_until` processes events in (time, sequence) order until a control point
 (time limit), until every job thread has finished, or until a buffer needs Python (offsets,
 uniforms or the completion log). No Python object is touched and nothing is allocated per IO.
 
 The handlers mirror the Python reference model line by line (``workloads.runner.JobThread``,
-``devices.simple.QueueDevice``, ``devices.hdd.drive.HDD``) and schedule their events in the same
-order, so that ties break as SimPy breaks them (its event id order). The HDD's mechanism —
-positioning, SPTF choice, service, read look-ahead, read cache segments — is not re-implemented
-here: the handlers call the same kernels (``devices.hdd.kernels``) the Python drive calls.
+``devices.simple.QueueDevice``, ``devices.hdd.drive.HDD`` / ``DualActuatorHDD``,
+``devices.blocklayer.BlockLayer``) and schedule their events in the same order, so that ties break
+as SimPy breaks them (its event id order). The HDD's mechanism — positioning, SPTF choice, service,
+read look-ahead, read cache segments — is not re-implemented here: the handlers call the same
+kernels (``devices.hdd.kernels``) the Python drive calls. The write cache's decisions (joins,
+index, reads of dirty data) are the kernels of ``devices.hdd.wcache_kernels`` on an extent table;
+the Python drive states them with dicts (a twin pinned by the differential tests, see
+docs/design.md).
 """
 
 from __future__ import annotations
@@ -22,6 +27,44 @@ from numba.extending import intrinsic
 from simulator import nbcache
 from simulator.core import layout as _layout
 from simulator.core.layout import (
+    BF_BUSY_SINCE,
+    BF_EXPIRE,
+    BF_READ_WAIT,
+    BI_ATDEV,
+    BI_BATCHING,
+    BI_BDIR,
+    BI_DEADLINE,
+    BI_DEV_FLUSHES,
+    BI_DIRECT,
+    BI_FBATCH,
+    BI_FL_MERGED,
+    BI_FL_SKIPPED,
+    BI_FLRUN,
+    BI_FQ_CNT,
+    BI_FQ_HEAD,
+    BI_FW_CNT,
+    BI_FW_HEAD,
+    BI_HASLAST,
+    BI_LASTOFF,
+    BI_LASTSEQ,
+    BI_LOWER,
+    BI_MAX_QUEUED,
+    BI_MAX_WAITING,
+    BI_NEXTSLOT,
+    BI_NS,
+    BI_NSCHED,
+    BI_PENDN,
+    BI_QDEPTH,
+    BI_READS_QUEUED,
+    BI_RUNN,
+    BI_SEQ,
+    BI_SKIPFL,
+    BI_STARVED,
+    BI_TAG_WAITS,
+    BI_TAGS,
+    BI_W_CNT,
+    BI_W_HEAD,
+    BI_WSTARVED,
     DA_BUSY,
     DA_BYTES,
     DA_COMP,
@@ -29,6 +72,8 @@ from simulator.core.layout import (
     DA_QAREA,
     DA_T0,
     DA_TQ,
+    DK_BLK,
+    DK_DUAL,
     DK_HDD,
     DK_QUEUE,
     EV_ARRIVAL,
@@ -39,6 +84,10 @@ from simulator.core.layout import (
     EV_RAMP,
     EV_SUBMIT,
     EV_TIMESTOP,
+    FL_ACK,
+    FL_LEFT,
+    FL_REQ,
+    FL_SEQ,
     GF_NOW,
     GI_ACTIVE,
     GI_EVENTS,
@@ -60,15 +109,19 @@ from simulator.core.layout import (
     HI_BL_CNT,
     HI_BL_HEAD,
     HI_BUSY,
+    HI_COALESCED,
     HI_DESTAGED,
     HI_DESTAGED_BYTES,
+    HI_DIRTY_READ_HITS,
     HI_DQ_CNT,
     HI_DQ_HEAD,
     HI_EFREE,
+    HI_FL_N,
     HI_FUA_OK,
     HI_HQ_CNT,
     HI_HQ_HEAD,
     HI_IDLE,
+    HI_LINK,
     HI_LK_N,
     HI_MAXSEG,
     HI_MECH,
@@ -76,7 +129,10 @@ from simulator.core.layout import (
     HI_N,
     HI_NDIRTY,
     HI_NHOST,
+    HI_NLIVE,
     HI_OUT,
+    HI_OVERWRITES,
+    HI_PG,
     HI_QD,
     HI_READHITS,
     HI_SEQ,
@@ -101,12 +157,19 @@ from simulator.core.layout import (
     RF_TISSUE,
     RF_TSTART,
     RF_TSUB,
+    RI_AUX,
+    RI_BLK,
     RI_DEV,
     RI_FUA,
+    RI_LEFT,
     RI_OFF,
     RI_OP,
+    RI_PAR,
     RI_SIZE,
     RI_THR,
+    SO_OFF,
+    SO_REQ,
+    SO_SEQ,
     ST_DONE,
     ST_EMPTY,
     ST_REFILL,
@@ -167,11 +230,15 @@ from simulator.core.layout import (
     TI_SYNCDUE,
     TI_VARBS,
     TI_WISS,
+    XI_ACT0,
+    XI_ACT1,
+    XI_HALF,
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
+from simulator.devices.hdd import wcache_kernels as W
 
 # the loop inlines the HDD kernels and the layout's constants: a change there must recompile it
-nbcache.invalidate_stale(__file__, K.__file__, _layout.__file__)
+nbcache.invalidate_stale(__file__, K.__file__, W.__file__, _layout.__file__)
 
 _READ = 0
 _WRITE = 1
@@ -304,7 +371,18 @@ def _acc_leave(sp, d, r, now):
 
 @njit(cache=True, _nrt=False)
 def reset_device_stats(sp, d, now):
-    """devices.base.Device.reset_stats (+ the HDD's own counters and busy carry-over)."""
+    """Device.reset_stats of device d (a dual-actuator drive: then of both actuators)."""
+    st = _ld(sp)
+    _reset_one(sp, d, now)
+    if st.dvi[d, 0] == DK_DUAL:
+        x = st.dvi[d, 1]
+        _reset_one(sp, st.xi[x, XI_ACT0], now)
+        _reset_one(sp, st.xi[x, XI_ACT1], now)
+
+
+@njit(cache=True, _nrt=False)
+def _reset_one(sp, d, now):
+    """devices.base.Device.reset_stats (+ the HDD's and the block layer's own counters)."""
     st = _ld(sp)
     a = st.dacc[d]
     a[DA_T0] = now
@@ -325,9 +403,24 @@ def reset_device_stats(sp, d, now):
         st.hi[h, HI_READHITS] = 0
         st.hi[h, HI_DESTAGED] = 0
         st.hi[h, HI_DESTAGED_BYTES] = 0
+        st.hi[h, HI_OVERWRITES] = 0
+        st.hi[h, HI_COALESCED] = 0
+        st.hi[h, HI_DIRTY_READ_HITS] = 0
         if st.hi[h, HI_BUSY] != 0:
             rest = st.hf[h, HF_MECH_END] - now
             a[DA_BUSY] = rest if rest > 0.0 else 0.0
+    elif st.dvi[d, 0] == DK_BLK:  # BlockLayer.reset_stats
+        b = st.dvi[d, 1]
+        st.bf[b, BF_BUSY_SINCE] = now
+        st.bi[b, BI_TAG_WAITS] = 0
+        st.bi[b, BI_MAX_WAITING] = st.bi[b, BI_W_CNT]
+        st.bi[b, BI_MAX_QUEUED] = 0
+        st.bi[b, BI_FL_SKIPPED] = 0
+        st.bi[b, BI_FL_MERGED] = 0
+        st.bi[b, BI_DEV_FLUSHES] = 0
+        st.bi[b, BI_DIRECT] = 0
+        st.bf[b, BF_READ_WAIT] = 0.0
+        st.bi[b, BI_READS_QUEUED] = 0
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -442,6 +535,7 @@ def _link_reserve(sp, h, t, dur, now):
     st = _ld(sp)
     if dur <= 0.0:
         return t
+    h = st.hi[h, HI_LINK]  # the link's row (the actuators of a dual-actuator drive share one)
     lk = st.hlk[h]
     n = st.hi[h, HI_LK_N]
     k0 = 0
@@ -535,6 +629,7 @@ def _h_fill_window(sp, h, now):
     st = _ld(sp)
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
         e = _ring_pop(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
+        st.hext[h, e, W.E_WIN] = 1  # in the destage window: still joinable until dispatched
         n = st.hi[h, HI_N]
         K.enqueue(
             st.hcq[h], n, float(st.hext[h, e, 0]), float(st.hext[h, e, 1]), 1.0, now,
@@ -556,7 +651,9 @@ def _h_dispatch(sp, d, h, now):
         return
     mode = 0
     if st.hi[h, HI_WIN] != 0 and st.hi[h, HI_NHOST] != 0 and st.hi[h, HI_IDLE] != 0:
-        pressure = st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW]
+        pressure = (
+            st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW]
+        )
         if not pressure:
             mode = 1
     i, kind, t0, xs, tend = K.dispatch(
@@ -597,6 +694,7 @@ def _h_dispatch(sp, d, h, now):
     else:
         st.hi[h, HI_MECH] = -1
         st.hi[h, HI_WIN] -= 1
+        W.wc_unindex(st.hext[h], item)  # in flight: no longer joinable
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
         schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
@@ -621,65 +719,127 @@ def _h_enqueue_host(sp, d, h, r, now, lba, ns, w, ready, linkw):
 
 @njit(cache=True, _nrt=False)
 def _h_fits(sp, h, lba, nbytes):
+    """HDD._fits: room in the write cache for ``nbytes`` at ``lba`` (bytes, and dirty segments
+    unless the write joins an extent)."""
     st = _ld(sp)
     if st.hf[h, HF_DIRTY_BYTES] + nbytes > st.hf[h, HF_WC_SIZE]:
         return False
-    if st.hi[h, HI_MAXSEG] > 0:
-        merges = False
-        cnt = st.hi[h, HI_DQ_CNT]
-        if cnt > 0:
-            j = st.hi[h, HI_DQ_HEAD] + cnt - 1
-            if j >= st.hdq.shape[1]:
-                j -= st.hdq.shape[1]
-            e = st.hdq[h, j]
-            ext = st.hext[h]
-            merges = ext[e, 0] + ext[e, 1] == lba and ext[e, 1] * st.hi[h, HI_SS] + nbytes <= st.hi[h, HI_MERGE]
-        if not merges and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
+    if st.hi[h, HI_MAXSEG] > 0 and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
+        ss = st.hi[h, HI_SS]
+        e, _how = W.wc_target(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
+        if e < 0:
             return False
     return True
 
 
 @njit(cache=True, _nrt=False)
+def _h_rewindow(sp, h, e, now):
+    """HDD._rewindow: extent ``e`` grew while in the destage window: rewrite its candidate row."""
+    st = _ld(sp)
+    cq = st.hcq[h]
+    for i in range(st.hi[h, HI_N]):
+        if cq[i, K.C_KIND] != 0.0 and st.hcr[h, i] == e:
+            ext = st.hext[h]
+            K.enqueue(
+                cq, i, float(ext[e, W.E_LBA]), float(ext[e, W.E_NS]), 1.0, now, float(ext[e, W.E_SEQ]), 1.0, now,
+                0.0, st.hzt[h], st.hpar[h],
+            )  # fmt: skip
+            return
+
+
+@njit(cache=True, _nrt=False)
 def _h_accept(sp, d, h, r, now, lba, end):
-    """HDD._accept: take a write into the (volatile) write cache, acknowledge after the transfer."""
+    """HDD._accept: take a write into the (volatile) write cache — overwrite, append or prepend to a
+    waiting extent, else a new one — and acknowledge it after overhead + link transfer (a FUA write
+    the drive does not honour waits for the extents dirty now, like a FLUSH)."""
     st = _ld(sp)
     seq = st.hi[h, HI_SEQ] + 1
     st.hi[h, HI_SEQ] = seq
     ns = end - lba
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
-    cap = st.hdq.shape[1]
-    cnt = st.hi[h, HI_DQ_CNT]
-    merged = False
-    if cnt > 0:
-        j = st.hi[h, HI_DQ_HEAD] + cnt - 1
-        if j >= cap:
-            j -= cap
-        e = st.hdq[h, j]
-        if ext[e, 0] + ext[e, 1] == lba and (ext[e, 1] + ns) * ss <= st.hi[h, HI_MERGE]:
-            ext[e, 1] += ns
-            merged = True
-    if not merged:
-        nf = st.hi[h, HI_EFREE] - 1
-        st.hi[h, HI_EFREE] = nf
-        e = st.hefree[h, nf]
-        ext[e, 0] = lba
-        ext[e, 1] = ns
-        ext[e, 2] = seq
-        j = st.hi[h, HI_DQ_HEAD] + cnt
-        if j >= cap:
-            j -= cap
-        st.hdq[h, j] = e
-        st.hi[h, HI_DQ_CNT] = cnt + 1
-        st.hi[h, HI_NDIRTY] += 1
-    st.hf[h, HF_DIRTY_BYTES] += ns * ss
+    live = st.hlive[h]
+    e, how = W.wc_target(ext, live, st.hi[h, HI_NLIVE], lba, ns, st.hi[h, HI_MERGE] // ss)
+    if how == 0:
+        # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
+        st.hi[h, HI_OVERWRITES] += 1
+    else:
+        if e >= 0:
+            st.hi[h, HI_COALESCED] += 1
+            W.wc_unindex(ext, e)
+            if how == 2:
+                ext[e, W.E_LBA] = lba
+            ext[e, W.E_NS] += ns
+        else:
+            nf = st.hi[h, HI_EFREE] - 1
+            st.hi[h, HI_EFREE] = nf
+            e = st.hefree[h, nf]
+            ext[e, W.E_LBA] = lba
+            ext[e, W.E_NS] = ns
+            ext[e, W.E_SEQ] = seq
+            ext[e, W.E_WIN] = 0
+            ext[e, W.E_INS] = 0
+            ext[e, W.E_INE] = 0
+            _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
+            st.hi[h, HI_NDIRTY] += 1
+            st.hi[h, HI_NLIVE] = W.wc_live_add(ext, live, st.hi[h, HI_NLIVE], e)
+        W.wc_index(ext, live, st.hi[h, HI_NLIVE], e)
+        st.hf[h, HF_DIRTY_BYTES] += ns * ss
+        if how > 0 and ext[e, W.E_WIN] != 0:
+            _h_rewindow(sp, h, e, now)
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
     ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_W], dur, now)
     done = ls + dur
-    _h_ack(sp, d, r, now, done - now)
+    if st.rqi[r, RI_FUA] != 0:  # cached although FUA (the drive does not honour it): wait as a FLUSH
+        st.rqf[r, RF_TSTART] = now
+        st.rqf[r, RF_SERVICE] = done - now
+        _h_flush_wait(sp, h, seq, r, done)
+    else:
+        _h_ack(sp, d, r, now, done - now)
     if st.hi[h, HI_BUSY] == 0:
         _h_dispatch(sp, d, h, now)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _h_flush_wait(sp, h, seq, r, ack):
+    """A FLUSH (or FUA write) waits for the extents in the cache now (HDD._flushes.append)."""
+    st = _ld(sp)
+    f = st.hfl[h, st.hi[h, HI_FL_N]]
+    f[FL_SEQ] = seq
+    f[FL_LEFT] = st.hi[h, HI_NDIRTY]
+    f[FL_REQ] = r
+    f[FL_ACK] = ack
+    st.hi[h, HI_FL_N] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _h_count_flushes(sp, d, h, e, now):
+    """HDD._count_flushes: extent ``e`` is durable; FLUSH / FUA records waiting for it count it,
+    those done complete (in arrival order)."""
+    st = _ld(sp)
+    fseq = float(st.hext[h, e, W.E_SEQ])
+    fl = st.hfl[h]
+    n = st.hi[h, HI_FL_N]
+    k = 0
+    for i in range(n):
+        if fseq <= fl[i, FL_SEQ]:
+            fl[i, FL_LEFT] -= 1.0
+            if fl[i, FL_LEFT] <= 0.0:
+                r = int(fl[i, FL_REQ])
+                ovh = st.hf[h, HF_OVH_FLUSH]
+                wait = fl[i, FL_ACK] - now
+                delay = (wait if wait > 0.0 else 0.0) + ovh
+                if st.rqi[r, RI_OP] == _FLUSH:
+                    st.rqf[r, RF_TSTART] = now
+                    st.rqf[r, RF_SERVICE] = ovh
+                _complete_after(sp, d, r, now, delay)
+                continue
+        if k != i:
+            for c in range(fl.shape[1]):
+                fl[k, c] = fl[i, c]
+        k += 1
+    st.hi[h, HI_FL_N] = k
 
 
 @njit(cache=True, _nrt=False)
@@ -713,6 +873,11 @@ def _h_admit(sp, d, h, r, now):
         lba, end = _h_sectors(sp, h, r)
         par = st.hpar[h]
         seg = st.hseg[h]
+        nlive = st.hi[h, HI_NLIVE]
+        if nlive > 0 and W.wc_dirty_hit(st.hext[h], st.hlive[h], nlive, lba, end, st.hi[h, HI_PG]):
+            st.hi[h, HI_DIRTY_READ_HITS] += 1  # every page it touches is dirty data in the buffer
+            _h_read_hit(sp, d, h, r, now)
+            return
         if st.hi[h, HI_BUSY] == 0 and par[K.PF_ON] != 0.0:
             if K.seg_hit(now, float(lba), float(end), seg, par):
                 _h_read_hit(sp, d, h, r, now)
@@ -736,9 +901,14 @@ def _h_admit(sp, d, h, r, now):
     elif op == _WRITE:
         _h_admit_write(sp, d, h, r, now)
     elif op == _FLUSH:
-        # HDD._admit: nothing volatile to wait for (the support check refuses writes into a
-        # volatile cache), so the flush is acknowledged after its overhead
-        _h_ack(sp, d, r, now, st.hf[h, HF_OVH_FLUSH])
+        # HDD._admit: a FLUSH waits for the extents in a volatile cache now; nothing volatile:
+        # acknowledged after its overhead
+        if st.hi[h, HI_WC] != 0 and st.hi[h, HI_NDIRTY] > 0:
+            _h_flush_wait(sp, h, st.hi[h, HI_SEQ], r, 0.0)
+            if st.hi[h, HI_BUSY] == 0:
+                _h_dispatch(sp, d, h, now)
+        else:
+            _h_ack(sp, d, r, now, st.hf[h, HF_OVH_FLUSH])
     else:  # TRIM
         lba, end = _h_sectors(sp, h, r)
         K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
@@ -800,6 +970,9 @@ def _h_destage_done(sp, d, h, e, now):
     st.hi[h, HI_DESTAGED] += 1
     st.hi[h, HI_DESTAGED_BYTES] += nb
     st.hf[h, HF_DIRTY_BYTES] -= nb
+    if st.hi[h, HI_FL_N] > 0:
+        _h_count_flushes(sp, d, h, e, now)
+    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], e)
     st.hefree[h, st.hi[h, HI_EFREE]] = e
     st.hi[h, HI_EFREE] += 1
     # HDD._release: accept blocked writes that now fit
@@ -813,17 +986,405 @@ def _h_destage_done(sp, d, h, e, now):
     _h_pump(sp, d, h, now)
 
 
+# =============================================================================== block layer
+@njit(cache=True, inline="always", _nrt=False)
+def _b_finish(sp, d, b, r, now):
+    """BlockLayer._finish: accounting; busy while at least one request is inside."""
+    st = _ld(sp)
+    a = st.dacc[d]
+    a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
+    a[DA_TQ] = now
+    a[DA_INSIDE] -= 1.0
+    op = st.rqi[r, RI_OP]
+    a[DA_COMP + op] += 1.0
+    a[DA_BYTES + op] += st.rqi[r, RI_SIZE]
+    if a[DA_INSIDE] == 0.0:
+        bs = st.bf[b, BF_BUSY_SINCE]
+        a[DA_BUSY] += now - (bs if bs > a[DA_T0] else a[DA_T0])
+
+
+@njit(cache=True, _nrt=False)
+def _b_lower_submit(sp, d, b, r, now):
+    st = _ld(sp)
+    st.bi[b, BI_ATDEV] += 1
+    low = st.bi[b, BI_LOWER]
+    k = st.dvi[low, 0]
+    if k == DK_DUAL:  # (not through _dev_submit: numba compiles no recursion)
+        _x_submit(sp, low, st.dvi[low, 1], r, now)
+        return
+    _acc_enter(sp, low, now)
+    if k == DK_QUEUE:
+        _q_start(sp, low, st.dvi[low, 1], r, now)
+    else:
+        _h_submit(sp, low, st.dvi[low, 1], r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_issue_flush(sp, d, b, now):
+    """BlockLayer._issue_flush: the layer's own FLUSH for the requests listed in brun[slot]."""
+    st = _ld(sp)
+    st.bi[b, BI_DEV_FLUSHES] += 1
+    nf = st.gi[GI_FREE] - 1
+    st.gi[GI_FREE] = nf
+    c = st.rfree[nf]
+    st.rqi[c, RI_OP] = _FLUSH
+    st.rqi[c, RI_OFF] = 0
+    st.rqi[c, RI_SIZE] = 0
+    st.rqi[c, RI_THR] = -1
+    st.rqi[c, RI_DEV] = d
+    st.rqi[c, RI_FUA] = 0
+    st.rqi[c, RI_BLK] = 3
+    st.rqi[c, RI_AUX] = st.bi[b, BI_NEXTSLOT]
+    st.bi[b, BI_NEXTSLOT] ^= 1
+    st.bi[b, BI_FLRUN] = 2
+    st.rqf[c, RF_TSTART] = 0.0
+    st.rqf[c, RF_SERVICE] = 0.0
+    _b_lower_submit(sp, d, b, c, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_run_pending(sp, d, b, now):
+    """The merged flushes become the running list; one FLUSH goes to the device for them."""
+    st = _ld(sp)
+    slot = st.bi[b, BI_NEXTSLOT]
+    n = st.bi[b, BI_PENDN]
+    for i in range(n):
+        st.brun[b, slot, i] = st.bpend[b, i]
+    st.bi[b, BI_RUNN + slot] = n
+    st.bi[b, BI_PENDN] = 0
+    _b_issue_flush(sp, d, b, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_start_flush(sp, d, b, r, now):
+    """BlockLayer._start_flush (merge_flushes): behind the running one, or a FLUSH of its own."""
+    st = _ld(sp)
+    if st.bi[b, BI_FLRUN] != 0:
+        st.bi[b, BI_FL_MERGED] += 1
+        st.bpend[b, st.bi[b, BI_PENDN]] = r
+        st.bi[b, BI_PENDN] += 1
+        return
+    slot = st.bi[b, BI_NEXTSLOT]
+    st.brun[b, slot, 0] = r
+    st.bi[b, BI_RUNN + slot] = 1
+    _b_issue_flush(sp, d, b, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_insert(sp, b, r, now):
+    """BlockLayer._insert: a request holding a tag goes into the scheduler (a FLUSH to the flush list)."""
+    st = _ld(sp)
+    op = st.rqi[r, RI_OP]
+    if op == _FLUSH:
+        _ring_push(st.bfw[b], st.bi[b], BI_FW_HEAD, BI_FW_CNT, r)
+        return
+    ns = st.bi[b, BI_NSCHED] + 1
+    st.bi[b, BI_NSCHED] = ns
+    if ns > st.bi[b, BI_MAX_QUEUED]:
+        st.bi[b, BI_MAX_QUEUED] = ns
+    if st.bi[b, BI_DEADLINE] == 0:
+        _ring_push(st.bfq[b], st.bi[b], BI_FQ_HEAD, BI_FQ_CNT, r)
+        return
+    dr = 0 if op == _READ else 1
+    seq = st.bi[b, BI_SEQ] + 1
+    st.bi[b, BI_SEQ] = seq
+    off = st.rqi[r, RI_OFF]
+    so = st.bso[b, dr]
+    n = st.bi[b, BI_NS + dr]
+    k = n  # insort by (offset, seq): seq is the largest yet, so after every equal offset
+    while k > 0 and so[k - 1, SO_OFF] > off:
+        so[k, SO_OFF] = so[k - 1, SO_OFF]
+        so[k, SO_SEQ] = so[k - 1, SO_SEQ]
+        so[k, SO_REQ] = so[k - 1, SO_REQ]
+        st.bdl[b, dr, k] = st.bdl[b, dr, k - 1]
+        k -= 1
+    so[k, SO_OFF] = off
+    so[k, SO_SEQ] = seq
+    so[k, SO_REQ] = r
+    st.bdl[b, dr, k] = now + st.bf[b, BF_EXPIRE + dr]
+    st.bi[b, BI_NS + dr] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _b_after(sp, b, dr):
+    """BlockLayer._after: index of the first entry of direction dr at or after the last dispatched
+    sort key, -1 none."""
+    st = _ld(sp)
+    n = st.bi[b, BI_NS + dr]
+    if n == 0 or st.bi[b, BI_HASLAST] == 0:
+        return -1
+    lo = st.bi[b, BI_LASTOFF]
+    ls = st.bi[b, BI_LASTSEQ]
+    so = st.bso[b, dr]
+    for k in range(n):
+        o = so[k, SO_OFF]
+        if o > lo or (o == lo and so[k, SO_SEQ] >= ls):
+            return k
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def _b_take(sp, b, dr, k):
+    """BlockLayer._take: dispatch entry k of direction dr."""
+    st = _ld(sp)
+    st.bi[b, BI_BATCHING] += 1
+    so = st.bso[b, dr]
+    r = so[k, SO_REQ]
+    st.bi[b, BI_LASTOFF] = so[k, SO_OFF]
+    st.bi[b, BI_LASTSEQ] = so[k, SO_SEQ]
+    st.bi[b, BI_HASLAST] = 1
+    n = st.bi[b, BI_NS + dr] - 1
+    for j in range(k, n):
+        so[j, SO_OFF] = so[j + 1, SO_OFF]
+        so[j, SO_SEQ] = so[j + 1, SO_SEQ]
+        so[j, SO_REQ] = so[j + 1, SO_REQ]
+        st.bdl[b, dr, j] = st.bdl[b, dr, j + 1]
+    st.bi[b, BI_NS + dr] = n
+    st.bi[b, BI_NSCHED] -= 1
+    return r
+
+
+@njit(cache=True, _nrt=False)
+def _b_pick(sp, b, now):
+    """BlockLayer._pick: the scheduler's next request, -1 none."""
+    st = _ld(sp)
+    if st.bi[b, BI_DEADLINE] == 0:
+        if st.bi[b, BI_FQ_CNT] > 0:
+            st.bi[b, BI_NSCHED] -= 1
+            return _ring_pop(st.bfq[b], st.bi[b], BI_FQ_HEAD, BI_FQ_CNT)
+        return -1
+    bd = st.bi[b, BI_BDIR]
+    if bd >= 0 and st.bi[b, BI_BATCHING] < st.bi[b, BI_FBATCH]:
+        k = _b_after(sp, b, bd)
+        if k >= 0:
+            return _b_take(sp, b, bd, k)
+    reads = st.bi[b, BI_NS] > 0
+    writes = st.bi[b, BI_NS + 1] > 0
+    if reads:
+        dr = 0
+        if writes:
+            s = st.bi[b, BI_STARVED]
+            st.bi[b, BI_STARVED] = s + 1
+            if s >= st.bi[b, BI_WSTARVED]:
+                dr = 1
+                st.bi[b, BI_STARVED] = 0
+    elif writes:
+        dr = 1
+        st.bi[b, BI_STARVED] = 0
+    else:
+        return -1
+    nxt = _b_after(sp, b, dr) if bd == dr else -1
+    # the FIFO head: the oldest entry of the direction (deadlines grow with the insertion number)
+    so = st.bso[b, dr]
+    head = 0
+    for k in range(1, st.bi[b, BI_NS + dr]):
+        if so[k, SO_SEQ] < so[head, SO_SEQ]:
+            head = k
+    e = head if (nxt < 0 or st.bdl[b, dr, head] <= now) else nxt
+    st.bi[b, BI_BDIR] = dr
+    st.bi[b, BI_BATCHING] = 0
+    return _b_take(sp, b, dr, e)
+
+
+@njit(cache=True, _nrt=False)
+def _b_dispatch(sp, d, b, now):
+    """BlockLayer._dispatch: flushes first, then the scheduler's choice, while the device has room."""
+    st = _ld(sp)
+    while st.bi[b, BI_ATDEV] < st.bi[b, BI_QDEPTH]:
+        if st.bi[b, BI_FW_CNT] > 0:
+            f = _ring_pop(st.bfw[b], st.bi[b], BI_FW_HEAD, BI_FW_CNT)
+            _b_start_flush(sp, d, b, f, now)
+            continue
+        r = _b_pick(sp, b, now)
+        if r < 0:
+            return
+        if st.rqi[r, RI_OP] == _READ:
+            st.bi[b, BI_READS_QUEUED] += 1
+            st.bf[b, BF_READ_WAIT] += now - st.rqf[r, RF_TSUB]
+        st.rqi[r, RI_BLK] = 1
+        _b_lower_submit(sp, d, b, r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_refill(sp, d, b, now):
+    """BlockLayer._refill: tags freed: wake waiting submitters (FIFO, one tag each), then dispatch."""
+    st = _ld(sp)
+    while st.bi[b, BI_TAGS] > 0 and st.bi[b, BI_W_CNT] > 0:
+        r = _ring_pop(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT)
+        st.bi[b, BI_TAGS] -= 1
+        _b_insert(sp, b, r, now)
+    _b_dispatch(sp, d, b, now)
+
+
+@njit(cache=True, _nrt=False)
+def _b_submit(sp, d, b, r, now):
+    """BlockLayer.submit."""
+    st = _ld(sp)
+    a = st.dacc[d]
+    a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
+    a[DA_TQ] = now
+    if a[DA_INSIDE] == 0.0:
+        st.bf[b, BF_BUSY_SINCE] = now
+    a[DA_INSIDE] += 1.0
+    op = st.rqi[r, RI_OP]
+    if op == _FLUSH and st.bi[b, BI_SKIPFL] != 0:
+        st.bi[b, BI_FL_SKIPPED] += 1
+        st.rqf[r, RF_TSTART] = now
+        st.rqf[r, RF_SERVICE] = 0.0
+        st.rqi[r, RI_BLK] = 0
+        schedule(sp, now + 0.0, EV_DONE, d, r)
+        return
+    if st.bi[b, BI_TAGS] > 0 and st.bi[b, BI_W_CNT] == 0:
+        st.bi[b, BI_TAGS] -= 1
+        if st.bi[b, BI_ATDEV] < st.bi[b, BI_QDEPTH] and st.bi[b, BI_NSCHED] == 0 and st.bi[b, BI_FW_CNT] == 0:
+            if op != _FLUSH:
+                st.bi[b, BI_DIRECT] += 1
+                st.rqi[r, RI_BLK] = 0
+                _b_lower_submit(sp, d, b, r, now)
+                return
+            if st.bi[b, BI_FLRUN] == 0:
+                st.bi[b, BI_DEV_FLUSHES] += 1
+                st.bi[b, BI_FLRUN] = 1
+                st.rqi[r, RI_BLK] = 2
+                _b_lower_submit(sp, d, b, r, now)
+                return
+        _b_insert(sp, b, r, now)
+        _b_dispatch(sp, d, b, now)
+        return
+    st.bi[b, BI_TAG_WAITS] += 1
+    _ring_push(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT, r)
+    if st.bi[b, BI_W_CNT] > st.bi[b, BI_MAX_WAITING]:
+        st.bi[b, BI_MAX_WAITING] = st.bi[b, BI_W_CNT]
+
+
+@njit(cache=True, _nrt=False)
+def _b_done(sp, d, r, now):
+    """The device below completed request r of block layer d (its device bookkeeping ran first):
+    the layer's completion callbacks, then the job threads' (BlockLayer._done_direct, _done_queued,
+    _flush_direct_done, _flush_done)."""
+    st = _ld(sp)
+    b = st.dvi[d, 1]
+    path = st.rqi[r, RI_BLK]
+    st.bi[b, BI_ATDEV] -= 1
+    if path == 3:  # the layer's own FLUSH: completes every flush it lists
+        slot = st.rqi[r, RI_AUX]
+        n = st.bi[b, BI_RUNN + slot]
+        st.bi[b, BI_FLRUN] = 0
+        if st.bi[b, BI_PENDN] > 0:
+            _b_run_pending(sp, d, b, now)
+        for i in range(n):
+            q = st.brun[b, slot, i]
+            st.rqf[q, RF_TSTART] = st.rqf[r, RF_TSTART]
+            st.rqf[q, RF_SERVICE] = st.rqf[r, RF_SERVICE]
+            _b_finish(sp, d, b, q, now)
+            st.bi[b, BI_TAGS] += 1
+        _b_refill(sp, d, b, now)
+        st.rfree[st.gi[GI_FREE]] = r
+        st.gi[GI_FREE] += 1
+        for i in range(n):
+            _t_done(sp, st.brun[b, slot, i], now)
+        return
+    if path == 2:  # a thread's FLUSH that went to the device as it is
+        st.bi[b, BI_FLRUN] = 0
+        if st.bi[b, BI_PENDN] > 0:
+            _b_run_pending(sp, d, b, now)
+    _b_finish(sp, d, b, r, now)
+    st.bi[b, BI_TAGS] += 1
+    if path == 1 or st.bi[b, BI_W_CNT] > 0 or st.bi[b, BI_NSCHED] > 0 or st.bi[b, BI_FW_CNT] > 0:
+        _b_refill(sp, d, b, now)
+    _t_done(sp, r, now)
+
+
+# =============================================================================== dual-actuator drive
+@njit(cache=True, inline="always", _nrt=False)
+def _x_part(sp, d, act, r, off, size, now):
+    """One part of request r for actuator device ``act`` (a request of its own)."""
+    st = _ld(sp)
+    nf = st.gi[GI_FREE] - 1
+    st.gi[GI_FREE] = nf
+    c = st.rfree[nf]
+    st.rqi[c, RI_OP] = st.rqi[r, RI_OP]
+    st.rqi[c, RI_OFF] = off
+    st.rqi[c, RI_SIZE] = size
+    st.rqi[c, RI_THR] = -1
+    st.rqi[c, RI_DEV] = d
+    st.rqi[c, RI_FUA] = st.rqi[r, RI_FUA]
+    st.rqi[c, RI_PAR] = r
+    st.rqf[c, RF_TSTART] = 0.0
+    st.rqf[c, RF_SERVICE] = 0.0
+    _acc_enter(sp, act, now)
+    _h_submit(sp, act, st.dvi[act, 1], c, now)
+
+
+@njit(cache=True, _nrt=False)
+def _x_submit(sp, d, x, r, now):
+    """DualActuatorHDD.submit/_start: a FLUSH goes to both actuators, a request to the actuator(s)
+    whose half of the LBAs it touches."""
+    st = _ld(sp)
+    _acc_enter(sp, d, now)
+    a0 = st.xi[x, XI_ACT0]
+    a1 = st.xi[x, XI_ACT1]
+    if st.rqi[r, RI_OP] == _FLUSH:
+        st.rqi[r, RI_LEFT] = 2
+        _x_part(sp, d, a0, r, 0, 0, now)
+        _x_part(sp, d, a1, r, 0, 0, now)
+    else:
+        off = st.rqi[r, RI_OFF]
+        end = off + st.rqi[r, RI_SIZE]
+        half = st.xi[x, XI_HALF]
+        first = off < half
+        second = end > half or off >= half
+        st.rqi[r, RI_LEFT] = (1 if first else 0) + (1 if second else 0)
+        if first:
+            _x_part(sp, d, a0, r, off, (end if end < half else half) - off, now)
+        if second:
+            s = off if off > half else half
+            _x_part(sp, d, a1, r, s - half, end - s, now)
+    st.rqf[r, RF_TSTART] = _INF
+    st.rqf[r, RF_SERVICE] = 0.0
+
+
+@njit(cache=True, _nrt=False)
+def _x_part_done(sp, d, c, now):
+    """DualActuatorHDD._child_done: a part is complete; the last one completes the request (its own
+    event, at this instant)."""
+    st = _ld(sp)
+    r = st.rqi[c, RI_PAR]
+    if st.rqf[c, RF_TSTART] < st.rqf[r, RF_TSTART]:
+        st.rqf[r, RF_TSTART] = st.rqf[c, RF_TSTART]
+    if st.rqf[c, RF_SERVICE] > st.rqf[r, RF_SERVICE]:
+        st.rqf[r, RF_SERVICE] = st.rqf[c, RF_SERVICE]
+    st.rfree[st.gi[GI_FREE]] = c
+    st.gi[GI_FREE] += 1
+    st.rqi[r, RI_LEFT] -= 1
+    if st.rqi[r, RI_LEFT] == 0:
+        _acc_leave(sp, d, r, now)
+        schedule(sp, now + 0.0, EV_DONE, d, r)
+
+
 # =============================================================================== device dispatch
 @njit(cache=True, _nrt=False)
 def device_submit(sp, d, r, now):
+    """A job thread's request reaches its device (the time its latency counts from)."""
     st = _ld(sp)
     st.rqf[r, RF_TSUB] = now
-    _acc_enter(sp, d, now)
+    _dev_submit(sp, d, r, now)
+
+
+@njit(cache=True, _nrt=False)
+def _dev_submit(sp, d, r, now):
+    st = _ld(sp)
     k = st.dvi[d, 0]
     if k == DK_QUEUE:
+        _acc_enter(sp, d, now)
         _q_start(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
+        _acc_enter(sp, d, now)
         _h_submit(sp, d, st.dvi[d, 1], r, now)
+    elif k == DK_BLK:
+        _b_submit(sp, d, st.dvi[d, 1], r, now)
+    else:
+        _x_submit(sp, d, st.dvi[d, 1], r, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -834,6 +1395,9 @@ def _device_finish(sp, d, r, now):
         _q_finish(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
         _h_finish(sp, d, st.dvi[d, 1], r, now)
+    elif k == DK_BLK:  # a FLUSH the block layer completed at once
+        _b_finish(sp, d, st.dvi[d, 1], r, now)
+    # DK_DUAL: its accounting ran when the last part completed (_x_part_done)
 
 
 # =============================================================================== job threads
@@ -971,6 +1535,8 @@ def _t_issue(sp, th, now):
         fd = st.thi[th, TI_FDSYNCN]
         if (fs != 0 and w % fs == 0) or (fd != 0 and w % fd == 0):
             st.thi[th, TI_SYNCDUE] = 1
+    elif ddir == _TRIM and st.thi[th, TI_BLOCKING] != 0:  # a synchronous engine waits for a trim
+        st.thi[th, TI_BLOCKER] = r
     _t_send(sp, th, r, now)
     return True
 
@@ -1188,7 +1754,13 @@ def _run_until(sp, t_limit):
         gi[GI_EVENTS] += 1
         if kind == EV_DONE:
             _device_finish(sp, tg, arg, t)
-            _t_done(sp, arg, t)
+            top = st.rqi[arg, RI_DEV]
+            if top == tg:
+                _t_done(sp, arg, t)
+            elif st.dvi[top, 0] == DK_BLK:  # it came through the block layer above the device
+                _b_done(sp, top, arg, t)
+            else:  # a part of a dual-actuator drive's request
+                _x_part_done(sp, top, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
         elif kind == EV_MECHFREE:

@@ -20,6 +20,7 @@ import numpy as np
 
 from simulator.core import layout as L
 from simulator.core import loop
+from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["CompiledRun", "Unsupported", "run_fio_compiled", "run_workload", "unsupported"]
 
@@ -35,27 +36,54 @@ class Unsupported(Exception):
 
 
 def _dev_kind(dev: Any) -> tuple[int, str | None]:
+    from simulator.devices.blocklayer import BlockLayer
     from simulator.devices.hdd.drive import HDD, DualActuatorHDD
     from simulator.devices.simple import QueueDevice
 
+    if type(dev) is BlockLayer:
+        if not dev.cfg.merge_flushes:
+            return -1, f"{dev.path}: block layer with merge_flushes off"
+        if dev._tags != dev.nr_requests or dev._waiters or dev._at_dev or dev._n_sched or dev._flush_wait \
+                or dev._flush_running is not None or dev._flush_pending:
+            return -1, f"{dev.path}: the block layer holds state from an earlier run (persist_state)"
+        kind, why = _dev_kind(dev.dev)
+        if why:
+            return -1, why
+        if kind == L.DK_BLK:
+            return -1, f"{dev.path}: a block layer over a block layer"
+        return L.DK_BLK, None
     if type(dev) is QueueDevice:
         return L.DK_QUEUE, None
+    if type(dev) is DualActuatorHDD:
+        if dev._inside:
+            return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
+        for a in dev.actuators:
+            kind, why = _dev_kind(a)
+            if why:
+                return -1, why
+        return L.DK_DUAL, None
     if type(dev) is HDD:
-        if isinstance(dev.parent, DualActuatorHDD):
-            return -1, f"{dev.path}: dual-actuator drives (two mechanisms sharing one link)"
         wc = dev._wc
         if wc not in ("off", "volatile"):
             return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
-        if wc == "volatile" and not dev._max_seg:
-            return -1, f"{dev.path}: volatile write cache without dirty_segments"
         if getattr(dev, "_qwc", False):
             return -1, f"{dev.path}: cache.queued_write_candidates (queued writes as candidates while the cache is full)"
         if dev.trace is not None:
             return -1, f"{dev.path}: a media trace is requested"
-        if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes:
+        if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes \
+                or dev._dirty_bytes:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
         return L.DK_HDD, None
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
+
+
+def _extent_slots(dev: Any) -> int:
+    """Most extents an HDD's write cache can hold at once."""
+    if dev._wc == "off":
+        return 0
+    if dev._max_seg:
+        return dev._max_seg
+    return max(1, int(dev._wc_size) // dev._ss)
 
 
 def _offset_mode(gen: Any) -> int:
@@ -85,8 +113,8 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         name = f"job {job.name!r}"
         if job.rate_iops is not None and not job.rate_iops[job.ddirs[0]] > 0:
             return f"{name}: rate_iops without a rate for its direction"
-        if not (job.ddirs in ((0,), (1,)) or (job.is_mixed and job.ddirs == (0, 1))):
-            return f"{name}: rw={job.rw} (covered: read, write, randread, randwrite, rw, randrw)"
+        if not (job.ddirs in ((0,), (1,), (2,)) or (job.is_mixed and job.ddirs == (0, 1))):
+            return f"{name}: rw={job.rw} (covered: read, write, trim, randread, randwrite, randtrim, rw, randrw)"
         if job.rate_iops is not None and job.is_mixed:
             return f"{name}: rate_iops with rw={job.rw} (an open loop per direction)"
         if job.rate_iops is not None and (job.fsync or job.fdatasync or job.end_fsync):
@@ -111,12 +139,10 @@ def unsupported(sim: Any, wl: Any) -> str | None:
         gen = th.files[0].gen
         if job.is_mixed and _offset_mode(gen) < 0:
             return f"{name}: rw={job.rw} with {type(gen).__name__} offsets (one stream shared unevenly by the directions)"
-        if kind == L.DK_HDD and 1 in job.ddirs and dev._wc == "volatile" and hasattr(dev, "_dstart"):
-            # drive.py gained write coalescing (overwrite/prepend joins, dirty-read hits) after the
-            # core mirrored its tail merge: writes into that cache are not covered until mirrored
-            return f"{dev.path}: writes into a volatile write cache with write coalescing"
-        if kind == L.DK_HDD:
-            hdd_shapes.add((dev._cq.shape, dev._zt.shape, dev._tt.shape, dev._et.shape, dev._seg.shape))
+        low = dev.dev if kind == L.DK_BLK else dev
+        for hd in getattr(low, "actuators", [low]):
+            if _dev_kind(hd)[0] == L.DK_HDD:
+                hdd_shapes.add((hd._cq.shape, hd._zt.shape, hd._tt.shape, hd._et.shape, hd._seg.shape))
         st = th.stats
         if not (getattr(st, "records_nothing", False) or hasattr(st, "add_many")):
             return f"{name}: statistics collector {type(st).__name__} has no add_many"
@@ -142,6 +168,23 @@ class CompiledRun:
             if id(d) not in dev_index:
                 dev_index[id(d)] = len(devs)
                 devs.append(d)
+        from simulator.devices.hdd.drive import DualActuatorHDD
+
+        def add(x: Any) -> None:
+            if id(x) not in dev_index:
+                dev_index[id(x)] = len(devs)
+                devs.append(x)
+
+        for d in list(devs):  # the devices below the block layers
+            if _dev_kind(d)[0] == L.DK_BLK:
+                add(d.dev)
+        for d in list(devs):  # both actuators of a dual-actuator drive (they share the host link)
+            if type(d) is DualActuatorHDD:
+                for a in d.actuators:
+                    add(a)
+            elif isinstance(getattr(d, "parent", None), DualActuatorHDD):
+                for a in d.parent.actuators:
+                    add(a)
         self.devs = devs
         self.dev_index = dev_index
         self.st = self._build()
@@ -159,7 +202,12 @@ class CompiledRun:
         kinds = [_dev_kind(d)[0] for d in devs]
         queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
         hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
+        blks = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_BLK]
         nQ, nH = len(queues), len(hdds)
+        R += len(blks)  # each block layer's own FLUSH (one at the device at a time) takes a request
+        duals = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_DUAL]
+        if duals:
+            R *= 3  # a dual-actuator drive's request has up to two parts, each a request of its own
         C = R + 2 * nH + 4 * nT + 16
 
         gi = np.zeros(L.NGI, np.int64)
@@ -215,15 +263,12 @@ class CompiledRun:
         lgt = np.zeros(LOG_ROWS, np.int64)
         # devices
         dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
+        counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0}
         dacc = np.zeros((len(devs), L.NDA))
-        qn = hn = 0
         for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
             dvi[i, 0] = k
-            dvi[i, 1] = qn if k == L.DK_QUEUE else hn
-            if k == L.DK_QUEUE:
-                qn += 1
-            else:
-                hn += 1
+            dvi[i, 1] = counts[k]
+            counts[k] += 1
             a = dacc[i]
             a[L.DA_T0] = d._t0
             a[L.DA_TQ] = d._tq
@@ -281,11 +326,16 @@ class CompiledRun:
         hf = np.zeros((nh, L.NHF))
         hhq = np.zeros((nh, R), np.int64)
         hlk = np.zeros((nh, 2 * R + 16, 2))
-        E = max((d._max_seg for d in hdds), default=0) + 2
-        hext = np.zeros((nh, E, 3), np.int64)
+        # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
+        # only: at most one per sector of it)
+        E = max((_extent_slots(d) for d in hdds), default=0) + 2
+        hext = np.zeros((nh, E, W.NE), np.int64)
+        hlive = np.zeros((nh, E), np.int64)
+        hfl = np.zeros((nh, R + 1, L.NFL))
         hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
         hdq = np.zeros((nh, E), np.int64)
         hbl = np.zeros((nh, R), np.int64)
+        link_row: dict[int, int] = {}
         for h, d in enumerate(hdds):
             hpar[h] = d._par
             hzt[h] = d._zt
@@ -307,6 +357,10 @@ class CompiledRun:
             hi[h, L.HI_SS] = d._ss
             hi[h, L.HI_FUA_OK] = 1 if d._fua_ok else 0
             hi[h, L.HI_MERGE] = d._merge
+            hi[h, L.HI_PG] = d._pg
+            hi[h, L.HI_OVERWRITES] = d.overwrites
+            hi[h, L.HI_COALESCED] = d.coalesced
+            hi[h, L.HI_DIRTY_READ_HITS] = d.dirty_read_hits
             hf[h, L.HF_OVH_R] = d._ovh_r
             hf[h, L.HF_OVH_W] = d._ovh_w
             hf[h, L.HF_OVH_HIT] = d._ovh_hit
@@ -316,15 +370,67 @@ class CompiledRun:
             hf[h, L.HF_WC_SIZE] = d._wc_size
             hf[h, L.HF_DIRTY_BYTES] = d._dirty_bytes
             hf[h, L.HF_HW] = d._hw
-            hf[h, L.HF_LINK_BUSY] = d.link.busy
-            iv = [x for x in d.link._iv]
-            hi[h, L.HI_LK_N] = len(iv)
-            for j, (s, e) in enumerate(iv):
-                hlk[h, j] = (s, e)
+            # the host link: its state lives in the row of the first drive using it
+            owner = link_row.setdefault(id(d.link), h)
+            hi[h, L.HI_LINK] = owner
+            if owner == h:
+                hf[h, L.HF_LINK_BUSY] = d.link.busy
+                iv = [x for x in d.link._iv]
+                hi[h, L.HI_LK_N] = len(iv)
+                for j, (s, e) in enumerate(iv):
+                    hlk[h, j] = (s, e)
+        # dual-actuator drives
+        xi = np.zeros((max(len(duals), 1), L.NXI), np.int64)
+        for x, d in enumerate(duals):
+            xi[x, L.XI_ACT0] = self.dev_index[id(d.actuators[0])]
+            xi[x, L.XI_ACT1] = self.dev_index[id(d.actuators[1])]
+            xi[x, L.XI_HALF] = d._half
+        # block layers
+        nb = max(len(blks), 1)
+        NR = max([b.nr_requests for b in blks] + [1]) + 1
+        bi = np.zeros((nb, L.NBI), np.int64)
+        bf = np.zeros((nb, L.NBF))
+        bso = np.zeros((nb, 2, NR, L.NSO), np.int64)
+        bdl = np.zeros((nb, 2, NR))
+        bfq = np.zeros((nb, NR), np.int64)
+        bwt = np.zeros((nb, R), np.int64)
+        bfw = np.zeros((nb, NR), np.int64)
+        brun = np.zeros((nb, 2, NR), np.int64)
+        bpend = np.zeros((nb, NR), np.int64)
+        self._blks = blks
+        for b, d in enumerate(blks):
+            cfg = d.cfg
+            bi[b, L.BI_LOWER] = self.dev_index[id(d.dev)]
+            bi[b, L.BI_QDEPTH] = d.qdepth
+            bi[b, L.BI_DEADLINE] = 1 if d.deadline else 0
+            bi[b, L.BI_FBATCH] = d._fifo_batch
+            bi[b, L.BI_WSTARVED] = cfg.writes_starved
+            bi[b, L.BI_SKIPFL] = 1 if d._skip_flush else 0
+            bi[b, L.BI_NR] = d.nr_requests
+            bi[b, L.BI_TAGS] = d._tags
+            bi[b, L.BI_SEQ] = d._seq
+            if d._last is not None:
+                bi[b, L.BI_LASTOFF], bi[b, L.BI_LASTSEQ] = d._last
+                bi[b, L.BI_HASLAST] = 1
+            bi[b, L.BI_BDIR] = d._bdir
+            bi[b, L.BI_BATCHING] = d._batching
+            bi[b, L.BI_STARVED] = d._starved
+            bi[b, L.BI_TAG_WAITS] = d.tag_waits
+            bi[b, L.BI_MAX_WAITING] = d.max_waiting
+            bi[b, L.BI_MAX_QUEUED] = d.max_queued
+            bi[b, L.BI_FL_SKIPPED] = d.flushes_skipped
+            bi[b, L.BI_FL_MERGED] = d.flushes_merged
+            bi[b, L.BI_DEV_FLUSHES] = d.device_flushes
+            bi[b, L.BI_DIRECT] = d.direct
+            bi[b, L.BI_READS_QUEUED] = d.reads_queued
+            bf[b, L.BF_EXPIRE], bf[b, L.BF_EXPIRE + 1] = d._expire
+            bf[b, L.BF_BUSY_SINCE] = d._busy_since
+            bf[b, L.BF_READ_WAIT] = d.read_wait
         st = L.State(
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
             np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
+            hlive, hfl, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend, xi,
         )  # fmt: skip
         self.st = st
         self._refill_all(first=True)
@@ -578,17 +684,40 @@ class CompiledRun:
             br._i = 0
             d._free = int(st.qi[q, L.QI_FREE])
             st.qi[q, L.QI_UPOS] = st.qi[q, L.QI_ULEN]
+        for b, d in enumerate(self._blks):
+            bi, bf = st.bi[b], st.bf[b]
+            d._tags = int(bi[L.BI_TAGS])
+            d._at_dev = int(bi[L.BI_ATDEV])
+            d._n_sched = int(bi[L.BI_NSCHED])
+            d._seq = int(bi[L.BI_SEQ])
+            d._last = (int(bi[L.BI_LASTOFF]), int(bi[L.BI_LASTSEQ])) if bi[L.BI_HASLAST] else None
+            d._bdir = int(bi[L.BI_BDIR])
+            d._batching = int(bi[L.BI_BATCHING])
+            d._starved = int(bi[L.BI_STARVED])
+            d.tag_waits = int(bi[L.BI_TAG_WAITS])
+            d.max_waiting = int(bi[L.BI_MAX_WAITING])
+            d.max_queued = int(bi[L.BI_MAX_QUEUED])
+            d.flushes_skipped = int(bi[L.BI_FL_SKIPPED])
+            d.flushes_merged = int(bi[L.BI_FL_MERGED])
+            d.device_flushes = int(bi[L.BI_DEV_FLUSHES])
+            d.direct = int(bi[L.BI_DIRECT])
+            d.reads_queued = int(bi[L.BI_READS_QUEUED])
+            d._busy_since = float(bf[L.BF_BUSY_SINCE])
+            d.read_wait = float(bf[L.BF_READ_WAIT])
         for h, d in enumerate(self._hdds):
             d._par[:] = st.hpar[h]
             d._seg[:] = st.hseg[h]
             d.read_hits = int(st.hi[h, L.HI_READHITS])
             d.destaged = int(st.hi[h, L.HI_DESTAGED])
             d.destaged_bytes = int(st.hi[h, L.HI_DESTAGED_BYTES])
+            d.overwrites = int(st.hi[h, L.HI_OVERWRITES])
+            d.coalesced = int(st.hi[h, L.HI_COALESCED])
+            d.dirty_read_hits = int(st.hi[h, L.HI_DIRTY_READ_HITS])
             d._busy = bool(st.hi[h, L.HI_BUSY])
             d._mech_end = float(st.hf[h, L.HF_MECH_END])
             d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
             d._seq = int(st.hi[h, L.HI_SEQ])
-            d.link.busy = float(st.hf[h, L.HF_LINK_BUSY])
+            d.link.busy = float(st.hf[int(st.hi[h, L.HI_LINK]), L.HF_LINK_BUSY])
             # the drive's queue and pending events stay in the compiled state: the Python drive
             # cannot continue this run (unsupported() refuses a drive with state)
             d._n = int(st.hi[h, L.HI_N])

@@ -4,9 +4,10 @@ from simulator.engine.core import (
     BufferedRandom,
     Component,
     Simulation,
+    collapse_huge_pages,
     path_spawn_key,
     succeed_at,
     succeed_now,
 )
 
-__all__ = ["BufferedRandom", "Component", "Simulation", "path_spawn_key", "succeed_at", "succeed_now"]
+__all__ = ["BufferedRandom", "Component", "Simulation", "collapse_huge_pages", "path_spawn_key", "succeed_at", "succeed_now"]

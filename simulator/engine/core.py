@@ -29,6 +29,7 @@ __all__ = [
     "BufferedRandom",
     "Component",
     "Simulation",
+    "collapse_huge_pages",
     "gc_quiet",
     "path_spawn_key",
     "run_env",
@@ -129,6 +130,55 @@ class gc_quiet:
         if self._active:
             gc.set_threshold(*self._old)
             gc.unfreeze()
+
+
+_MADV_HUGEPAGE = 14
+_MADV_COLLAPSE = 25  # Linux >= 6.1
+_HUGE = 1 << 21
+
+
+def collapse_huge_pages() -> int:
+    """Back the process's anonymous memory (the Python heap's arenas, numpy arrays) by 2 MiB
+    transparent huge pages, now (``madvise`` MADV_HUGEPAGE + MADV_COLLAPSE on every private
+    read-write anonymous mapping of ``/proc/self/maps``); returns the MiB collapsed.
+
+    For a built system of a large cluster: a client IO touches the state of OSDs spread over
+    hundreds of MB (every OSD's op queue, object store, caches and drive model), so nearly every
+    access misses the CPU's TLB as well as its caches; with huge pages the TLB covers 512 times
+    as much (measured: 1,008 OSDs, 12 % less CPU per IO, none at 24 OSDs). Best effort: does
+    nothing where the kernel lacks MADV_COLLAPSE or the system is not Linux; results are unchanged
+    either way (memory placement only). Takes ~1.3 s per GB."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.read().splitlines()
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madvise.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return 0
+    done = 0
+    for ln in lines:
+        parts = ln.split()
+        if len(parts) < 5 or parts[1][:2] != "rw" or parts[1][3] != "p" or (len(parts) > 5 and parts[5] != "[heap]"):
+            continue
+        a, b = (int(x, 16) for x in parts[0].split("-"))
+        lo = (a + _HUGE - 1) & ~(_HUGE - 1)
+        hi = b & ~(_HUGE - 1)
+        if hi <= lo:
+            continue
+        if madvise(lo, hi - lo, _MADV_HUGEPAGE) != 0:
+            continue
+        if madvise(lo, hi - lo, _MADV_COLLAPSE) == 0:
+            done += hi - lo
+        elif ctypes.get_errno() == 22:  # EINVAL: the kernel has no MADV_COLLAPSE
+            return done >> 20
+    return done >> 20
 
 
 def run_env(env: simpy.Environment, until: float | simpy.Event | None = None) -> Any:

@@ -744,11 +744,12 @@ def run_study(spec: StudySpec, out_dir: Path | None, workers: int | None = None,
             tasks.append((task_hotband, (raw, label)))
         if spec.webserver is not None:
             tasks.append((task_web, (raw, label)))
-    # longest first (the applications, then Iometer points by queue depth), the OLTP load search at the
-    # front; the OLTP timelines jump the queue once the load is chosen (they are the longest tasks)
+    # longest first (longest-processing-time scheduling on the workers: the makespan stays close to
+    # the total CPU / workers), by the measured cost of each task kind (_cost); the OLTP load search
+    # at the front (short); the OLTP timelines join the order once the load is chosen
     first = [(task_oltp_load, (raw, th)) for th in spec.oltp.threads] if spec.oltp is not None else []
-    weight = {task_web: 3, task_vdi: 3, task_hotband: 2, task_iometer: 1}
-    tasks.sort(key=lambda t: (-weight.get(t[0], 0), -(t[1][3] if t[0] is task_iometer else 0)))
+    flash = {lb: _spec_has_flash(d) for lb, d in spec.configs.items()}
+    tasks.sort(key=lambda t: -_cost(t[0], t[1], flash))
     pending = deque([*first, *tasks])
     threads = None
     loads: list[dict[str, Any]] = []
@@ -768,18 +769,48 @@ def run_study(spec: StudySpec, out_dir: Path | None, workers: int | None = None,
                     if len(loads) == len(first):
                         threads = _pick_load(loads, spec.oltp.target_latency_ms)
                         log(f"oltp: load chosen on {spec.oltp.baseline}: {threads} outstanding IOs")
-                        pending.extendleft((task_oltp_timeline, (raw, label, threads)) for label in reversed(spec.configs))
+                        # the timelines take their place in the longest-first order
+                        pending = deque(sorted([*pending, *((task_oltp_timeline, (raw, label, threads)) for label in spec.configs)],
+                                               key=lambda t: -_cost(t[0], t[1], flash)))
                 else:
                     log(f"{r.get('workload')} {r.get('config')} done in {r.get('wall_s', 0):.1f} s")
     # completion order varies between runs; the document lists the runs in a fixed order
     results.sort(key=lambda r: json.dumps([str(r.get(k)) for k in ("workload", "config", "mix", "qd", "threads")]))
     findings = _findings(spec, results)
-    cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
-    doc = {"name": spec.name, "wall_s": time.perf_counter() - t0, "cpu_s": cpu, "workers": nw, "load_start": list(load0),
+    usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    user = sum(u.ru_utime for u in usage)
+    system = sum(u.ru_stime for u in usage)
+    cpu = user + system
+    by_kind: dict[str, float] = {}
+    for r in results:
+        k = str(r.get("workload"))
+        by_kind[k] = by_kind.get(k, 0.0) + float(r.get("cpu_s", 0.0))
+    doc = {"name": spec.name, "wall_s": time.perf_counter() - t0, "cpu_s": cpu, "cpu_user_s": user, "cpu_system_s": system,
+           "cpu_by_workload_s": by_kind, "workers": nw, "load_start": list(load0),
            "load_end": list(os.getloadavg()), "results": results, "findings": findings, "oltp_threads": threads}
     if out_dir is not None:
         _write(spec, out_dir, doc)
     return doc
+
+
+#: CPU seconds of each task kind on this study's settings (2 GHz-class core, quiet machine; measured
+#: 2026-11-23, the flash configuration in parentheses): VDI boot storm 25-30, hot band 2 (12), web
+#: server 2 (9), OLTP timeline 3 (15), Iometer point <= 1.5 growing with the queue depth. Only the
+#: order of the tasks uses them.
+_COST = {"task_vdi": (30.0, 30.0), "task_hotband": (2.5, 12.0), "task_web": (2.0, 9.0), "task_oltp_timeline": (3.0, 15.0)}
+
+
+def _spec_has_flash(drive: dict[str, Any]) -> bool:
+    """True if the drive spec (profiles resolved) contains a flash read cache (TurboBoost)."""
+    return '"flash_read_cache"' in json.dumps(_inline(drive))
+
+
+def _cost(fn: Callable, args: tuple, flash: dict[str, bool]) -> float:
+    """Estimated CPU seconds of one task (for longest-first scheduling)."""
+    if fn is task_iometer:
+        return 0.1 * args[3] ** 0.5 * (2.0 if args[2] != "read" else 1.0)
+    c = _COST.get(fn.__name__)
+    return c[1 if flash.get(args[1]) else 0] if c else 1.0
 
 
 def _task(fn: Callable, *args: Any) -> dict[str, Any]:
@@ -787,6 +818,7 @@ def _task(fn: Callable, *args: Any) -> dict[str, Any]:
     import gc
 
     t = time.perf_counter()
+    c = time.process_time()
     try:
         r = fn(*args)
     except Exception as e:  # one failed task is reported, the others still count
@@ -797,6 +829,7 @@ def _task(fn: Callable, *args: Any) -> dict[str, Any]:
     finally:
         gc.collect()
     r["wall_s"] = time.perf_counter() - t
+    r["cpu_s"] = time.process_time() - c
     return r
 
 
@@ -1056,6 +1089,14 @@ def _steady_word(st: dict[str, Any] | None) -> str:
     return ("not steady: " + ", ".join(bad)) if bad else ("too short to judge" if unk else "steady (MSER)")
 
 
+def _cpu_split(doc: dict[str, Any]) -> str:
+    """", U s user + S s system; per workload: ..." of the run's CPU time (empty for older documents)."""
+    if "cpu_user_s" not in doc:
+        return ""
+    kinds = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(doc.get("cpu_by_workload_s", {}).items(), key=lambda kv: -kv[1]))
+    return f": {doc['cpu_user_s']:.0f} s user + {doc['cpu_system_s']:.0f} s system; tasks by workload: {kinds}"
+
+
 def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
     """calibration/demartek/key_findings.md: the key-findings table (the format `simrun validate`
     reads), which figures were fitted and which predicted, and per figure its run length, IO count,
@@ -1070,8 +1111,8 @@ def report_markdown(spec: StudySpec, doc: dict[str, Any], command: str) -> str:
         f"## {spec.title or spec.name}",
         "",
         f"Run of `{command}` on {time.strftime('%Y-%m-%d')}: {len(doc['results'])} runs, {doc['wall_s']:.0f} s wall, "
-        f"{doc.get('cpu_s', 0):.0f} s CPU (all processes) on {doc['workers']} workers; load average (1 min) "
-        f"{la[0]:.1f} at the start, {lb[0]:.1f} at the end, on a 2-core machine shared with other jobs. Published "
+        f"{doc.get('cpu_s', 0):.0f} s CPU (all processes{_cpu_split(doc)}) on {doc['workers']} workers; load average (1 min) "
+        f"{la[0]:.1f} at the start, {lb[0]:.1f} at the end (`os.getloadavg`). Published "
         "figures: `calibration/reference/demartek_15e900.csv` (OLTP IOPS, Iometer random-write IOPS, web server "
         "IOPS; Demartek, commissioned by Seagate); the other four metrics are predictions.",
         "",

@@ -515,7 +515,7 @@ def run_app(
     for m in meters:
         m.start_window(t_begin + ramp)
     done = wl.start()
-    sim.env.run(until=done)
+    sim.run(until=done)  # the engine's run loop (inlined step, gc_quiet), as run_fio
     t_end = sim.env.now
     t0 = t_begin + ramp
     win = max(t_end - t0, 1e-12)

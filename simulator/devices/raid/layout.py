@@ -194,6 +194,12 @@ def plan_read(
     if lv == "1":
         m = _pick_mirror(range(lay.n), failed, load)
         return [MemberOp(0, m, READ, offset, size)]
+    if not failed and lv in ("5", "6", "0"):  # the common case: a read inside one chunk of a healthy volume
+        c, o = divmod(offset, ch)
+        if o + size <= ch:
+            row, j = divmod(c, lay.data_chunks)
+            m = j if lv == "0" else ((lay.n - 1) - row % lay.n + (2 if lv == "6" else 1) + j) % lay.n
+            return [MemberOp(0, m, READ, row * ch + o, size)]
     for row, j, o, ln in split_chunks(lay, offset, size):
         if lv == "jbod":
             ops.append(MemberOp(0, j, READ, o, ln))
@@ -246,48 +252,57 @@ def plan_stripe_write(
             c[1] = max(c[1], o + ln)
     lo = min(c[0] for c in cover.values())
     hi = max(c[1] for c in cover.values())
-    p, q = parity_members(n, lv, row)
-    par = [int(p)] + ([int(q)] if lv == "6" else [])
-    members = [int(stripe_data_member(n, lv, row, j)) for j in range(k)]
+    pd = (n - 1) - row % n  # left-symmetric: P of this stripe (parity_members / stripe_data_member)
+    par = [pd, (pd + 1) % n] if lv == "6" else [pd]
+    first = pd + (2 if lv == "6" else 1)
+    members = [(first + j) % n for j in range(k)]
     writes = [MemberOp(1, members[j], WRITE, base + a, b - a) for j, (a, b) in cover.items() if members[j] not in failed]
     writes += [MemberOp(1, m, WRITE, base + lo, hi - lo) for m in par if m not in failed]
     alive_par = [m for m in par if m not in failed]
     if not alive_par:  # no parity left to keep: plain data writes
         return writes, "full"
-    # reconstruct-write: uncovered part of [lo, hi) of every data chunk
-    rcw: list[MemberOp] = []
-    rcw_ok = True
-    for j in range(k):
-        c = cover.get(j)
-        if c is None:
-            a, b = lo, hi
-        elif c[0] <= lo and c[1] >= hi:
-            continue
-        else:  # read the span of what is left uncovered (one IO)
-            a = lo if c[0] > lo else c[1]
-            b = hi if c[1] < hi else c[0]
-        if members[j] in failed:
-            rcw_ok = False
-        rcw.append(MemberOp(0, members[j], READ, base + a, b - a))
-    if rcw_ok and not rcw:
+
+    def rcw_reads() -> list[MemberOp]:
+        """Reconstruct-write: the uncovered part of [lo, hi) of every data chunk (one read each)."""
+        out = []
+        for j in range(k):
+            c = cover.get(j)
+            if c is None:
+                a, b = lo, hi
+            elif c[0] <= lo and c[1] >= hi:
+                continue
+            else:  # read the span of what is left uncovered (one IO)
+                a = lo if c[0] > lo else c[1]
+                b = hi if c[1] < hi else c[0]
+            out.append(MemberOp(0, members[j], READ, base + a, b - a))
+        return out
+
+    # the reconstruct-write's read count and feasibility without building it (k - fully covered chunks)
+    full = [j for j, c in cover.items() if c[0] <= lo and c[1] >= hi]
+    n_rcw = k - len(full)
+    rcw_ok = not failed or all(members[j] not in failed for j in range(k) if j not in full)
+    if rcw_ok and n_rcw == 0:
         return writes, "full"
     rmw_ok = all(members[j] not in failed for j in cover)
-    rmw = [MemberOp(0, members[j], READ, base + a, b - a) for j, (a, b) in cover.items()]
-    rmw += [MemberOp(0, m, READ, base + lo, hi - lo) for m in alive_par]
+    n_rmw = len(cover) + len(alive_par)
     if policy == "rmw" and rmw_ok:
         use = "rmw"
     elif policy == "reconstruct" and rcw_ok:
         use = "rcw"
     elif rmw_ok and rcw_ok:
-        use = "rmw" if len(rmw) < len(rcw) else "rcw"
+        use = "rmw" if n_rmw < n_rcw else "rcw"
     elif rmw_ok:
         use = "rmw"
     elif rcw_ok:
         use = "rcw"
     else:  # degraded: rebuild from every survivor, then write
-        reads = [o for o in rcw if o.member not in failed] + [MemberOp(0, m, READ, base + lo, hi - lo) for m in alive_par]
+        reads = [o for o in rcw_reads() if o.member not in failed] + [MemberOp(0, m, READ, base + lo, hi - lo) for m in alive_par]
         return reads + writes, "rebuild"
-    return (rmw if use == "rmw" else rcw) + writes, use
+    if use == "rcw":
+        return rcw_reads() + writes, use
+    rmw = [MemberOp(0, members[j], READ, base + a, b - a) for j, (a, b) in cover.items()]
+    rmw += [MemberOp(0, m, READ, base + lo, hi - lo) for m in alive_par]
+    return rmw + writes, use
 
 
 def plan_write(

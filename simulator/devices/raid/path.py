@@ -15,7 +15,7 @@ one is free (at once when the path is idle). A read's data crosses the path whil
 it, i.e. during the last ``size / lane rate`` before the member completes; when no lane was free
 for that interval, the completion waits for one. So an idle path adds no latency and a busy path
 bounds the volume at ``channels x lanes x lane rate``. A port costs one extra event per member IO
-only when it has to wait.
+only when it has to wait: otherwise it completes inside the member's completion callback.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 import simpy
 
 from simulator.devices.base import Device, Op, PassThroughBusy, Request
+from simulator.devices.blocklayer import fire_now
 from simulator.engine import Component, succeed_at
 
 __all__ = ["HbaPath", "PathPort"]
@@ -37,7 +38,7 @@ class HbaPath(Component):
         super().__init__(name, parent)
         self.cfg = cfg
         self.lane_bps = float(cfg.lane_rate) * float(cfg.efficiency)
-        self._free = [[0.0] * cfg.lanes for _ in range(cfg.channels)]
+        self._flat = [0.0] * (cfg.lanes * cfg.channels)  # lane free times, channel-major
         self._rr = 0
         self.busy = [0.0] * cfg.channels
         self.transfers = [0] * cfg.channels
@@ -45,16 +46,19 @@ class HbaPath(Component):
     def reserve(self, t: float, size: int) -> tuple[float, float]:
         """Book ``size`` bytes on a lane as early as possible from ``t``; return (start, end)."""
         dur = size / self.lane_bps
+        nl = self.cfg.lanes
+        free = self._flat
         if self.cfg.policy == "round_robin":
             ch = self._rr
-            self._rr = (ch + 1) % len(self._free)
-        else:
-            ch = min(range(len(self._free)), key=lambda c: min(self._free[c]))
-        lanes = self._free[ch]
-        i = lanes.index(min(lanes))
-        start = max(t, lanes[i])
+            self._rr = (ch + 1) % self.cfg.channels
+            lanes = free[ch * nl : (ch + 1) * nl]
+            k = ch * nl + lanes.index(min(lanes))
+        else:  # the earliest-free lane of all: its channel frees first (ties: lower channel, lower lane)
+            k = free.index(min(free))
+            ch = k // nl
+        start = t if t > free[k] else free[k]
         end = start + dur
-        lanes[i] = end
+        free[k] = end
         self.busy[ch] += dur
         self.transfers[ch] += 1
         return start, end
@@ -96,5 +100,9 @@ class PathPort(PassThroughBusy, Device):
         delay = 0.0
         if req.op == Op.READ and req.size:
             _, end = self.path_.reserve(now - req.size / self.path_.lane_bps, req.size)
-            delay = max(0.0, end - now)
-        self._complete_after(req, delay)
+            delay = end - now
+        if delay > 1e-12:  # (now - d) + d can exceed now by rounding: below a picosecond is no wait
+            self._complete_after(req, delay)
+        else:  # no lane wait: complete inside the member's completion (no heap entry of its own)
+            self._finish(req)
+            fire_now(req.event, req)

@@ -1,0 +1,122 @@
+"""numba kernels of the HDD's DRAM write cache as arrays (the compiled core's cache state).
+
+The Python drive (``devices.hdd.drive.HDD``) keeps its dirty extents as lists with two dicts as
+their coalescing index (start sector -> extent, end sector -> extent) and a page -> count dict for
+reads served from dirty data. The compiled core keeps the same facts in one extent table:
+
+* ``ext`` int64 ``[E, NE]``: one row per extent slot, columns ``E_*`` below;
+* ``live`` int64 ``[E]``: the slots of the extents in the cache (accepted, not yet destaged: in the
+  host-facing queue, in the destage window or in flight), ``nlive`` of them, in no order
+  (``ext[e, E_POS]`` is e's place in ``live``, so removal is a swap with the last).
+
+The index flags reproduce the dicts exactly: ``E_INS`` is set for the one extent the start dict
+maps its start sector to (a later extent with the same start takes the key, as a dict assignment
+does), ``E_INE`` likewise for the end sector. A read is served from dirty data when every 4 KiB
+page it touches lies wholly inside some live extent (the page dict's keys).
+
+These kernels are the decision logic; ``core/loop.py`` calls them. The Python drive has its own
+(dict-based) statement of the same rules: the pair is pinned together by the differential tests
+in ``tests/test_core.py`` (identical fio JSON and device statistics across seeds, queue depths,
+read/write mixes, block sizes, FUA and fsync) — see docs/design.md, "Compiled core".
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+E_LBA = 0  # first sector
+E_NS = 1  # sectors
+E_SEQ = 2  # arrival number of the write that created it (FLUSH ordering)
+E_WIN = 3  # 1 = in the destage window (a candidate row of the scheduler; still joinable)
+E_INS = 4  # 1 = the start index maps its first sector to it
+E_INE = 5  # 1 = the end index maps its end sector to it
+E_POS = 6  # its place in ``live``
+NE = 7
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_target(ext, live, nlive, lba, ns, lim):
+    """(extent, how) a cached write of ``ns`` sectors at ``lba`` joins without a new extent:
+    how 0 = exact overwrite of an extent starting at lba, 1 = appends to an extent ending at lba,
+    2 = prepends to one starting at lba + ns (joins bounded by ``lim`` sectors); (-1, -1) none."""
+    s0 = -1
+    s1 = -1
+    en = -1
+    for k in range(nlive):
+        e = live[k]
+        if ext[e, E_INS] != 0:
+            s = ext[e, E_LBA]
+            if s == lba:
+                s0 = e
+            elif s == lba + ns:
+                s1 = e
+        if ext[e, E_INE] != 0 and ext[e, E_LBA] + ext[e, E_NS] == lba:
+            en = e
+    if s0 >= 0 and ext[s0, E_NS] == ns:
+        return s0, 0
+    if en >= 0 and ext[en, E_NS] + ns <= lim:
+        return en, 1
+    if s1 >= 0 and ext[s1, E_NS] + ns <= lim:
+        return s1, 2
+    return -1, -1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_index(ext, live, nlive, e):
+    """Extent ``e`` takes its start and end keys in the index (displacing whoever held them)."""
+    s = ext[e, E_LBA]
+    t = s + ext[e, E_NS]
+    for k in range(nlive):
+        o = live[k]
+        if o != e:
+            if ext[o, E_INS] != 0 and ext[o, E_LBA] == s:
+                ext[o, E_INS] = 0
+            if ext[o, E_INE] != 0 and ext[o, E_LBA] + ext[o, E_NS] == t:
+                ext[o, E_INE] = 0
+    ext[e, E_INS] = 1
+    ext[e, E_INE] = 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_unindex(ext, e):
+    """Extent ``e`` leaves the index (it goes to the mechanism, or changes its keys)."""
+    ext[e, E_INS] = 0
+    ext[e, E_INE] = 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_live_add(ext, live, nlive, e):
+    """Append ``e`` to the live extents; returns the new count."""
+    live[nlive] = e
+    ext[e, E_POS] = nlive
+    return nlive + 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_live_drop(ext, live, nlive, e):
+    """Remove ``e`` from the live extents (swap with the last); returns the new count."""
+    p = ext[e, E_POS]
+    last = live[nlive - 1]
+    live[p] = last
+    ext[last, E_POS] = p
+    ext[e, E_INS] = 0
+    ext[e, E_INE] = 0
+    return nlive - 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_dirty_hit(ext, live, nlive, lba, end, pg):
+    """Every ``pg``-sector page that sectors [lba, end) touch lies wholly inside a live extent."""
+    for p in range(lba // pg, -(-end // pg)):
+        a = p * pg
+        b = a + pg
+        found = False
+        for k in range(nlive):
+            e = live[k]
+            s = ext[e, E_LBA]
+            if s <= a and b <= s + ext[e, E_NS]:
+                found = True
+                break
+        if not found:
+            return False
+    return True
