@@ -474,6 +474,10 @@ HDD_QD_PROFILES = {
     "Seagate Exos 2X18 (MACH.2)": "hdd/seagate_exos_2x18",
     "Seagate Exos 2X14 (MACH.2)": "hdd/seagate_exos_2x14",
     "WD Ultrastar DC HC580": "hdd/wd_ultrastar_hc580",
+    "WD Gold 24TB": "hdd/wd_gold_24tb",
+    "WD Red Pro 22TB": "hdd/wd_red_pro_22tb",
+    "WD Ultrastar DC HC590 26TB": "hdd/wd_ultrastar_hc590",
+    "Seagate IronWolf Pro 30TB": "hdd/seagate_ironwolf_pro_30tb",
 }
 HDD_QD_GOAL = 20.0  # percent
 
@@ -678,7 +682,22 @@ HDD_QD_NOTES = (
     "re-read); (5) the Cheetah at QD128 keeps rising while the measured one falls 7 % (the host's request limit at "
     "QD128 is not modelled); (6) the Fireball writes sit at +24 % (the better seek estimate also improves destage "
     "ordering). No measured 2.5-inch 7.2K SATA/NCQ sweep was reachable as numbers (searched again 2026-11-23: "
-    "reviews give charts only)."
+    "reviews give charts only). "
+    "Queued writes while the volatile cache is full (`cache.queued_write_candidates`, on in the WD Gold, Red Pro "
+    "and HC590 profiles): a queued write the full DRAM cache refuses stays a reordering candidate (SATA NCQ: the "
+    "drive asks for a queued write's data when it chooses; WD patents US 6,711,628 B1 and US 9,141,531 B1: host "
+    "writes and cached write data in one RPO queue), is written home directly if picked and moves into the cache "
+    "when a segment frees, and destage then competes with host commands; without it the 16 dirty segments were "
+    "the only candidates and a 3.5-inch 7.2K drive wrote 141/s at QD32 with WCE=1 against 165/s with WCE=0 (with "
+    "it: 182/s; tests/test_hdd_queued_writes.py). It is off for the Cheetah 15K.7: its measured writes are flat "
+    "from QD4 to QD128 (785-733/s), and with the switch on the model rises with queue depth to +18/+27/+32 % at "
+    "QD32/64/128 - the Cheetah's firmware evidently does not schedule writes it has not cached. (7) The WD drives' "
+    "QD32 writes with the cache as shipped (421-663/s measured, about 2-3x their reads) come out at their read "
+    "rate (~182/s, -57 to -73 %): 16 dirty segments plus 32 queued writes are far too few candidates, and even "
+    "1024 dirty segments give only ~350/s over the whole drive (sensitivity run, not committed) - either the "
+    "drives' write-back pool is not the explanation or the review's '10GB' limit was a region for the writes; no "
+    "source settles it, so the rows stay misses. (8) The IronWolf Pro 30TB (the Exos M platform, media-cache "
+    "profile) writes 301/s measured against 536 simulated (+78 %), the same HAMR gap as the Exos M (2)."
 )
 
 

@@ -66,6 +66,8 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         wc = dev._wc
         if wc not in ("off", "volatile"):
             return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
+        if getattr(dev, "_qwc", False):
+            return -1, f"{dev.path}: cache.queued_write_candidates (queued writes as candidates while the cache is full)"
         if dev.trace is not None:
             return -1, f"{dev.path}: a media trace is requested"
         if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes \

@@ -533,6 +533,15 @@ class CacheConfig(ConfigModel):
         le=4096,
         description="oldest dirty extents the scheduler considers at once, count, default 64",
     )
+    queued_write_candidates: bool = Field(
+        False,
+        description="volatile: a queued write the DRAM write cache has no room for stays a candidate of the "
+        "drive's reordering (NCQ/TCQ: the drive asks for a queued write's data when it chooses, so such a write "
+        "is written home directly when picked and acknowledged then; when a dirty segment frees, the oldest such "
+        "write moves into the cache and is acknowledged), and destage competes with host commands while the cache "
+        "is full; false = the write waits outside the cache until a segment frees and is no candidate (the "
+        "behaviour before 2026-11-23); a write overlapping dirty data always waits, default false",
+    )
     destage_merge: Bytes = Field(
         "1MiB",
         ge=0,

@@ -227,6 +227,11 @@ class HDD(Device):
         self._ndirty = 0  # extents in the deque, the window and in flight
         self._dirty_bytes = 0
         self._blocked: deque[tuple[Request, bool]] = deque()
+        # cache.queued_write_candidates (volatile): queued writes the full cache could not take, still
+        # reordering candidates (written home directly if picked), oldest first -> moved into the cache
+        # when a segment frees
+        self._qwc = c.queued_write_candidates and c.write_cache == "volatile"
+        self._qdw: dict[int, Request] = {}
         self._flushes: list[list] = []  # [seq, remaining, req, ack_done]
         self._oncomp = self._on_complete  # bound once (hot path)
         #: set to a list to record every media operation as (t_dispatch, kind, seek, rotation,
@@ -246,6 +251,7 @@ class HDD(Device):
         self.overwrites = 0
         self.coalesced = 0
         self.dirty_read_hits = 0
+        self.direct_writes = 0
 
     def reset_stats(self) -> None:
         super().reset_stats()
@@ -286,6 +292,8 @@ class HDD(Device):
             "queued": self._n,
             "host_fifo": len(self._hostq),
         }
+        if self._qwc:
+            s["hdd"]["queued_writes_direct"] = self.direct_writes
         return s
 
     # ------------------------------------------------------------------ interface
@@ -417,6 +425,11 @@ class HDD(Device):
             return
         fua_flush = bool(req.fua and (wc == "volatile" or self._mc)) or (self._mc and not self._mc_wce)
         if self._blocked or not self._fits(lba, nbytes):
+            if self._qwc and not self._blocked and not fua_flush and not self._overlaps_dirty(lba, end):
+                # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then)
+                self._qdw[id(req)] = req
+                self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
+                return
             self._blocked.append((req, fua_flush))
             if not self._busy:
                 self._dispatch()
@@ -432,6 +445,14 @@ class HDD(Device):
             if nseg >= self._max_seg and self._coalesce_target(lba, nbytes // self._ss) is None:
                 return False
         return True
+
+    def _overlaps_dirty(self, lba: int, end: int) -> bool:
+        """Sectors [lba, end) overlap dirty data still to be destaged (queued, in the window or in flight)."""
+        m = self._mech_item
+        for e in (*self._dirty, *(x for x in self._cr if type(x) is list), *((m,) if type(m) is list else ())):
+            if e[0] < end and lba < e[0] + e[1]:
+                return True
+        return False
 
     def _coalesce_target(self, lba: int, ns: int) -> tuple[list, int] | None:
         """(extent, how) a cached write of ``ns`` sectors at ``lba`` joins without a new segment:
@@ -581,6 +602,22 @@ class HDD(Device):
                 break
             bl.popleft()
             self._accept(req, now, lba, end, ff)
+        qd = self._qdw
+        while qd and not bl:  # a segment freed: the oldest queued write the cache refused moves in
+            req = next(iter(qd.values()))
+            lba, end = self._sectors(req)
+            if not self._fits(lba, (end - lba) * self._ss):
+                break
+            del qd[id(req)]
+            cr = self._cr
+            i = next(j for j in range(self._n) if cr[j] is req)
+            K.remove_row(self._cq, self._n, i)
+            last = cr.pop()
+            if i < self._n - 1:
+                cr[i] = last
+            self._n -= 1
+            self._nhost -= 1
+            self._accept(req, now, lba, end, False)
         self._pump()
 
     # ------------------------------------------------------------------ media cache
@@ -737,7 +774,7 @@ class HDD(Device):
             if self._mc:
                 pressure = self._mc_bytes >= self._mc_hw
             else:
-                pressure = bool(self._flushes or self._blocked) or self._dirty_bytes >= self._hw
+                pressure = bool(self._flushes or self._blocked or self._qdw) or self._dirty_bytes >= self._hw
             if not pressure:
                 mode = 1
         i, kind, t0, xs, tend = _dispatch_k(
@@ -757,6 +794,8 @@ class HDD(Device):
         self._mech_item = item
         if kind == 0:
             self._nhost -= 1
+            if self._qdw and self._qdw.pop(id(item), None) is not None:
+                self.direct_writes += 1
             link = self.link
             dur = item.size / self._lrate
             if item.op == _READ:
