@@ -823,8 +823,57 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
                 sel = [_f(r.get(f"err_{m}_pct")) for r in mech if r["set"] == s2]
                 summary.append({"campaign": f"Ceph lab, {'mechanisms' if tag == 'batching' else tag} ({s2}, {lab_m})", "kind": s2,
                                 **_stats([e for e in sel if e is not None])})
+    md += _ceph_lab_quiet(lab, cell, summary)
     md += ["", "Mechanisms and what the lab showed: docs/ceph-model.md, \"What the lab showed\".", ""]
     return md, summary
+
+
+def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list[str]:
+    """The quiet campaign (data/quiet): its run-to-run spread beside the committed (loaded) campaign's, the
+    loaded fit's predictions of it, and the fit redone on its own croit QD1 points (calibrate_quiet.yaml)."""
+    q = lab / "data" / "quiet"
+    pts_q, pts_l = q / "points.csv", lab / "data" / "points.csv"
+    if not pts_q.is_file():
+        return []
+    md = ["", "### Quiet campaign (nothing else running on the VM)", "",
+          "`lab.py run campaign.yaml --only croit,norepeat` on 2026-11-23 23:26-23:39 UTC with no other job on the VM "
+          "(the load average is the lab's own daemons and fio), derived into `data/quiet/`. Against the committed "
+          "campaign (measured at load 11-15 beside other jobs): IOPS mean and (max − min)/mean over 3 fresh clusters.", "",
+          "| sequence | rw | QD | IOPS quiet (range) | IOPS loaded (range) | p50 ms quiet / loaded | p99 ms quiet / loaded |",
+          "|---|---|---|---|---|---|---|"]
+    loaded = {(r["sequence"], r["rw"], r["qd"]): r for r in _read_csv(pts_l)} if pts_l.is_file() else {}
+    for r in sorted(_read_csv(pts_q), key=lambda r: (r["sequence"], r["rw"], int(r["qd"]))):
+        o = loaded.get((r["sequence"], r["rw"], r["qd"]), {})
+
+        def rng(x: dict[str, str]) -> str:
+            v = _f(x.get("iops_range_rel"))
+            return "–" if v is None else f"{100 * v:.0f}%"
+        md.append(f"| {r['sequence']} | {r['rw']} | {r['qd']} | {_num(r.get('iops'))} ({rng(r)}) | "
+                  f"{_num(o.get('iops'))} ({rng(o)}) | {_num(r.get('p50_ms'))} / {_num(o.get('p50_ms'))} | "
+                  f"{_num(r.get('p99_ms'))} / {_num(o.get('p99_ms'))} |")
+    for tag, title in (("", "the loaded campaign's fit (`ceph_lab_fitted`) predicting the quiet campaign (every row a prediction)"),
+                       ("_quiet", "the same three parameters refitted on the quiet campaign's croit QD1 points "
+                                  "(`ceph_lab_quiet_fitted`, calibrate_quiet.yaml)")):
+        p = q / f"prediction{tag}.csv"
+        if not p.is_file():
+            continue
+        rows = _read_csv(p)
+        if not tag:
+            rows = [{**r, "set": "prediction"} for r in rows]
+        md += ["", f"Quiet campaign, {title}:", "",
+               "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
+               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
+                                          *cell(r, "p99_ms")]) + " |")
+        name = "loaded fit" if not tag else "quiet fit"
+        for s2 in ("fit", "prediction"):
+            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
+                sel = [_f(r.get(f"err_{m}_pct")) for r in rows if r["set"] == s2]
+                if sel:
+                    summary.append({"campaign": f"Ceph lab quiet campaign, {name} ({s2}, {lab_m})", "kind": s2,
+                                    **_stats([e for e in sel if e is not None])})
+    return md
 
 
 def _demartek() -> tuple[list[str], list[dict[str, Any]]]:
