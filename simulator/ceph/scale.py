@@ -47,6 +47,16 @@ def build_scaled(sim: Any, hosts: int) -> Any:
 
 
 def _peak_rss_mb() -> float:
+    """This process's own peak RSS. Linux carries ru_maxrss across fork + exec (the parent's high-water mark at
+    the fork), so a fresh interpreter started by a large bench process would report the parent's peak; the
+    memory map's own high-water mark (VmHWM, reset at exec) is read where /proc has it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
