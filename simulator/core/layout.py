@@ -176,61 +176,7 @@ HI_SS = 25
 HI_FUA_OK = 26
 HI_MERGE = 27
 HI_NLIVE = 28  # extents in the write cache (accepted, not yet destaged): ``hlive[:HI_NLIVE]``
-HI_FL_N = 29  # ---- dual-actuator drives (``xi`` rows)
-XI_ACT0 = 0  # device index of actuator 0 (an HDD row), LBAs [0, half)
-XI_ACT1 = 1  # actuator 1, LBAs [half, 2 half)
-XI_HALF = 2  # bytes per actuator
-NXI = 3
-
-# ---- block layers (devices.blocklayer.BlockLayer)
-BI_LOWER = 0  # the device below (index in the device tables)
-BI_QDEPTH = 1  # requests at the device at once
-BI_DEADLINE = 2  # 1 = mq-deadline / bfq (sector-sorted batches, deadlines), 0 = none (FIFO)
-BI_FBATCH = 3  # requests per batch
-BI_WSTARVED = 4  # read batches while writes wait before a write batch
-BI_SKIPFL = 5  # 1 = complete a FLUSH at once (the device has no volatile write cache)
-BI_TAGS = 6  # free tags
-BI_ATDEV = 7  # requests (incl. flushes) at the device
-BI_SEQ = 8  # scheduler insertion number
-BI_NSCHED = 9  # requests in the scheduler
-BI_NS = 10  # 2 columns: sorted entries per direction (deadline scheduler)
-BI_LASTOFF = 12  # sort key (offset, seq) of the last dispatched request
-BI_LASTSEQ = 13
-BI_HASLAST = 14
-BI_BDIR = 15  # direction of the current batch, -1 none
-BI_BATCHING = 16
-BI_STARVED = 17
-BI_FQ_HEAD = 18  # scheduler none: FIFO ring of requests
-BI_FQ_CNT = 19
-BI_W_HEAD = 20  # requests waiting for a tag (ring)
-BI_W_CNT = 21
-BI_FW_HEAD = 22  # flushes holding a tag, waiting for a device slot (ring)
-BI_FW_CNT = 23
-BI_FLRUN = 24  # flush at the device: 0 none, 1 a request as it is, 2 the layer's own (merged list)
-BI_NEXTSLOT = 25  # row of ``brun`` the next own FLUSH lists its requests in
-BI_RUNN = 26  # 2 columns: requests listed per ``brun`` row
-BI_PENDN = 28  # flushes merged into the next own FLUSH (``bpend``)
-BI_NR = 29  # nr_requests
-BI_TAG_WAITS = 30  # statistics (BlockLayer.reset_stats restarts them)
-BI_MAX_WAITING = 31
-BI_MAX_QUEUED = 32
-BI_FL_SKIPPED = 33
-BI_FL_MERGED = 34
-BI_DEV_FLUSHES = 35
-BI_DIRECT = 36
-BI_READS_QUEUED = 37
-NBI = 38
-BF_EXPIRE = 0  # 2 columns: deadline per direction, s
-BF_BUSY_SINCE = 2
-BF_READ_WAIT = 3
-NBF = 4
-# sorted scheduler entries ``bso[b, direction, k]``: offset, insertion number, request
-SO_OFF = 0
-SO_SEQ = 1
-SO_REQ = 2
-NSO = 3
-
-# FLUSH / FUA records waiting for destages (rows of ``hfl``)
+HI_FL_N = 29  # FLUSH / FUA records waiting for destages (rows of ``hfl``)
 HI_OVERWRITES = 30
 HI_COALESCED = 31
 HI_DIRTY_READ_HITS = 32
@@ -248,6 +194,7 @@ HF_DIRTY_BYTES = 7
 HF_HW = 8
 HF_LINK_BUSY = 9
 NHF = 10
+
 # ---- dual-actuator drives (``xi`` rows)
 XI_ACT0 = 0  # device index of actuator 0 (an HDD row), LBAs [0, half)
 XI_ACT1 = 1  # actuator 1, LBAs [half, 2 half)
