@@ -1004,19 +1004,27 @@ def _b_finish(sp, d, b, r, now):
 
 
 @njit(cache=True, _nrt=False)
+def _leaf_submit(sp, d, r, now):
+    """A request reaches a device that is not a block layer (queue device, HDD, dual-actuator drive): the one
+    submit path of both the job threads (_dev_submit) and a block layer's dispatch (numba compiles no
+    recursion, so a block layer cannot call _dev_submit)."""
+    st = _ld(sp)
+    k = st.dvi[d, 0]
+    if k == DK_DUAL:
+        _x_submit(sp, d, st.dvi[d, 1], r, now)
+        return
+    _acc_enter(sp, d, now)
+    if k == DK_QUEUE:
+        _q_start(sp, d, st.dvi[d, 1], r, now)
+    else:
+        _h_submit(sp, d, st.dvi[d, 1], r, now)
+
+
+@njit(cache=True, _nrt=False)
 def _b_lower_submit(sp, d, b, r, now):
     st = _ld(sp)
     st.bi[b, BI_ATDEV] += 1
-    low = st.bi[b, BI_LOWER]
-    k = st.dvi[low, 0]
-    if k == DK_DUAL:  # (not through _dev_submit: numba compiles no recursion)
-        _x_submit(sp, low, st.dvi[low, 1], r, now)
-        return
-    _acc_enter(sp, low, now)
-    if k == DK_QUEUE:
-        _q_start(sp, low, st.dvi[low, 1], r, now)
-    else:
-        _h_submit(sp, low, st.dvi[low, 1], r, now)
+    _leaf_submit(sp, st.bi[b, BI_LOWER], r, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -1374,17 +1382,10 @@ def device_submit(sp, d, r, now):
 @njit(cache=True, _nrt=False)
 def _dev_submit(sp, d, r, now):
     st = _ld(sp)
-    k = st.dvi[d, 0]
-    if k == DK_QUEUE:
-        _acc_enter(sp, d, now)
-        _q_start(sp, d, st.dvi[d, 1], r, now)
-    elif k == DK_HDD:
-        _acc_enter(sp, d, now)
-        _h_submit(sp, d, st.dvi[d, 1], r, now)
-    elif k == DK_BLK:
+    if st.dvi[d, 0] == DK_BLK:
         _b_submit(sp, d, st.dvi[d, 1], r, now)
     else:
-        _x_submit(sp, d, st.dvi[d, 1], r, now)
+        _leaf_submit(sp, d, r, now)
 
 
 @njit(cache=True, _nrt=False)
