@@ -836,8 +836,9 @@ def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list
     if not pts_q.is_file():
         return []
     md = ["", "### Quiet campaign (nothing else running on the VM)", "",
-          "`lab.py run campaign.yaml --only croit,norepeat` on 2026-11-23 23:26-23:39 UTC with no other job on the VM "
-          "(the load average is the lab's own daemons and fio), derived into `data/quiet/`. Against the committed "
+          "`lab.py run campaign.yaml --only croit,norepeat` on 2026-11-23 23:26-23:39 UTC and `--only cold,smallcache` "
+          "on 2026-11-24 01:41-01:54 UTC, each with no other job on the VM (the load average is the lab's own daemons "
+          "and fio), derived together into `data/quiet/`. Against the committed "
           "campaign (measured at load 11-15 beside other jobs): IOPS mean and (max − min)/mean over 3 fresh clusters.", "",
           "| sequence | rw | QD | IOPS quiet (range) | IOPS loaded (range) | p50 ms quiet / loaded | p99 ms quiet / loaded |",
           "|---|---|---|---|---|---|---|"]
