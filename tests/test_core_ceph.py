@@ -1,0 +1,189 @@
+"""The compiled Ceph core (simulator.core.ceph_*) against the Python model, the reference.
+
+Differential tests: two clusters built from the same config and seed, one driven by the Python
+methods, one by the compiled kernels on the same inputs; the results must be identical (the
+compiled core consumes the same random streams in the same order) or, where the streams cannot be
+the same, statistically equivalent. Each test was checked to fail against a deliberately wrong
+kernel (see the mutation notes in the docstrings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simulator.ceph  # noqa: F401
+from simulator.ceph.cluster import Cluster
+from simulator.core import ceph_arith as A
+from simulator.core import ceph_layout as L
+from simulator.core import ceph_loop as K
+from simulator.core.ceph_build import build_state, run_kernel, unsupported, write_back
+from simulator.devices.registry import resolve_params
+from simulator.engine import Simulation
+
+US = 1e-6
+
+
+def _params(cpu: dict | None = None, cv: float = 0.0, hosts: int = 3, drives: int = 2, pg_num: int = 16,
+            extra: dict | None = None) -> dict:
+    dev = {"kind": "queue", "params": {"capacity": "64GiB", "servers": 1,
+                                       "service": {"dist": "exponential", "mean": 300 * US}}}
+    p = {
+        "hosts": [{"name": "h", "count": hosts, "cpu": {"cores": 4, **(cpu or {})}, "drives": [{"count": drives, "device": dev}]}],
+        "pools": [{"name": "p", "size": 3, "min_size": 2, "pg_num": pg_num}],
+        "images": [{"pool": "p", "name": "img", "size": "1GiB"}],
+        "osd": {"cost_cv": cv},
+    }
+    if extra:
+        p.update(extra)
+    return p
+
+
+def _cluster(params: dict, seed: int = 1) -> tuple[Simulation, Cluster]:
+    _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": params})
+    sim = Simulation(seed)
+    return sim, Cluster(cfg, "cluster", sim.root)
+
+
+_CPU_VARIANTS = {
+    "plain": {},
+    "wakeup": {"wakeup_cost": 15 * US},
+    "stalls": {"stall_share": 0.2, "stall_mean": 300 * US},
+    "background": {"background_share": 0.3},
+    "foreign": {"foreign_cores": 1.5, "foreign_slice": 200 * US},
+    "all": {"wakeup_cost": 10 * US, "stall_share": 0.1, "stall_mean": 200 * US, "background_share": 0.2,
+            "foreign_cores": 0.5, "foreign_slice": 100 * US},
+}
+
+
+# ------------------------------------------------------------------------------------------ arithmetic
+def test_arith_python_and_compiled_agree():
+    """Each shared function gives the same result in Python and compiled (one source, two forms)."""
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        a = int(rng.choice([4096, 65536]))
+        cap = int(rng.integers(1 << 20, 1 << 30))
+        bfs = int(rng.integers(-1, cap)) if rng.random() < 0.7 else -1
+        bfe = bfs + int(rng.integers(1, 1 << 22)) if bfs >= 0 else -1
+        cur = int(rng.integers(8192, cap))
+        n = A.align_up(int(rng.integers(1, 1 << 22)), a)
+        assert A.alloc_offset(cur, n, a, cap, 8192, bfs, bfe) == A.alloc_offset_nb(cur, n, a, cap, 8192, bfs, bfe)
+        k, ln = int(rng.integers(0, 3)), int(rng.integers(0, 1 << 17))
+        assert A.txc_cost(k, ln, 32768, 670000) == A.txc_cost_nb(k, ln, 32768, 670000)
+        m, cu, c = (int(x) for x in rng.integers(0, 1 << 20, 3))
+        assert A.throttle_should_wait(m, cu, c) == A.throttle_should_wait_nb(m, cu, c)
+        pos, nb = int(rng.integers(0, 1 << 30)), int(rng.integers(1, 1 << 16))
+        for tail in (True, False):
+            assert A.wal_extent(pos, nb, 4096, 1 << 28, tail) == A.wal_extent_nb(pos, nb, 4096, 1 << 28, tail)
+        u1, u2 = rng.random(2)
+        assert A.lognormal_cost(1e-3, -0.1, 0.45, u1, u2) == A.lognormal_cost_nb(1e-3, -0.1, 0.45, u1, u2)
+
+
+def test_alloc_offset_skips_bluefs_and_wraps():
+    """BlueStore's allocation rule: past the BlueFS extent, wrapping at capacity (hand-computed cases)."""
+    a = 65536
+    assert A.alloc_offset(65536, a, a, 1 << 30, 65536, -1, -1) == 65536
+    # overlapping the BlueFS extent [1 MiB, 2 MiB): moved past it, aligned up
+    assert A.alloc_offset((1 << 20) - 4096, a, a, 1 << 30, 65536, 1 << 20, (2 << 20) + 1) == (2 << 20) + a
+    # past capacity: wraps to data_start
+    assert A.alloc_offset((1 << 30) - 4096, a, a, 1 << 30, 65536, -1, -1) == 65536
+
+
+# ------------------------------------------------------------------------------------------ CPU pools
+@pytest.mark.parametrize("variant", sorted(_CPU_VARIANTS))
+def test_book_identical(variant):
+    """CpuPool.book, every option: the compiled kernel returns the same times, leaves the same
+    state and consumes the same uniforms (mutation: dropping the wakeup in the idle branch, or
+    drawing the stall length before the stall test, fails this)."""
+    p = _params(cpu=_CPU_VARIANTS[variant])
+    _, py = _cluster(p)
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(7)
+    n = 3000
+    ts = np.cumsum(rng.exponential(40 * US, n))
+    ts[::7] -= 500 * US  # bookings for earlier arrivals (messages booked ahead), and ties
+    costs = rng.exponential(150 * US, n)
+    costs[::11] = 0.0
+    cpu = py.hosts[1].cpu
+    ref = np.array([cpu.book(float(t), float(c)) for t, c in zip(ts, costs, strict=True)])
+    st, meta = build_state(cc)
+    out = np.zeros(n)
+    run_kernel(K.book_many, st, meta, n, 1, ts, costs, out)
+    write_back(st, meta, set_now=False)
+    assert np.array_equal(out, ref)
+    c2 = cc.hosts[1].cpu
+    assert c2._free == sorted(cpu._free)
+    assert (c2.jobs, c2.stalls, c2.stalled, c2._busy, c2.foreign_busy, c2._fg_next) == (
+        cpu.jobs, cpu.stalls, cpu.stalled, cpu._busy, cpu.foreign_busy, cpu._fg_next)
+    # the random stream continues where the Python one does
+    assert [c2.rand.random() for _ in range(5)] == [cpu.rand.random() for _ in range(5)]
+
+
+# ------------------------------------------------------------------------------------------ network, costs, placement
+def test_network_arrival_identical():
+    """Network.arrival (loopback, store and forward over both links): same times, same link state
+    (mutation: booking the rx link before the latency fails this)."""
+    p = _params()
+    _, py = _cluster(p)
+    _, cc = _cluster(p)
+    hosts = py.hosts + [py.client]
+    rng = np.random.default_rng(5)
+    n = 2000
+    src = rng.integers(0, len(hosts), n)
+    dst = rng.integers(0, len(hosts), n)
+    ts = np.cumsum(rng.exponential(2 * US, n))
+    pay = rng.choice([0, 4096, 65536, 4 << 20], n)
+    ref = np.array([py.net.arrival(hosts[s], hosts[d], float(t), int(b)) for s, d, t, b in zip(src, dst, ts, pay, strict=True)])
+    st, meta = build_state(cc)
+    assert [h.name for h in meta["hosts"]] == [h.name for h in hosts]
+    out = np.zeros(n)
+    run_kernel(K.arrival_many, st, meta, n, src, dst, ts, pay, out)
+    write_back(st, meta, set_now=False)
+    assert np.array_equal(out, ref)
+    for a, b in zip(hosts, cc.hosts + [cc.client], strict=True):
+        assert (a.tx._free, a.tx._busy, a.tx.bytes, a.rx._free, a.rx.bytes) == (b.tx._free, b.tx._busy, b.tx.bytes, b.rx._free, b.rx.bytes)
+
+
+@pytest.mark.parametrize("cv", [0.0, 0.6])
+def test_osd_cost_identical(cv):
+    """Osd._cost, constant and log-normal: same values from the same OSD streams."""
+    p = _params(cv=cv)
+    _, py = _cluster(p)
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(9)
+    n = 2000
+    o = rng.integers(0, len(py.osds), n)
+    means = rng.choice([0.0, 50 * US, 650 * US], n)
+    ref = np.array([py.osds[k]._cost(float(m)) for k, m in zip(o, means, strict=True)])
+    st, meta = build_state(cc)
+    out = np.zeros(n)
+    run_kernel(K.cost_many, st, meta, n, o, means, out)
+    write_back(st, meta, set_now=False)
+    assert np.array_equal(out, ref)
+    if cv:
+        assert out.std() > 0
+        assert [cc.osds[2].rand.random() for _ in range(3)] == [py.osds[2].rand.random() for _ in range(3)]
+
+
+def test_pg_of_and_acting_sets_identical():
+    """Object -> PG (RbdImage.pg_of) and the PG's acting set and primary, for every object."""
+    _, cl = _cluster(_params(pg_num=32))
+    st, _meta = build_state(cl)
+    img = cl.image("p", "img")
+    objnos = np.arange(img.n_objects, dtype=np.int64)
+    out = np.zeros(img.n_objects, np.int64)
+    run_kernel(K.pg_many, st, _meta, img.n_objects, 0, objnos, out)
+    for objno in range(img.n_objects):
+        pg = img.pg_of(objno << img.order)
+        r = int(out[objno])
+        assert st.pgi[r, L.PGI_PS] == pg.ps
+        assert list(st.pga[r, : st.pgi[r, L.PGI_NACT]]) == [o.id for o in pg.acting]
+        assert st.pgi[r, L.PGI_PPOS] == pg.ppos
+
+
+def test_unsupported_names_the_reason():
+    p = _params(extra={"events": [{"at": "1000s", "action": "down", "osd": 0}]})
+    _, cl = _cluster(p)
+    assert "recovery" in unsupported(cl)
+    _, cl = _cluster(_params())
+    assert unsupported(cl) is None
