@@ -64,6 +64,16 @@ def test_bulk_setters_refuse_bad_offsets_and_write_nothing(bad: int) -> None:
     assert not t.allocated().any()
 
 
+def test_a_unit_that_is_not_a_power_of_two_checks_alignment_too() -> None:
+    t = _table(unit=12 * KIB, limit=TIB)
+    t.set_bases(slice(None), np.arange(30).reshape(10, 3) * 12 * KIB)
+    with pytest.raises(ValueError, match="device offset 16384 is not a multiple"):
+        t.set_bases_flat(np.array([0, 1]), np.array([-1, 16 * KIB]))
+    with pytest.raises(ValueError, match="not a multiple"):
+        t.set_base(0, 0, 8 * KIB)
+    assert t.bases()[9, 2] == 29 * 12 * KIB
+
+
 @pytest.mark.parametrize(("objno", "pos"), [(-1, 0), (10, 0), (0, 3), (0, -1)])
 def test_positions_outside_the_table_are_index_errors(objno: int, pos: int) -> None:
     t = _table()
@@ -80,7 +90,7 @@ def test_nonpositive_unit_or_limit_is_refused() -> None:
         BaseTable(1, 1, 4096, 0)
 
 
-@pytest.mark.parametrize(("unit", "limit"), [(64 * KIB, 7 * 10**12), (4 * KIB, 16 * TIB), (4 * KIB, 1 << 31)])
+@pytest.mark.parametrize(("unit", "limit"), [(64 * KIB, 7 * 10**12), (4 * KIB, 16 * TIB), (4 * KIB, 1 << 31), (12 * KIB, TIB)])
 def test_offsets_round_trip_through_every_accessor(unit: int, limit: int) -> None:
     rng = np.random.default_rng(7)
     n, w = 200, 4

@@ -131,13 +131,28 @@ class BaseTable:
         return np.where(u >= 0, u * self.unit, -1)
 
     def encode_bases(self, offs: Any) -> np.ndarray:
-        """Byte offsets (-1: not allocated) as table entries (units, the table's dtype)."""
+        """Byte offsets (-1: not allocated) as table entries (units, the table's dtype). Checked in a few
+        passes (the pre-fill encodes every replica): bounds by min/max; alignment, for a power-of-two
+        unit, by OR-ing the offsets (-1 floors to -1 under the shift and the division)."""
         b = np.asarray(offs, dtype=np.int64)
+        unit = self.unit
         if b.size:
-            bad = (b < -1) | (b >= self.limit) | ((b >= 0) & (b % self.unit != 0))
-            if bad.any():
-                raise self._bad(int(b[bad].flat[0]))
-        return np.where(b >= 0, b // self.unit, -1).astype(self._np.dtype)
+            lo, hi = int(b.min()), int(b.max())
+            if lo < -1 or hi >= self.limit:
+                raise self._bad(lo if lo < -1 else hi)
+            pos = b if lo >= 0 else b[b >= 0]
+            if unit & (unit - 1) == 0:
+                misaligned = pos.size and int(np.bitwise_or.reduce(pos, axis=None)) & (unit - 1)
+            else:
+                misaligned = (pos % unit).any()
+            if misaligned:
+                raise self._bad(int(pos[pos % unit != 0].flat[0]))
+        out = np.empty(b.shape, dtype=self._np.dtype)
+        if unit & (unit - 1) == 0:
+            np.right_shift(b, unit.bit_length() - 1, out=out, casting="unsafe")
+        else:
+            np.floor_divide(b, unit, out=out, casting="unsafe")
+        return out
 
     def set_bases(self, rows: Any, offs: Any) -> None:
         """Set the offsets (bytes, -1: not allocated) of the objects ``rows`` at every position (``offs``
