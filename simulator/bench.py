@@ -215,3 +215,8 @@ CASES.update({
     "ceph-newread-compiled": ("Ceph croit, open-loop 4KiB reads of never-written objects, 20k/s (compiled Ceph core)",
                               _ceph_core_case("bench_newread", True)),
 })  # fmt: skip
+CASES.update({
+    "ceph-qd64write": ("Ceph croit MACH.2 pool, stand-in queue devices, no block layer, 4KiB randwrite QD64 (Python; client IOs)",
+                       _ceph_core_case("bench_qd64write", False)),
+    "ceph-qd64write-compiled": ("the same through the compiled Ceph core (client IOs)", _ceph_core_case("bench_qd64write", True)),
+})  # fmt: skip

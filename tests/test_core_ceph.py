@@ -326,7 +326,7 @@ def test_closed_loop_writes_identical(variant):
     cpu, cv, bs, size = _WRITE_VARIANTS[variant]
     p = _params(cpu={"cores": 2, **cpu}, cv=cv, pg_num=8, extra={"bluestore": bs, "block_layer": {"enabled": False}})
     sim_py, py = _cluster(p)
-    sim_cc, cc = _cluster(p)
+    _, cc = _cluster(p)
     assert unsupported_writes(cc) is None
     rng = np.random.default_rng(21)
     req = _writes(py.image("p", "img"), 3000, rng, size)
@@ -354,3 +354,59 @@ def test_closed_loop_writes_identical(variant):
         assert bst["direct_writes"] == 3 * int((parts > 32768).sum()) > 0
     else:
         assert bst["deferred_ops"] > 0
+
+
+def _batch_rates(t_done: np.ndarray, skip: int, k: int = 12) -> np.ndarray:
+    """Completion rate in ``k`` consecutive batches of completions (after ``skip`` warm-up ones)."""
+    t = np.sort(t_done)[skip - 1 :]
+    edges = np.linspace(0, len(t) - 1, k + 1).astype(int)
+    return np.diff(edges) / np.diff(t[edges])
+
+
+def test_closed_loop_writes_match_the_fio_path_statistically():
+    """The compiled closed loop against the Python model driven by fio's own job thread (libaio,
+    its own random offsets, so not the same IOs): the same write IOPS and mean latency within their
+    confidence intervals (batch means, 3 standard errors)."""
+    from fio_drive import ClosedLoop
+
+    from simulator.core.ceph_build import run_closed
+
+    p = _params(cpu={"cores": 2}, cv=0.4, pg_num=16, extra={"block_layer": {"enabled": False}})
+    n, ramp, qd = 6000, 600, 16
+    sim_py, py = _cluster(p, seed=3)
+    res = ClosedLoop(sim_py, py.image("p", "img"), qd=qd, rw="randwrite", n_ios=n, ramp_ios=ramp, seed=3).run()
+    _, cc = _cluster(p, seed=4)
+    img = cc.image("p", "img")
+    req = _writes(img, n + ramp, np.random.default_rng(4))
+    t_is, done, _ = run_closed(cc, img, *req, qd)
+    # IOPS: batch means of the completion rate after the warm-up
+    a = _batch_rates(np.asarray(res.t_submit + res.latency), 1)
+    b = _batch_rates(done, ramp)
+    se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    assert abs(a.mean() - b.mean()) < 3 * se, (a.mean(), b.mean(), se)
+    assert se < 0.05 * b.mean()  # the comparison has power: a 15 % difference would fail it
+    # mean latency, batch means over completion order
+    la = np.array([x.mean() for x in np.array_split(res.latency, 12)])
+    lat = (done - t_is)[np.argsort(done)][ramp:]
+    lb = np.array([x.mean() for x in np.array_split(lat, 12)])
+    se = np.sqrt(la.var(ddof=1) / 12 + lb.var(ddof=1) / 12)
+    assert abs(la.mean() - lb.mean()) < 3 * se, (la.mean(), lb.mean(), se)
+
+
+def test_croit_stand_in_writes_identical():
+    """The croit cluster (24 OSDs, both pools, pre-filled images; stand-in queue devices, no block
+    layer): 4 KiB random writes at QD64 complete at identical times in the compiled loop and in
+    the Python model."""
+    from simulator.core.ceph_bench import _croit_writes, py_closed
+    from simulator.core.ceph_build import run_closed
+
+    sim_py, py = _croit_writes()
+    _, cc = _croit_writes()
+    n = 1500
+    rng = np.random.default_rng(2)
+    img = py.image("test-mach2", "test")
+    req = _writes(img, n, rng)
+    ref = py_closed(sim_py, img, *req, 64)
+    _, out, info = run_closed(cc, cc.image("test-mach2", "test"), *req, 64)
+    np.testing.assert_array_equal(out, ref)
+    assert info["events"] > 5 * n

@@ -10,7 +10,7 @@ import numpy as np
 
 from simulator.engine import Simulation
 
-__all__ = ["bench_book", "bench_newread"]
+__all__ = ["bench_book", "bench_newread", "bench_qd64write", "py_closed"]
 
 
 def _croit(seed: int = 1, prefilled: bool = True) -> tuple[Simulation, Any]:
@@ -86,3 +86,58 @@ def bench_newread(n: int, compiled: bool) -> tuple[float, str]:
         return n / (time.perf_counter() - t0), ""
     _, info = run_open(cl, img, times, kinds, offs, sizes)
     return n / info["wall_s"], f"{info['events'] / n:.2f} events/read"
+
+
+def _croit_writes(seed: int = 1) -> tuple[Simulation, Any]:
+    """The croit cluster with stand-in queue devices and without the block layer (what the compiled
+    write path covers)."""
+    from simulator.ceph.bench import build_cluster_from_profile
+
+    sim = Simulation(seed=seed)
+    return sim, build_cluster_from_profile(sim, stand_in=True, overrides={"block_layer.enabled": False})
+
+
+def py_closed(sim: Simulation, img: Any, kinds: np.ndarray, offs: np.ndarray, sizes: np.ndarray, depth: int) -> np.ndarray:
+    """The Python model driven as ``ceph_build.run_closed`` drives the compiled one: ``depth``
+    requests issued now in order, each completion issues the next. Returns completion times."""
+    from simulator.devices.base import Request
+
+    env = sim.env
+    n = len(kinds)
+    done = np.full(n, np.nan)
+    kl, ol, sl = kinds.tolist(), offs.tolist(), sizes.tolist()
+    nxt = [min(depth, n)]
+
+    def submit(i: int) -> None:
+        img.submit(Request(kl[i], ol[i], sl[i])).callbacks.append(lambda e, i=i: on_done(i))
+
+    def on_done(i: int) -> None:
+        done[i] = env.now
+        if nxt[0] < n:
+            nxt[0] += 1
+            submit(nxt[0] - 1)
+
+    for i in range(min(depth, n)):
+        submit(i)
+    env.run()
+    return done
+
+
+def bench_qd64write(n: int, compiled: bool) -> tuple[float, str]:
+    """croit MACH.2 pool (stand-in queue devices, no block layer), 4 KiB random writes, closed loop
+    QD64: client writes per wall second; note: simulated IOPS and events per write."""
+    from simulator.core.ceph_build import run_closed
+
+    sim, cl = _croit_writes()
+    img = cl.image("test-mach2", "test")
+    rng = np.random.default_rng(1)
+    offs = rng.integers(0, img.capacity // 4096, n) * 4096
+    kinds = np.ones(n, np.int64)
+    sizes = np.full(n, 4096, np.int64)
+    if not compiled:
+        t0 = time.perf_counter()
+        done = py_closed(sim, img, kinds, offs, sizes, 64)
+        wall = time.perf_counter() - t0
+        return n / wall, f"{n / done.max():,.0f} simulated IOPS"
+    _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
+    return n / info["wall_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/write"

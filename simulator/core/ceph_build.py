@@ -503,7 +503,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(kinds)
     st, meta = build_state(cluster, n_ops=n_ops or max(4096, 8 * depth), n_req=n)
-    k = [i for i, img in enumerate(meta["images"]) if img is image][0]
+    k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.rqi[:n, L.RQI_IMG] = k
     st.rqi[:n, L.RQI_KIND] = kinds
     st.rqi[:n, L.RQI_OFF] = offsets
