@@ -410,3 +410,38 @@ def test_croit_stand_in_writes_identical():
     _, out, info = run_closed(cc, cc.image("test-mach2", "test"), *req, 64)
     np.testing.assert_array_equal(out, ref)
     assert info["events"] > 5 * n
+
+
+def test_closed_loop_writes_identical_to_the_fio_job_thread():
+    """Given the offsets fio's job thread drew (libaio, QD16, randseed), the compiled closed loop
+    issues and completes every write at the same instants as the Python model driven by fio's own
+    job thread (run_fio): the drivers agree on when a completion issues the next IO."""
+    from simulator.core.ceph_build import run_closed
+    from simulator.workloads.runner import DeviceTap, run_fio
+
+    class Tap(DeviceTap):
+        def __init__(self, dev):
+            super().__init__(dev)
+            self.subs: list = []
+            self.done: list = []
+
+        def submit(self, req):
+            self.subs.append((req.offset, self.dev.env.now))
+            return super().submit(req)
+
+        def _observe(self, r, now):
+            self.done.append(now)
+
+    p = _params(cpu={"cores": 2, "stall_share": 0.1, "stall_mean": 100 * US}, cv=0.4, pg_num=16,
+                extra={"block_layer": {"enabled": False}})
+    n, qd = 3000, 16
+    sim_py, py = _cluster(p, seed=3)
+    tap = Tap(py.image("p", "img"))
+    run_fio(sim_py, [tap], {"name": "x", "ioengine": "libaio", "sim_slat": 0, "norandommap": 1, "rw": "randwrite",
+                            "bs": 4096, "iodepth": qd, "number_ios": n, "randseed": 3})
+    offs = np.array([s[0] for s in tap.subs], np.int64)
+    _, cc = _cluster(p, seed=3)
+    t_is, done, _ = run_closed(cc, cc.image("p", "img"), np.ones(n, np.int64), offs, np.full(n, 4096, np.int64), qd)
+    np.testing.assert_array_equal(t_is, np.array([s[1] for s in tap.subs]))
+    np.testing.assert_array_equal(np.sort(done), np.array(tap.done))
+    assert sum(h.cpu.stalls for h in cc.hosts) > 100
