@@ -13,8 +13,18 @@ import math
 from numba import njit
 
 __all__ = [
-    "align_up", "alloc_offset", "lognormal_cost", "throttle_should_wait", "txc_cost", "wal_extent",
-    "align_up_nb", "alloc_offset_nb", "lognormal_cost_nb", "throttle_should_wait_nb", "txc_cost_nb", "wal_extent_nb",
+    "align_up",
+    "align_up_nb",
+    "alloc_offset",
+    "alloc_offset_nb",
+    "lognormal_cost",
+    "lognormal_cost_nb",
+    "throttle_should_wait",
+    "throttle_should_wait_nb",
+    "txc_cost",
+    "txc_cost_nb",
+    "wal_extent",
+    "wal_extent_nb",
 ]  # fmt: skip
 
 _WRITE = 1

@@ -129,7 +129,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0) 
     pgrow: dict[int, int] = {}
     pg_list: list[Any] = []
     pool_pg0: dict[int, int] = {}
-    for pi, pool in enumerate(pools):
+    for _pi, pool in enumerate(pools):
         pool_pg0[id(pool)] = len(pg_list)
         for pg in pool.pgs:
             pgrow[id(pg)] = len(pg_list)
@@ -218,6 +218,15 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0) 
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
+    bsi, bsf, osi, dvi, dvf, dev_objs = _bluestore_tables(cluster, osds, npg, maxsize, streams)
+    n_tx = 2 * n_ops
+    txi = np.zeros((n_tx, L.NTXI), np.int64)
+    txfree = np.arange(n_tx - 1, -1, -1, dtype=np.int64)
+    n_dr = 2 * n_ops + 4 * no
+    dri = np.zeros((n_dr, L.NDRI), np.int64)
+    drfree = np.arange(n_dr - 1, -1, -1, dtype=np.int64)
+    gi[L.GI_TXFREE] = n_tx
+    gi[L.GI_DEVFREE] = n_dr
     ns = max(len(streams.rands), 1)
     su = np.zeros((ns, L.SLEN), np.float64)
     si = np.zeros((ns, L.NSI), np.int64)
@@ -229,10 +238,130 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0) 
         shi=shi, shf=shf, shl=shl, shp=shp, pgi=pgi, pga=pga, pgb=pgb,
         imi=imi, imf=imf, obj_ps=obj_ps, obj_base=obj_base,
         opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
+        bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
+        scr=np.zeros((2, n_tx), np.int64),
     )  # fmt: skip
-    meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams}
+    meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs}
     refill(st, meta)
     return st, meta
+
+
+def _queue_device(dev: Any) -> Any:
+    """The QueueDevice behind ``dev`` (itself, or a Partition's base), None for any other kind."""
+    from simulator.devices.partition import Partition
+    from simulator.devices.simple import QueueDevice
+
+    if type(dev) is Partition:
+        dev = dev.base
+    return dev if type(dev) is QueueDevice else None
+
+
+def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, streams: Streams) -> tuple:
+    """BlueStore rows (one per OSD), OpSequencer rows (one per PG and acting position) and the queue
+    devices below them (rows only when every OSD's data and WAL devices are queue devices)."""
+    from simulator.distributions import Deterministic, Exponential
+
+    no = len(osds)
+    bsi = np.zeros((no, L.NBSI), np.int64)
+    bsf = np.zeros((no, L.NBSF), np.float64)
+    osi = np.zeros((max(npg * maxsize, 1), L.NOSI), np.int64)
+    osi[:, [L.OS_QH, L.OS_QT, L.OS_PH, L.OS_PT, L.OS_RH, L.OS_DQPREV, L.OS_DQNEXT]] = -1
+    devs: list[Any] = []
+    didx: dict[int, int] = {}
+    ok = True
+    for o in osds:
+        for d in (getattr(o.bs, "dev", None), getattr(o.bs, "wal_dev", None)):
+            q = _queue_device(d) if d is not None else None
+            if q is None or not isinstance(q._dist, (Deterministic, Exponential)):
+                ok = False
+            elif id(q) not in didx:
+                didx[id(q)] = len(devs)
+                devs.append(q)
+    nd = len(devs) if ok else 0
+    dvi = np.zeros((max(nd, 1), L.NDVI), np.int64)
+    dvf = np.zeros((max(nd, 1), L.NDVF), np.float64)
+    for k, q in enumerate(devs[:nd]):
+        det = isinstance(q._dist, Deterministic)
+        dvi[k] = (q.cfg.servers, q._free, -1, -1, 0, 0 if det else 1, -1 if det else streams.row(q), 0)
+        dvf[k] = (q._dist.value if det else q._dist.mean_, q._bw or 0.0, q.cfg.flush_time, 0.0)
+    for j, o in enumerate(osds):
+        bs = o.bs
+        if not hasattr(bs, "tb"):  # not a BlueStore
+            continue
+        c = bs.cfg
+        b = bsi[j]
+        for k in (L.BS_KVQ_H, L.BS_KVQ_T, L.BS_KVB_H, L.BS_DONE_H, L.BS_DONE_T, L.BS_STAB_H, L.BS_STAB_T, L.BS_KVSTAB_H,
+                  L.BS_KVSTAB_T, L.BS_KVUNST_H, L.BS_KVUNST_T, L.BS_DQ_H, L.BS_DQ_T, L.BS_TBW_H, L.BS_TBW_T,
+                  L.BS_DTW_H, L.BS_DTW_T):
+            b[k] = -1
+        b[L.BS_DQSIZE] = bs.deferred_queue_size
+        b[L.BS_DTXCS] = bs.deferred_txcs
+        b[L.BS_AGGR] = bs.aggressive
+        b[L.BS_IOSF] = int(bs.io_since_flush)
+        b[L.BS_TBCUR], b[L.BS_TBMAX], b[L.BS_TBPEAK] = bs.tb.cur, bs.tb.max, bs.tb.peak
+        b[L.BS_DTCUR], b[L.BS_DTMAX], b[L.BS_DTPEAK] = bs.dt.cur, bs.dt.max, bs.dt.peak
+        b[L.BS_WALPOS] = bs.wal_pos
+        b[L.BS_WALRING] = bs.wal_ring
+        b[L.BS_BLOCK] = bs.block
+        b[L.BS_PREFER] = c.prefer_deferred_size
+        b[L.BS_CPIO] = bs.cost_per_io
+        b[L.BS_KVTXCB] = c.kv_txc_bytes
+        b[L.BS_CLEANB] = c.kv_cleanup_bytes
+        b[L.BS_BATCHOPS] = c.deferred_batch_ops
+        b[L.BS_MAXTXC] = c.max_deferred_txc
+        b[L.BS_SAMEDEV] = int(bs.same_device)
+        b[L.BS_FBC] = int(c.flush_before_commit)
+        b[L.BS_TAIL] = int(c.wal_rewrite_tail)
+        b[L.BS_DEV] = didx.get(id(_queue_device(bs.dev)), -1) if nd else -1
+        b[L.BS_WALDEV] = didx.get(id(_queue_device(bs.wal_dev)), -1) if nd else -1
+        b[L.BS_CURSOR] = bs.cursor
+        b[L.BS_ALLOCATED] = bs.allocated
+        b[L.BS_MINALLOC] = c.min_alloc_size
+        b[L.BS_CAP] = bs.dev.capacity
+        b[L.BS_DSTART] = bs.data_start
+        b[L.BS_BFS] = bs.bluefs_start
+        b[L.BS_BFE] = bs.bluefs_end
+        b[L.BS_PEAKDTXCS] = bs.peak_deferred_txcs
+        bsf[j, L.BF_KVCPU] = bs._kv_cpu
+        bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
+    for r in range(npg):
+        for i in range(maxsize):
+            osi[r * maxsize + i, L.OS_OSD] = -1
+    return bsi, bsf, osi, dvi, dvf, devs[:nd]
+
+
+def unsupported_writes(cluster: Any) -> str | None:
+    """Why the compiled write path cannot run ``cluster`` (None = it can): what it does not cover yet."""
+    why = unsupported(cluster)
+    if why:
+        return why
+    from simulator.distributions import Deterministic, Exponential
+
+    for o in cluster.osds:
+        bs = o.bs
+        for d in (bs.dev, bs.wal_dev):
+            q = _queue_device(d)
+            if q is None:
+                return f"osd.{o.id}: device {d.path} ({type(d).__name__}): the write path covers queue devices only"
+            if not isinstance(q._dist, (Deterministic, Exponential)):
+                return f"{q.path}: service distribution {type(q._dist).__name__} (covered: deterministic, exponential)"
+            if q._queue or q._free != q.cfg.servers:
+                return f"{q.path}: requests in the device (state of a run in progress)"
+        if bs.kv_busy or bs.kv_queue or bs._dq or bs.deferred_done or bs.deferred_stable or bs._tb_waiters \
+                or bs._dt_waiters or bs.tb.cur or bs.dt.cur or any(x.live for x in bs.osrs.values()):
+            return f"osd.{o.id}: BlueStore holds transactions (state of an earlier run)"
+        if bs.cfg.cache.buffered_write or len(bs.cache):
+            return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
+        if bs.cfg.onode_miss_read > 0:
+            n = 0
+            for img in cluster.images.values():
+                if not img.cfg.prefilled:
+                    return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
+                acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs])
+                n += int((acting[img.obj_ps_array] == o.id).sum())
+            if n > bs.onodes.capacity:
+                return f"osd.{o.id}: {n} objects, onode cache of {bs.onodes.capacity}: onode misses are not compiled yet"
+    return None
 
 
 def refill(st: L.CephState, meta: dict[str, Any]) -> None:
@@ -316,3 +445,126 @@ def run_kernel(kernel: Any, st: L.CephState, meta: dict[str, Any], n: int, *args
             raise RuntimeError("compiled Ceph core: a random stream ran dry")
         if st.gi[L.GI_LOW]:
             refill(st, meta)
+
+
+def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, offsets: np.ndarray,
+             sizes: np.ndarray, n_ops: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
+    """Issue requests to ``image`` at ``times`` (open loop: each arrival schedules the next, then
+    submits) through the compiled core, run until all complete, write the state back. Returns each
+    request's completion time and run figures (events, wall seconds)."""
+    import time
+
+    from simulator.core import ceph_loop as K
+
+    why = unsupported(cluster)
+    if why:
+        raise ValueError(f"compiled Ceph core: {why}")
+    n = len(times)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 4 * n), n_req=n)
+    k = next(i for i, img in enumerate(meta["images"]) if img is image)
+    st.rqi[:n, L.RQI_IMG] = k
+    st.rqi[:n, L.RQI_KIND] = kinds
+    st.rqi[:n, L.RQI_OFF] = offsets
+    st.rqi[:n, L.RQI_SIZE] = sizes
+    st.rqf[:n, L.RQF_TISSUE] = times
+    st.gi[L.GI_NREQ] = n
+    st.gi[L.GI_OUT] = n
+    if n:
+        st.gi[L.GI_NEXTREQ] = 1
+        K.schedule_at(st, float(times[0]), L.EV_ARRIVAL, 0, 0)
+    w0 = time.perf_counter()
+    while True:
+        status = K.run_until(st, np.inf)
+        if status == L.ST_REFILL:
+            refill(st, meta)
+            continue
+        break
+    wall = time.perf_counter() - w0
+    if status != L.ST_DONE:
+        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]})")
+    write_back(st, meta)
+    return st.rqf[:n, L.RQF_TDONE].copy(), {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall}
+
+
+def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, depth: int,
+               n_ops: int = 0) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """A closed loop of ``depth`` requests to ``image`` through the compiled core: the first
+    ``depth`` are issued now, in order, each completion issues the next. Writes need
+    :func:`unsupported_writes` to be None. Returns issue and completion times and run figures
+    (events, wall seconds, BlueStore counters). After writes the BlueStore queues stay in the arrays
+    (pending deferred batches): counters are written back, the cluster is not continued in Python."""
+    import time
+
+    from simulator.core import ceph_loop as K
+
+    writes = bool(np.any(np.asarray(kinds) != 0))
+    why = unsupported_writes(cluster) if writes else unsupported(cluster)
+    if why:
+        raise ValueError(f"compiled Ceph core: {why}")
+    n = len(kinds)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 8 * depth), n_req=n)
+    k = next(i for i, img in enumerate(meta["images"]) if img is image)
+    st.rqi[:n, L.RQI_IMG] = k
+    st.rqi[:n, L.RQI_KIND] = kinds
+    st.rqi[:n, L.RQI_OFF] = offsets
+    st.rqi[:n, L.RQI_SIZE] = sizes
+    st.gi[L.GI_NREQ] = n
+    st.gi[L.GI_OUT] = n
+    st.gi[L.GI_CLOSED] = 1
+    first = min(depth, n)
+    st.gi[L.GI_NEXTREQ] = first
+    w0 = time.perf_counter()
+    for r in range(first):
+        K.issue_now(st, r)
+    while True:
+        status = K.run_until(st, np.inf)
+        if status == L.ST_REFILL:
+            refill(st, meta)
+            continue
+        break
+    wall = time.perf_counter() - w0
+    if status not in (L.ST_DONE, L.ST_EMPTY) or st.gi[L.GI_OUT]:
+        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
+                           f"{st.gi[L.GI_OUT]} requests outstanding)")
+    info = {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall,
+            "bluestore": {name: int(st.bsi[:, col].sum()) for name, col in (
+                ("kv_batches", L.BS_KVBATCHES), ("kv_txcs", L.BS_KVTXCS), ("deferred_ops", L.BS_DEFOPS),
+                ("deferred_ios", L.BS_DEFIOS), ("throttled", L.BS_THROTTLED), ("direct_writes", L.BS_DIRECT))}}
+    if writes:
+        _write_back_counters(st, meta)
+    else:
+        write_back(st, meta)
+    return st.rqf[:n, L.RQF_TISSUE].copy(), st.rqf[:n, L.RQF_TDONE].copy(), info
+
+
+def _write_back_counters(st: L.CephState, meta: dict[str, Any]) -> None:
+    """After a write run: the figures the statistics read (CPU, links, OSD op counts, BlueStore
+    counters, allocations); the queues stay in the arrays."""
+    if st.gi[L.GI_FULL]:
+        raise RuntimeError("compiled Ceph core: a pool or a random stream overflowed (state is void)")
+    for i, h in enumerate(meta["hosts"]):
+        c = h.cpu
+        c.jobs = int(st.ci[i, L.CI_JOBS])
+        c.stalls = int(st.ci[i, L.CI_STALLS])
+        c._busy = float(st.cf[i, L.CF_BUSY])
+        c._free = sorted(float(x) for x in st.cfree[i, : c.servers])
+        for k, link in ((2 * i, h.tx), (2 * i + 1, h.rx)):
+            link._free = float(st.lf[k, L.LF_FREE])
+            link._busy = float(st.lf[k, L.LF_BUSY])
+            link.bytes = int(st.lf[k, L.LF_BYTES])
+    for j, o in enumerate(meta["osds"]):
+        o.ops = [int(x) for x in st.oi[j, L.OI_OPS : L.OI_OPS + 4]]
+        o.subops = int(st.oi[j, L.OI_SUBOPS])
+        o.replies = int(st.oi[j, L.OI_REPLIES])
+        bs = o.bs
+        b = st.bsi[j]
+        bs.kv_batches, bs.kv_txcs = int(b[L.BS_KVBATCHES]), int(b[L.BS_KVTXCS])
+        bs.deferred_ops, bs.deferred_ios = int(b[L.BS_DEFOPS]), int(b[L.BS_DEFIOS])
+        bs.deferred_batches, bs.deferred_rounds = int(b[L.BS_DEFBATCHES]), int(b[L.BS_DEFROUNDS])
+        bs.throttled, bs.direct_writes = int(b[L.BS_THROTTLED]), int(b[L.BS_DIRECT])
+        bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
+        bs.kv_time, bs.wal_time = float(st.bsf[j, L.BF_KVTIME]), float(st.bsf[j, L.BF_WALTIME])
+    for k, img in enumerate(meta["images"]):
+        o0 = int(st.imi[k, L.II_KEY])
+        view = obj_base_of(img)
+        view[...] = st.obj_base[o0 : o0 + view.size].reshape(view.shape)

@@ -26,7 +26,7 @@ EV_EXTENT_DONE = 5  # argument op: one object op of a multi-object request is in
 EV_PREPARED = 6  # argument op: a write's / repop's CPU job is over (Osd._write_prepared)
 EV_DEV_DONE = 7  # target device, argument device request: a queue device completed it
 EV_KV_IO = 8  # target OSD: kv_sync's CPU is over, its device work starts (BlueStore._kv_io)
-EV_CLIENT_DONE = 9  # target client request (closed loop): its completion reaches the job (next issue)
+EV_DEFER_TIMER = 9  # target OSD: BlueStore's deferred_max_interval timer
 
 # ---- continuations of ``then`` (resources.then): what a stalled chain resumes with
 FN_SEND_CLIENT_OP = 0  # Cluster.send_client_op
@@ -56,10 +56,15 @@ GI_DEVFREE = 10  # free device-request rows (stack size)
 GI_RECORD = 11  # closed loop: 1 = completions are recorded
 GI_NDONE = 12  # completions recorded (closed loop log)
 GI_NOFOLD = 13  # 1 = recovery configured: no dispatch on arrival
-NGI = 16
+GI_CLOSED = 14  # 1 = closed loop: a completion issues the next request (GI_NEXTREQ)
+GI_TXFREE = 15  # free txc rows (stack size)
+GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's shard / PG (see _deliver)
+GI_RELPG = 17
+NGI = 18
 GF_NOW = 0
 GF_LAT = 1  # network latency, s
 GF_LOOP = 2  # loopback latency, s
+GF_RELT = 3  # scratch: the end of that commit reply's CPU job
 NGF = 4
 
 # ---- random streams (one per Python component using ``self.rand``; rows of ``su``)
@@ -212,6 +217,149 @@ RQF_TISSUE = 0
 RQF_TDONE = 1
 NRQF = 2
 
+# ---- BlueStore, one row per OSD (bluestore.BlueStore)
+BS_KVBUSY = 0
+BS_KVQ_H = 1  # kv_queue: txcs linked through TX_NEXT
+BS_KVQ_T = 2
+BS_KVB_H = 3  # the batch being committed
+BS_KVB_N = 4
+BS_DONE_H = 5  # deferred_done: batches linked through TX_NEXTB (a batch: txcs through TX_NEXT)
+BS_DONE_T = 6
+BS_STAB_H = 7  # deferred_stable
+BS_STAB_T = 8
+BS_KVSTAB_H = 9  # _kv_stable
+BS_KVSTAB_T = 10
+BS_KVUNST_H = 11  # _kv_unstable
+BS_KVUNST_T = 12
+BS_DQ_H = 13  # _dq: sequencers with a pending batch, in queueing order (OS_DQPREV / OS_DQNEXT)
+BS_DQ_T = 14
+BS_DQSIZE = 15  # deferred_queue_size
+BS_DTXCS = 16  # deferred_txcs
+BS_AGGR = 17  # aggressive
+BS_IOSF = 18  # io_since_flush
+BS_TIMER = 19  # _timer_armed
+BS_TBW_H = 20  # throttle_bytes waiters: ops through OPI_NEXTW
+BS_TBW_T = 21
+BS_DTW_H = 22  # deferred throttle waiters
+BS_DTW_T = 23
+BS_TBCUR = 24
+BS_TBMAX = 25
+BS_TBPEAK = 26
+BS_DTCUR = 27
+BS_DTMAX = 28
+BS_DTPEAK = 29
+BS_WALPOS = 30
+BS_WALRING = 31
+BS_BLOCK = 32
+BS_PREFER = 33
+BS_CPIO = 34
+BS_KVTXCB = 35
+BS_CLEANB = 36
+BS_BATCHOPS = 37
+BS_MAXTXC = 38
+BS_SAMEDEV = 39
+BS_FBC = 40  # flush_before_commit
+BS_TAIL = 41  # wal_rewrite_tail
+BS_DEV = 42  # device row of the data device
+BS_WALDEV = 43
+BS_CURSOR = 44
+BS_ALLOCATED = 45
+BS_MINALLOC = 46
+BS_CAP = 47
+BS_DSTART = 48
+BS_BFS = 49
+BS_BFE = 50
+BS_KVBYTES = 51
+BS_KVBATCHES = 52  # statistics (BlueStore.stats)
+BS_KVTXCS = 53
+BS_DEFOPS = 54
+BS_DEFIOS = 55
+BS_DEFBATCHES = 56
+BS_DEFROUNDS = 57
+BS_THROTTLED = 58
+BS_THR_KV = 59
+BS_THR_DEF = 60
+BS_AGGSUB = 61
+BS_MAXTXCSUB = 62
+BS_DIRECT = 63
+BS_DATAFLUSH = 64
+BS_PEAKDTXCS = 65
+BS_OBJSIZE = 66  # unused
+BS_KVQ_N = 67
+NBSI = 68
+BF_KVCPU = 0
+BF_MAXINT = 1  # deferred_max_interval, -1 = none
+BF_TWAIT = 2  # throttle_wait
+BF_KVT0 = 3
+BF_WALT0 = 4
+BF_KVTIME = 5
+BF_WALTIME = 6
+NBSF = 7
+
+# ---- BlueStore transactions (bluestore.Txc), preallocated rows
+TX_OP = 0  # the op (until its commit callback)
+TX_OSR = 1
+TX_COST = 2
+TX_DOFF = 3  # deferred data: device offset (-1 none)
+TX_DLEN = 4
+TX_WALB = 5
+TX_HADIO = 6
+TX_IODONE = 7
+TX_NEXT = 8  # next txc of its list (kv queue, batch, sequencer queue / pending / running batch)
+TX_NEXTB = 9  # next batch (on a batch's first txc)
+TX_BLEN = 10  # txcs of the batch (on its first txc)
+TX_CB = 11  # commit callback: CLIENT = Osd._local_committed, SUBOP = Osd._subop_committed
+TX_OSD = 12
+NTXI = 13
+
+# ---- OpSequencers (bluestore._Osr): one per (PG, acting position): row pg * pga.shape[1] + position
+OS_QH = 0  # txcs waiting for their data IO (direct writes), in order
+OS_QT = 1
+OS_PH = 2  # pending deferred batch, -1 = none
+OS_PT = 3
+OS_PN = 4
+OS_RUNNING = 5
+OS_RH = 6  # running batch
+OS_RN = 7
+OS_RLEFT = 8  # its device IOs not completed
+OS_LIVE = 9
+OS_INDQ = 10
+OS_DQPREV = 11
+OS_DQNEXT = 12
+OS_OSD = 13
+NOSI = 14
+
+# ---- queue devices (devices.simple.QueueDevice; a Partition of one maps to its base device's row)
+DV_SERVERS = 0
+DV_FREE = 1
+DV_QH = 2  # FIFO of device requests through DR_NEXT
+DV_QT = 3
+DV_QN = 4
+DV_DIST = 5  # 0 deterministic, 1 exponential
+DV_STREAM = 6
+DV_DONE = 7  # requests completed (statistics)
+NDVI = 8
+DVF_P0 = 0  # deterministic value / exponential mean
+DVF_BW = 1  # bytes per second, 0 = none
+DVF_FLUSH = 2
+DVF_BUSY = 3  # server-seconds of service
+NDVF = 4
+
+# ---- device requests
+DR_DEV = 0
+DR_OP = 1
+DR_SIZE = 2
+DR_PURP = 3  # what completes with it (DP_*)
+DR_ARG = 4  # sequencer row (deferred), txc row (direct)
+DR_OSD = 5
+DR_NEXT = 6
+NDRI = 7
+DP_DATA_FLUSH = 0  # kv_sync's flush of the data device -> _kv_write
+DP_WAL = 1  # the WAL write -> _kv_flush
+DP_WAL_FLUSH = 2  # the WAL device's flush -> _kv_done
+DP_DEFERRED = 3  # a deferred batch's in-place write -> _deferred_io_done
+DP_DIRECT = 4  # a direct write to a new allocation -> _direct_done
+
 #: every array of one compiled Ceph run (numba takes the namedtuple as one argument)
 CephState = namedtuple(
     "CephState",
@@ -227,5 +375,6 @@ CephState = namedtuple(
         "imi", "imf", "obj_ps", "obj_base",
         "opi", "opf", "opfree",
         "rqi", "rqf",
+        "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
     ],
 )  # fmt: skip
