@@ -50,6 +50,7 @@ import numpy as np
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_at, call_later
 from simulator.ceph.store import ObjectStore
+from simulator.core.ceph_arith import align_up, alloc_offset, throttle_should_wait, txc_cost, wal_extent
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -78,9 +79,7 @@ class Throttle:
         self.peak = 0
 
     def should_wait(self, c: int) -> bool:
-        m = self.max
-        cur = self.cur
-        return m > 0 and ((c <= m and cur + c > m) or (c >= m and cur > m))
+        return throttle_should_wait(self.max, self.cur, c)
 
     def take(self, c: int) -> None:
         self.cur += c
@@ -124,8 +123,7 @@ class Txc:
         self.io_done = False
 
 
-def _align_up(x: int, a: int) -> int:
-    return -(-x // a) * a
+_align_up = align_up
 
 
 class BlueStore(ObjectStore):
@@ -223,14 +221,7 @@ class BlueStore(ObjectStore):
         """Allocate ``nbytes`` (rounded to min_alloc_size) of data space; returns the device offset."""
         a = self.cfg.min_alloc_size
         n = _align_up(nbytes, a)
-        cap = self.dev.capacity
-        off = self.cursor
-        if self.bluefs_start >= 0 and off < self.bluefs_end and off + n > self.bluefs_start:
-            off = _align_up(self.bluefs_end, a)
-        if off + n > cap:
-            off = self.data_start  # wrap: reuse space freed by copy-on-write
-            if self.bluefs_start >= 0 and off + n > self.bluefs_start and off < self.bluefs_end:
-                off = _align_up(self.bluefs_end, a)
+        off = alloc_offset(self.cursor, n, a, self.dev.capacity, self.data_start, self.bluefs_start, self.bluefs_end)
         self.cursor = off + n
         self.allocated += n
         return off
@@ -365,25 +356,14 @@ class BlueStore(ObjectStore):
     def txc_cost(self, op: Any) -> tuple[int, bool]:
         """(cost, deferred) of the transaction of ``op``: BlueStore's txc->cost = (1 + data aios) x
         throttle_cost_per_io + bytes; a small write is deferred (no data aio)."""
-        n = op.length
-        if op.kind == _WRITE and n > 0:
-            if n <= self.cfg.prefer_deferred_size:
-                return self.cost_per_io + n, True
-            return 2 * self.cost_per_io + n, False
-        return self.cost_per_io, False
+        return txc_cost(op.kind, op.length, self.cfg.prefer_deferred_size, self.cost_per_io)
 
     def admit(self, op: Any, resume: Any) -> bool:
         """queue_transactions' throttles, in the op thread: throttle_bytes.get(cost), then for a
         deferred write throttle_deferred_bytes (on failure: deferred_aggressive, submit everything
         pending, wait). True = go on; False = the op thread blocks and ``resume(op)`` is called once
         both are acquired."""
-        n = op.length
-        if op.kind == _WRITE and n > 0:
-            deferred = n <= self.cfg.prefer_deferred_size
-            cost = (self.cost_per_io if deferred else 2 * self.cost_per_io) + n
-        else:
-            deferred = False
-            cost = self.cost_per_io
+        cost, deferred = txc_cost(op.kind, op.length, self.cfg.prefer_deferred_size, self.cost_per_io)
         op.cost = cost
         tb = self.tb
         m = tb.max
@@ -602,18 +582,8 @@ class BlueStore(ObjectStore):
             self.tb.put(costs)
             if self._tb_waiters:
                 self._wake_kv_throttle()
-        bs = self.block
-        pos = self.wal_pos
-        nb = max(self._kv_bytes, 1)
-        start = pos - pos % bs if self.cfg.wal_rewrite_tail else _align_up(pos, bs)
-        end = _align_up(start + (pos - start if pos > start else 0) + nb, bs)
-        self.wal_pos = (pos if pos > start else start) + nb
-        ring = self.wal_ring
-        rel = start % ring
-        n = end - start
-        if rel + n > ring:  # wrap to the start of the ring (next recycled log file)
-            rel = 0
-            self.wal_pos = n
+        rel, n, self.wal_pos = wal_extent(self.wal_pos, max(self._kv_bytes, 1), self.block, self.wal_ring,
+                                          self.cfg.wal_rewrite_tail)
         self._wal_t0 = self.env._now
         self.wal_dev.submit(Request(_WRITE, self.wal_base + rel, n)).callbacks.append(self._kv_flush)
 

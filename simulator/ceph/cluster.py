@@ -447,8 +447,6 @@ class Cluster(Component):
         starts = starts[ids]
         counts = counts[ids]
         ids = ids - 1
-        # written in place: obj_base is C-ordered (object, position), all -1 (not allocated)
-        base_flat = img.obj_base.reshape(-1)
         for oid, st, cnt in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
             if oid < 0:
                 continue
@@ -458,10 +456,10 @@ class Cluster(Component):
             except ValueError as e:
                 raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
             idx = order[st : st + cnt]
-            base_flat[idx] = offs
+            img.set_bases_flat(idx, offs)  # the image's table is C-ordered (object, position)
             keep = min(cnt, bs.onodes.capacity)
             if keep:
-                bs.onodes.load(img.key_base + idx[cnt - keep :] // size)
+                bs.onodes.load(img.key_base + idx[cnt - keep :].astype(np.int64) // size)
 
     # ================================================================== run time
     def image(self, pool: str, name: str) -> RbdImage:

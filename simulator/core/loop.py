@@ -11,9 +11,8 @@ The handlers mirror the Python reference model line by line (``workloads.runner.
 as SimPy breaks them (its event id order). The HDD's mechanism — positioning, SPTF choice, service,
 read look-ahead, read cache segments — is not re-implemented here: the handlers call the same
 kernels (``devices.hdd.kernels``) the Python drive calls. The write cache's decisions (joins,
-index, reads of dirty data) are the kernels of ``devices.hdd.wcache_kernels`` on an extent table;
-the Python drive states them with dicts (a twin pinned by the differential tests, see
-docs/design.md).
+index, reads of dirty data) are the kernels of ``devices.hdd.wcache_kernels`` on an extent table,
+the same table and kernels the Python drive uses (see docs/design.md).
 """
 
 from __future__ import annotations
@@ -759,34 +758,22 @@ def _h_accept(sp, d, h, r, now, lba, end):
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
     live = st.hlive[h]
-    e, how = W.wc_target(ext, live, st.hi[h, HI_NLIVE], lba, ns, st.hi[h, HI_MERGE] // ss)
+    nf = st.hi[h, HI_EFREE] - 1  # the free slot a new extent takes (wc_put, as the Python drive)
+    e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], lba, ns, st.hi[h, HI_MERGE] // ss, seq, st.hefree[h, nf])
+    st.hi[h, HI_NLIVE] = nlive
     if how == 0:
         # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
         st.hi[h, HI_OVERWRITES] += 1
     else:
-        if e >= 0:
+        if how > 0:
             st.hi[h, HI_COALESCED] += 1
-            W.wc_unindex(ext, e)
-            if how == 2:
-                ext[e, W.E_LBA] = lba
-            ext[e, W.E_NS] += ns
+            if ext[e, W.E_WIN] != 0:
+                _h_rewindow(sp, h, e, now)
         else:
-            nf = st.hi[h, HI_EFREE] - 1
             st.hi[h, HI_EFREE] = nf
-            e = st.hefree[h, nf]
-            ext[e, W.E_LBA] = lba
-            ext[e, W.E_NS] = ns
-            ext[e, W.E_SEQ] = seq
-            ext[e, W.E_WIN] = 0
-            ext[e, W.E_INS] = 0
-            ext[e, W.E_INE] = 0
             _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
             st.hi[h, HI_NDIRTY] += 1
-            st.hi[h, HI_NLIVE] = W.wc_live_add(ext, live, st.hi[h, HI_NLIVE], e)
-        W.wc_index(ext, live, st.hi[h, HI_NLIVE], e)
         st.hf[h, HF_DIRTY_BYTES] += ns * ss
-        if how > 0 and ext[e, W.E_WIN] != 0:
-            _h_rewindow(sp, h, e, now)
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
     ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_W], dur, now)

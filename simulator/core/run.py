@@ -74,6 +74,11 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
                 or dev._dirty_bytes:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
         return L.DK_HDD, None
+    from simulator.ceph.rbd import RbdImage
+
+    if isinstance(dev, RbdImage):  # the Ceph layer has its own compiled core, not driven by fio's threads yet
+        return -1, (f"{dev.path}: an RBD image (the Ceph cluster runs in the Python model; its compiled core, "
+                    "simulator.core.ceph_*, covers new-object reads and is not yet driven by fio jobs)")
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
 
 

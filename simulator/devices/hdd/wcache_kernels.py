@@ -1,23 +1,22 @@
-"""numba kernels of the HDD's DRAM write cache as arrays (the compiled core's cache state).
-
-The Python drive (``devices.hdd.drive.HDD``) keeps its dirty extents as lists with two dicts as
-their coalescing index (start sector -> extent, end sector -> extent) and a page -> count dict for
-reads served from dirty data. The compiled core keeps the same facts in one extent table:
+"""numba kernels of the HDD's write cache as arrays: the one statement of its extent bookkeeping,
+used by the Python drive (``devices.hdd.drive.HDD``, every cache mode) and the compiled core
+(``core/loop.py``) alike.
 
 * ``ext`` int64 ``[E, NE]``: one row per extent slot, columns ``E_*`` below;
-* ``live`` int64 ``[E]``: the slots of the extents in the cache (accepted, not yet destaged: in the
-  host-facing queue, in the destage window or in flight), ``nlive`` of them, in no order
-  (``ext[e, E_POS]`` is e's place in ``live``, so removal is a swap with the last).
+* ``live`` int64 ``[E]``: the slots of the extents in the buffer (DRAM or non-volatile: accepted,
+  not yet destaged home or appended to the media cache: in the host-facing queue, in the destage
+  window or in flight), ``nlive`` of them, in no order (``ext[e, E_POS]`` is e's place in ``live``,
+  so removal is a swap with the last).
 
-The index flags reproduce the dicts exactly: ``E_INS`` is set for the one extent the start dict
-maps its start sector to (a later extent with the same start takes the key, as a dict assignment
-does), ``E_INE`` likewise for the end sector. A read is served from dirty data when every 4 KiB
-page it touches lies wholly inside some live extent (the page dict's keys).
+The coalescing index is two flags per extent: ``E_INS`` is set for the one extent the index maps
+its start sector to (a later extent with the same start takes the key), ``E_INE`` likewise for the
+end sector; an extent leaves the index when it goes to the mechanism (or into a media-cache
+append), and is no longer joinable then. A read is served from dirty data when every 4 KiB page it
+touches lies wholly inside some live extent.
 
-These kernels are the decision logic; ``core/loop.py`` calls them. The Python drive has its own
-(dict-based) statement of the same rules: the pair is pinned together by the differential tests
-in ``tests/test_core.py`` (identical fio JSON and device statistics across seeds, queue depths,
-read/write mixes, block sizes, FUA and fsync) — see docs/design.md, "Compiled core".
+The free slots are the caller's (a stack: the compiled core sizes its table once, see
+``core/run.py:_extent_slots``; the Python drive doubles its table when the stack runs out). Slot
+numbers never change a result: every decision here depends on the extents' contents only.
 """
 
 from __future__ import annotations
@@ -120,3 +119,42 @@ def wc_dirty_hit(ext, live, nlive, lba, end, pg):
         if not found:
             return False
     return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_put(ext, live, nlive, lba, ns, lim, seq, enew):
+    """A cached write of ``ns`` sectors at ``lba`` (the drive's arrival number ``seq``) enters the
+    table: an exact overwrite of an indexed extent changes nothing (how 0); an append (1) or a prepend
+    (2) within ``lim`` sectors grows that extent; otherwise free slot ``enew`` becomes a new live
+    extent (how -1). A grown or new extent then holds its start and end keys of the index.
+    Returns (extent, how, nlive)."""
+    e, how = wc_target(ext, live, nlive, lba, ns, lim)
+    if how == 0:
+        return e, how, nlive
+    if e >= 0:
+        wc_unindex(ext, e)
+        if how == 2:
+            ext[e, E_LBA] = lba
+        ext[e, E_NS] += ns
+    else:
+        e = enew
+        ext[e, E_LBA] = lba
+        ext[e, E_NS] = ns
+        ext[e, E_SEQ] = seq
+        ext[e, E_WIN] = 0
+        ext[e, E_INS] = 0
+        ext[e, E_INE] = 0
+        nlive = wc_live_add(ext, live, nlive, e)
+    wc_index(ext, live, nlive, e)
+    return e, how, nlive
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_overlaps(ext, live, nlive, lba, end):
+    """Sectors [lba, end) overlap a live extent (dirty data not yet destaged)."""
+    for k in range(nlive):
+        e = live[k]
+        s = ext[e, E_LBA]
+        if s < end and lba < s + ext[e, E_NS]:
+            return True
+    return False
