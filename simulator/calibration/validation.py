@@ -911,11 +911,14 @@ def _ceph_lab_commit_path(q: Path, tag: str) -> list[str]:
                "statistics; kv commit = Ceph's `kv_commit_lat` (the kv_sync cycle after its data flush) and the model's "
                "`kv_commit_s` measured the same way:", "",
                "| variant | rw | QD | cache hit share meas | sim | txcs/kv commit meas | sim | kv commit ms meas | sim | "
-               "CPU µs/IO meas (OSDs + fio) | sim |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+               "CPU µs/IO meas: OSDs + fio | whole host | sim (host) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for c in _read_csv(cnt_p):
+            if "write" in c["rw"]:  # the buffer cache's hit share is a read figure
+                c = {**c, "meas_cache_hit_share": None, "sim_cache_hit_share": None}
             md.append("| " + " | ".join([c["variant"], c["rw"], c["qd"]] + [_num(c.get(k)) for k in (
                 "meas_cache_hit_share", "sim_cache_hit_share", "meas_txc_per_kv_commit", "sim_txc_per_kv_commit",
-                "meas_kv_commit_mean_ms", "sim_kv_commit_mean_ms", "meas_cpu_us_per_io", "sim_cpu_us_per_io")]) + " |")
+                "meas_kv_commit_mean_ms", "sim_kv_commit_mean_ms", "meas_cpu_us_per_io", "meas_cpu_host_us_per_io",
+                "sim_cpu_us_per_io")]) + " |")
     if cp_p.is_file():
         rows = [r for r in _read_csv(cp_p) if r["level"] == "point" and r["rw"] == "randwrite"]
         der = {r["id"]: r for r in _read_csv(cp_p) if r["level"] == "derived"}
