@@ -311,44 +311,38 @@ _INF = math.inf
 
 # =============================================================================== event heap (as core.loop's)
 @njit(cache=True, inline="always", _nrt=False)
-def _less(sp, i, j):
+def _move(sp, src, dst):
     st = _ld(sp)
-    ti = st.ht[i]
-    tj = st.ht[j]
-    return ti < tj or (ti == tj and st.hs[i] < st.hs[j])
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _swap(sp, i, j):
-    st = _ld(sp)
-    st.ht[i], st.ht[j] = st.ht[j], st.ht[i]
-    st.hs[i], st.hs[j] = st.hs[j], st.hs[i]
-    st.hk[i], st.hk[j] = st.hk[j], st.hk[i]
-    st.hg[i], st.hg[j] = st.hg[j], st.hg[i]
-    st.ha[i], st.ha[j] = st.ha[j], st.ha[i]
+    st.ht[dst] = st.ht[src]
+    st.hs[dst] = st.hs[src]
+    st.hk[dst] = st.hk[src]
+    st.hg[dst] = st.hg[src]
+    st.ha[dst] = st.ha[src]
 
 
 @njit(cache=True, _nrt=False)
 def schedule(sp, t, kind, target, arg):
-    """Push an event at absolute time ``t`` (sequence = order of scheduling)."""
+    """Push an event at absolute time ``t`` (sequence = order of scheduling). A binary heap on
+    (time, sequence) as core.loop's, sifting a hole instead of swapping (the same order: the key is total)."""
     st = _ld(sp)
     n = st.gi[GI_HN]
     seq = st.gi[GI_SEQ]
     st.gi[GI_SEQ] = seq + 1
-    st.ht[n] = t
-    st.hs[n] = seq
-    st.hk[n] = kind
-    st.hg[n] = target
-    st.ha[n] = arg
     st.gi[GI_HN] = n + 1
     i = n
     while i > 0:
         p = (i - 1) >> 1
-        if _less(sp, i, p):
-            _swap(sp, i, p)
+        tp = st.ht[p]
+        if t < tp or (t == tp and seq < st.hs[p]):
+            _move(sp, p, i)
             i = p
         else:
             break
+    st.ht[i] = t
+    st.hs[i] = seq
+    st.hk[i] = kind
+    st.hg[i] = target
+    st.ha[i] = arg
 
 
 @njit(cache=True, _nrt=False)
@@ -359,25 +353,26 @@ def _pop(sp):
     st.gi[GI_HN] = n
     if n == 0:
         return
-    st.ht[0] = st.ht[n]
-    st.hs[0] = st.hs[n]
-    st.hk[0] = st.hk[n]
-    st.hg[0] = st.hg[n]
-    st.ha[0] = st.ha[n]
+    t = st.ht[n]
+    seq = st.hs[n]
     i = 0
     while True:
-        a = 2 * i + 1
-        if a >= n:
+        c = 2 * i + 1
+        if c >= n:
             break
-        b = a + 1
-        c = a
-        if b < n and _less(sp, b, a):
-            c = b
-        if _less(sp, c, i):
-            _swap(sp, c, i)
+        r = c + 1
+        tc = st.ht[c]
+        if r < n:
+            tr = st.ht[r]
+            if tr < tc or (tr == tc and st.hs[r] < st.hs[c]):
+                c = r
+                tc = tr
+        if tc < t or (tc == t and st.hs[c] < seq):
+            _move(sp, c, i)
             i = c
         else:
             break
+    _move(sp, n, i)
 
 
 # =============================================================================== random streams
