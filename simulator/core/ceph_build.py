@@ -540,6 +540,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
         _write_back_counters(st, meta)
     else:
         write_back(st, meta)
+    info["done_order"] = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
     return st.rqf[:n, L.RQF_TISSUE].copy(), st.rqf[:n, L.RQF_TDONE].copy(), info
 
 
