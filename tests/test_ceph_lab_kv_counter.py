@@ -81,3 +81,65 @@ def test_commit_includes_the_cycle_cpu_and_its_wait_for_a_core():
     busy = _kv(k, 1, 8, speed)
     gap = _mean(busy, "kv_commit_s") - _mean(busy, "kv_wal_s")
     assert gap > 1.5 * k / speed
+
+
+# main as of 2026-11-27 20:10: simulator/core/ceph_build.obj_base_of still reads RbdImage.obj_base, which the
+# BaseTable change (RbdImage.base_table) removed; every compiled write/read run raises AttributeError there
+# (tests/test_core_ceph.py fails the same way). Only that error is tolerated: a counter mismatch fails.
+# Checked with a local shim for obj_base_of: both cases pass.
+@pytest.mark.xfail(raises=AttributeError, strict=False,
+                   reason="compiled core's obj_base_of predates RbdImage.base_table (main, 2026-11-27)")
+@pytest.mark.parametrize("kv_commit_cost", [0.0, 40 * US])
+def test_compiled_core_keeps_the_same_kv_counters(kv_commit_cost):
+    """The compiled Ceph core (simulator/core/ceph_loop.py) books the same cycle times as the Python model:
+    kv_sync, kv_flush, kv_commit and kv_wal per OSD equal to 1e-12 s after 2000 closed-loop writes (QD16) that
+    flush the data device every cycle (64 KiB direct writes, a 200 us FLUSH). Mutation: not timing the data
+    flush in the compiled loop leaves its kv_flush_s at 0 and fails this."""
+    import numpy as np
+
+    from simulator.core.ceph_build import run_closed, unsupported_writes
+
+    dev = {"kind": "queue", "params": {"capacity": "64GiB", "servers": 1,
+                                       "service": {"dist": "exponential", "mean": 150 * US}, "flush_time": 200 * US}}
+    p = {"hosts": [{"name": "h", "count": 3, "cpu": {"cores": 2}, "drives": [{"count": 2, "device": dev}]}],
+         "pools": [{"name": "p", "size": 3, "min_size": 2, "pg_num": 8}],
+         "images": [{"pool": "p", "name": "img", "size": "1GiB"}],
+         "osd": {"cost_cv": 0.3}, "block_layer": {"enabled": False},
+         "bluestore": {"kv_commit_cost": kv_commit_cost}}
+
+    def cluster() -> tuple[Simulation, Cluster]:
+        _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": p})
+        sim = Simulation(1)
+        return sim, Cluster(cfg, "cluster", sim.root)
+
+    (sim_py, py), (_, cc) = cluster(), cluster()
+    assert unsupported_writes(cc) is None
+    img_py = py.image("p", "img")
+    rng = np.random.default_rng(5)
+    n, size = 2000, 65536
+    offs = rng.integers(0, (img_py.capacity - size) // 4096, n) * 4096
+    kinds, sizes = np.ones(n, np.int64), np.full(n, size, np.int64)
+    from simulator.devices.base import Request
+
+    left = list(range(16, n))
+
+    def submit(i):
+        img_py.submit(Request(int(kinds[i]), int(offs[i]), int(sizes[i]))).callbacks.append(done)
+
+    def done(_ev):
+        if left:
+            submit(left.pop(0))
+
+    for i in range(16):
+        submit(i)
+    sim_py.env.run()
+    run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
+    flushes = 0
+    for a, b in zip(py.osds, cc.osds, strict=True):
+        sa, sb = a.bs.stats(), b.bs.stats()
+        assert sa["kv_batches"] == sb["kv_batches"]
+        flushes += sa["kv_data_flushes"]
+        for k in ("kv_sync_s", "kv_flush_s", "kv_commit_s", "kv_wal_s"):
+            assert sb[k] == pytest.approx(sa[k], abs=1e-12), k
+        assert sa["kv_flush_s"] > 100 * US
+    assert flushes > 0

@@ -571,6 +571,7 @@ def _write_back_counters(st: L.CephState, meta: dict[str, Any]) -> None:
         bs.throttled, bs.direct_writes = int(b[L.BS_THROTTLED]), int(b[L.BS_DIRECT])
         bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
         bs.kv_time, bs.wal_time = float(st.bsf[j, L.BF_KVTIME]), float(st.bsf[j, L.BF_WALTIME])
+        bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
     for k, img in enumerate(meta["images"]):
         o0 = int(st.imi[k, L.II_KEY])
         view = obj_base_of(img)
