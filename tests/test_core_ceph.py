@@ -470,3 +470,39 @@ def test_run_fio_ceph_equals_run_fio(rw):
     out = run_fio_ceph(sim_cc, cc.image("p", "img"), job)
     assert len(ref) == len(out) == 1
     assert repr(out[0]) == repr(ref[0])
+
+
+def test_run_fio_ceph_refuses_what_it_does_not_cover():
+    """One clear message for a job or cluster the compiled Ceph core does not cover."""
+    from simulator.core.ceph_fio import run_fio_ceph
+    from simulator.errors import ConfigError
+
+    job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "rw": "randwrite", "bs": 4096, "iodepth": 4, "number_ios": 10}
+    sim, cl = _cluster(_params(extra={"block_layer": {"enabled": False}}))
+    with pytest.raises(ConfigError, match="rw=randrw"):
+        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "randrw"})
+    with pytest.raises(ConfigError, match="reads of written objects"):
+        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "randread"})
+    sim, cl = _cluster(_params())  # the block layer in front of the drives
+    with pytest.raises(ConfigError, match="BlockLayer"):
+        run_fio_ceph(sim, cl.image("p", "img"), job)
+
+
+def test_open_loop_writes_identical():
+    """Open-loop 4 KiB writes (Poisson arrivals near the cluster's capacity, so the throttles and
+    deferred batches work): every completion at the same time as in the Python model."""
+    from simulator.core.ceph_build import run_open
+
+    p = _params(cpu={"cores": 2}, cv=0.5, pg_num=8,
+                extra={"block_layer": {"enabled": False}, "bluestore": {"kv_commit_cost": 20 * US}})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(31)
+    img = py.image("p", "img")
+    n = 3000
+    times = np.cumsum(rng.exponential(1 / 1500.0, n))
+    kinds, offs, sizes = _writes(img, n, rng)
+    ref = _py_open(sim_py, img, times, kinds, offs, sizes)
+    out, info = run_open(cc, cc.image("p", "img"), times, kinds, offs, sizes)
+    np.testing.assert_array_equal(out, ref)
+    assert (ref - times).max() > 10 * (ref - times).min()  # queues built up

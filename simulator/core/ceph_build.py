@@ -460,11 +460,12 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
 
     from simulator.core import ceph_loop as K
 
-    why = unsupported(cluster)
+    writes = bool(np.any(np.asarray(kinds) != 0))
+    why = unsupported_writes(cluster) if writes else unsupported(cluster)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(times)
-    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 4 * n), n_req=n)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 4 * n), n_req=n, images=[image])
     k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.rqi[:n, L.RQI_IMG] = k
     st.rqi[:n, L.RQI_KIND] = kinds
@@ -486,7 +487,10 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
     wall = time.perf_counter() - w0
     if status != L.ST_DONE:
         raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]})")
-    write_back(st, meta)
+    if writes:
+        _write_back_counters(st, meta)
+    else:
+        write_back(st, meta)
     return st.rqf[:n, L.RQF_TDONE].copy(), {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall}
 
 
