@@ -503,6 +503,6 @@ def test_open_loop_writes_identical():
     times = np.cumsum(rng.exponential(1 / 1500.0, n))
     kinds, offs, sizes = _writes(img, n, rng)
     ref = _py_open(sim_py, img, times, kinds, offs, sizes)
-    out, info = run_open(cc, cc.image("p", "img"), times, kinds, offs, sizes)
+    out, _info = run_open(cc, cc.image("p", "img"), times, kinds, offs, sizes)
     np.testing.assert_array_equal(out, ref)
     assert (ref - times).max() > 10 * (ref - times).min()  # queues built up
