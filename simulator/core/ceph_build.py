@@ -368,6 +368,27 @@ def unsupported_writes(cluster: Any) -> str | None:
     return None
 
 
+def _draw(rand: Any, need: int) -> np.ndarray:
+    """The next ``need`` values of a BufferedRandom, as ``need`` calls of ``rand.random()`` would
+    return them (the rest of its buffer, then whole blocks from its generator), in bulk."""
+    out = np.empty(need)
+    buf, i = rand._buf, rand._i
+    k = min(need, len(buf) - i)
+    if k > 0:
+        out[:k] = buf[i : i + k]
+        rand._i = i + k
+    else:
+        k = 0
+    while k < need:
+        block = rand.gen.random(rand._block)
+        m = min(need - k, len(block))
+        out[k : k + m] = block[:m]
+        rand._buf = block.tolist()
+        rand._i = m
+        k += m
+    return out
+
+
 def refill(st: L.CephState, meta: dict[str, Any]) -> None:
     """Top every random stream up to SLEN uniforms (drawn from its Python component's stream, in order)."""
     su, si = st.su, st.si
@@ -377,8 +398,7 @@ def refill(st: L.CephState, meta: dict[str, Any]) -> None:
         if left == L.SLEN:
             continue
         su[r, :left] = su[r, p:n]
-        need = L.SLEN - left
-        su[r, left:] = [rand.random() for _ in range(need)]
+        su[r, left:] = _draw(rand, L.SLEN - left)
         si[r, L.SI_POS] = 0
         si[r, L.SI_LEN] = L.SLEN
     st.gi[L.GI_LOW] = 0
