@@ -289,9 +289,13 @@ from simulator.core.ceph_layout import (
     TX_DLEN,
     TX_DOFF,
     TX_HADIO,
+    TX_IMG,
     TX_IODONE,
+    TX_LEN,
     TX_NEXT,
     TX_NEXTB,
+    TX_OBJNO,
+    TX_OFF,
     TX_OP,
     TX_OSD,
     TX_OSR,
@@ -1505,6 +1509,10 @@ def _bs_txc(sp, o, op, base, cb):
     st.txi[x, TX_COST] = st.opi[op, OPI_COST]
     st.txi[x, TX_CB] = cb
     st.txi[x, TX_OSD] = o
+    st.txi[x, TX_IMG] = st.opi[op, OPI_IMG]
+    st.txi[x, TX_OBJNO] = st.opi[op, OPI_OBJNO]
+    st.txi[x, TX_OFF] = st.opi[op, OPI_OFF]
+    st.txi[x, TX_LEN] = st.opi[op, OPI_LEN]
     st.osi[osr, OS_LIVE] += 1
     length = st.opi[op, OPI_LEN]
     off = st.opi[op, OPI_OFF]
