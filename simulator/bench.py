@@ -220,3 +220,9 @@ CASES.update({
                        _ceph_core_case("bench_qd64write", False)),
     "ceph-qd64write-compiled": ("the same through the compiled Ceph core (client IOs)", _ceph_core_case("bench_qd64write", True)),
 })  # fmt: skip
+CASES.update({
+    "ceph-fio-qd64write": ("Ceph croit MACH.2 pool, stand-in devices, no block layer, fio 4KiB randwrite QD64 via run_fio (Python)",
+                           _ceph_core_case("bench_fio_qd64write", False)),
+    "ceph-fio-qd64write-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",
+                                    _ceph_core_case("bench_fio_qd64write", True)),
+})  # fmt: skip

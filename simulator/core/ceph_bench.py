@@ -10,7 +10,7 @@ import numpy as np
 
 from simulator.engine import Simulation
 
-__all__ = ["bench_book", "bench_newread", "bench_qd64write", "py_closed"]
+__all__ = ["bench_book", "bench_fio_qd64write", "bench_newread", "bench_qd64write", "py_closed", "scale_writes"]
 
 
 def _croit(seed: int = 1, prefilled: bool = True) -> tuple[Simulation, Any]:
@@ -166,3 +166,20 @@ def scale_writes(hosts: int, n: int, seed: int = 1) -> dict[str, float]:
     return {"osds": len(cl.osds), "build_s": t_build, "state_and_run_s": t_run, "loop_wall_s": info["wall_s"],
             "cpu_us_per_write": 1e6 * info["cpu_s"] / n, "events_per_write": info["events"] / n,
             "sim_iops": n / float(done.max()), "peak_rss_mb": _peak_rss_mb()}
+
+
+def bench_fio_qd64write(n: int, compiled: bool) -> tuple[float, str]:
+    """The fio path: croit MACH.2 pool (stand-in queue devices, no block layer), fio job 4 KiB
+    randwrite QD64 (libaio), through run_fio on the Python model or run_fio_ceph on the compiled
+    core (the same results); client writes per wall second; note: fio's IOPS."""
+    from simulator.core.ceph_fio import run_fio_ceph
+    from simulator.workloads.runner import run_fio
+
+    sim, cl = _croit_writes()
+    img = cl.image("test-mach2", "test")
+    job = {"name": "bench", "ioengine": "libaio", "sim_slat": 0, "rw": "randwrite", "bs": 4096, "iodepth": 64,
+           "number_ios": n, "norandommap": 1, "randseed": 1}
+    t0 = time.perf_counter()
+    res = (run_fio_ceph if compiled else run_fio)(sim, img if compiled else [img], job)
+    wall = time.perf_counter() - t0
+    return n / wall, f"fio: {res[0].write.iops:,.0f} IOPS" if hasattr(res[0], "write") else ""

@@ -22,9 +22,9 @@ __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "uns
 
 
 def obj_base_of(img: Any) -> np.ndarray:
-    """The image's (object, acting position) -> device offset table (-1 = not allocated), as a
-    2-D int64 array view (the one place the compiled core reads RbdImage's storage)."""
-    return np.asarray(img.obj_base).reshape(img.n_objects, img.pool.size)
+    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated), as a
+    2-D int64 copy (the one place the compiled core reads RbdImage's storage, its ``rbd.BaseTable``)."""
+    return img.bases()
 
 
 class Streams:
@@ -258,6 +258,16 @@ def _queue_device(dev: Any) -> Any:
     return dev if type(dev) is QueueDevice else None
 
 
+#: BlueStore statistics counters kept in its row (copied in at build, back at write back)
+_BS_COUNTERS = (
+    (L.BS_KVBATCHES, "kv_batches"), (L.BS_KVTXCS, "kv_txcs"), (L.BS_DEFOPS, "deferred_ops"),
+    (L.BS_DEFIOS, "deferred_ios"), (L.BS_DEFBATCHES, "deferred_batches"), (L.BS_DEFROUNDS, "deferred_rounds"),
+    (L.BS_THROTTLED, "throttled"), (L.BS_THR_KV, "throttled_kv"), (L.BS_THR_DEF, "throttled_deferred"),
+    (L.BS_AGGSUB, "aggressive_submits"), (L.BS_MAXTXCSUB, "max_txc_submits"), (L.BS_DIRECT, "direct_writes"),
+    (L.BS_DATAFLUSH, "kv_data_flushes"),
+)
+
+
 def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, streams: Streams) -> tuple:
     """BlueStore rows (one per OSD), OpSequencer rows (one per PG and acting position) and the queue
     devices below them (rows only when every OSD's data and WAL devices are queue devices)."""
@@ -324,6 +334,11 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         b[L.BS_BFS] = bs.bluefs_start
         b[L.BS_BFE] = bs.bluefs_end
         b[L.BS_PEAKDTXCS] = bs.peak_deferred_txcs
+        for col, name in _BS_COUNTERS:
+            b[col] = getattr(bs, name)
+        bsf[j, L.BF_TWAIT] = bs.throttle_wait
+        bsf[j, L.BF_KVTIME] = bs.kv_time
+        bsf[j, L.BF_WALTIME] = bs.wal_time
         bsf[j, L.BF_KVCPU] = bs._kv_cpu
         bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
     for r in range(npg):
@@ -368,6 +383,27 @@ def unsupported_writes(cluster: Any) -> str | None:
     return None
 
 
+def _draw(rand: Any, need: int) -> np.ndarray:
+    """The next ``need`` values of a BufferedRandom, as ``need`` calls of ``rand.random()`` would
+    return them (the rest of its buffer, then whole blocks from its generator), in bulk."""
+    out = np.empty(need)
+    buf, i = rand._buf, rand._i
+    k = min(need, len(buf) - i)
+    if k > 0:
+        out[:k] = buf[i : i + k]
+        rand._i = i + k
+    else:
+        k = 0
+    while k < need:
+        block = rand.gen.random(rand._block)
+        m = min(need - k, len(block))
+        out[k : k + m] = block[:m]
+        rand._buf = block.tolist()
+        rand._i = m
+        k += m
+    return out
+
+
 def refill(st: L.CephState, meta: dict[str, Any]) -> None:
     """Top every random stream up to SLEN uniforms (drawn from its Python component's stream, in order)."""
     su, si = st.su, st.si
@@ -377,8 +413,7 @@ def refill(st: L.CephState, meta: dict[str, Any]) -> None:
         if left == L.SLEN:
             continue
         su[r, :left] = su[r, p:n]
-        need = L.SLEN - left
-        su[r, left:] = [rand.random() for _ in range(need)]
+        su[r, left:] = _draw(rand, L.SLEN - left)
         si[r, L.SI_POS] = 0
         si[r, L.SI_LEN] = L.SLEN
     st.gi[L.GI_LOW] = 0
@@ -424,8 +459,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
     for k, img in enumerate(meta["images"]):
         o0 = int(st.imi[k, L.II_KEY])
         n = img.n_objects * img.pool.size
-        view = obj_base_of(img)
-        view[...] = st.obj_base[o0 : o0 + n].reshape(view.shape)
+        img.set_bases(slice(None), st.obj_base[o0 : o0 + n].reshape(img.n_objects, img.pool.size))
     # unconsumed uniforms go back to the front of their stream
     for r, rand in enumerate(meta["streams"].rands):
         p, n = int(st.si[r, L.SI_POS]), int(st.si[r, L.SI_LEN])
@@ -460,11 +494,12 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
 
     from simulator.core import ceph_loop as K
 
-    why = unsupported(cluster)
+    writes = bool(np.any(np.asarray(kinds) != 0))
+    why = unsupported_writes(cluster) if writes else unsupported(cluster)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(times)
-    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 4 * n), n_req=n)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 4 * n), n_req=n, images=[image])
     k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.rqi[:n, L.RQI_IMG] = k
     st.rqi[:n, L.RQI_KIND] = kinds
@@ -486,6 +521,8 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
     wall = time.perf_counter() - w0
     if status != L.ST_DONE:
         raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]})")
+    if writes:
+        write_back_bluestore(st, meta)
     write_back(st, meta)
     return st.rqf[:n, L.RQF_TDONE].copy(), {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall}
 
@@ -495,8 +532,8 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     """A closed loop of ``depth`` requests to ``image`` through the compiled core: the first
     ``depth`` are issued now, in order, each completion issues the next. Writes need
     :func:`unsupported_writes` to be None. Returns issue and completion times and run figures
-    (events, wall seconds, BlueStore counters). After writes the BlueStore queues stay in the arrays
-    (pending deferred batches): counters are written back, the cluster is not continued in Python."""
+    (events, wall seconds, BlueStore counters). The run drains (every event processed); its state,
+    BlueStore's included, is written back, so the Python model can go on from it."""
     import time
 
     from simulator.core import ceph_loop as K
@@ -537,42 +574,115 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
                 ("kv_batches", L.BS_KVBATCHES), ("kv_txcs", L.BS_KVTXCS), ("deferred_ops", L.BS_DEFOPS),
                 ("deferred_ios", L.BS_DEFIOS), ("throttled", L.BS_THROTTLED), ("direct_writes", L.BS_DIRECT))}}
     if writes:
-        _write_back_counters(st, meta)
-    else:
-        write_back(st, meta)
+        write_back_bluestore(st, meta)
+    write_back(st, meta)
     info["done_order"] = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
     return st.rqf[:n, L.RQF_TISSUE].copy(), st.rqf[:n, L.RQF_TDONE].copy(), info
 
 
-def _write_back_counters(st: L.CephState, meta: dict[str, Any]) -> None:
-    """After a write run: the figures the statistics read (CPU, links, OSD op counts, BlueStore
-    counters, allocations); the queues stay in the arrays."""
-    if st.gi[L.GI_FULL]:
-        raise RuntimeError("compiled Ceph core: a pool or a random stream overflowed (state is void)")
-    for i, h in enumerate(meta["hosts"]):
-        c = h.cpu
-        c.jobs = int(st.ci[i, L.CI_JOBS])
-        c.stalls = int(st.ci[i, L.CI_STALLS])
-        c._busy = float(st.cf[i, L.CF_BUSY])
-        c._free = sorted(float(x) for x in st.cfree[i, : c.servers])
-        for k, link in ((2 * i, h.tx), (2 * i + 1, h.rx)):
-            link._free = float(st.lf[k, L.LF_FREE])
-            link._busy = float(st.lf[k, L.LF_BUSY])
-            link.bytes = int(st.lf[k, L.LF_BYTES])
+def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
+    """Put each BlueStore's state back after a drained write run (no kv cycle, no IO, no waiter):
+    throttles, allocation, WAL position, counters, and the transactions still held — applied or
+    stable deferred batches awaiting cleanup, pending deferred batches per sequencer (with their
+    ``writing`` buffers) — as Python Txc / _Osr objects, so the Python model goes on from there."""
+    from simulator.ceph.bluestore import Txc, _Osr
+
+    pgs = meta["pgs"]
+    imgs = meta["images"]
+    maxsize = st.pga.shape[1]
+    txi = st.txi
+
+    class _OpRef:  # what a Txc's op is asked for after its commit: its object key and range
+        __slots__ = ("length", "objkey", "off")
+
+        def __init__(self, objkey: int, off: int, length: int):
+            self.objkey, self.off, self.length = objkey, off, length
+
     for j, o in enumerate(meta["osds"]):
-        o.ops = [int(x) for x in st.oi[j, L.OI_OPS : L.OI_OPS + 4]]
-        o.subops = int(st.oi[j, L.OI_SUBOPS])
-        o.replies = int(st.oi[j, L.OI_REPLIES])
         bs = o.bs
         b = st.bsi[j]
-        bs.kv_batches, bs.kv_txcs = int(b[L.BS_KVBATCHES]), int(b[L.BS_KVTXCS])
-        bs.deferred_ops, bs.deferred_ios = int(b[L.BS_DEFOPS]), int(b[L.BS_DEFIOS])
-        bs.deferred_batches, bs.deferred_rounds = int(b[L.BS_DEFBATCHES]), int(b[L.BS_DEFROUNDS])
-        bs.throttled, bs.direct_writes = int(b[L.BS_THROTTLED]), int(b[L.BS_DIRECT])
+        if b[L.BS_KVBUSY] or b[L.BS_KVQ_H] >= 0 or b[L.BS_TBW_H] >= 0 or b[L.BS_DTW_H] >= 0:
+            raise RuntimeError(f"osd.{o.id}: BlueStore busy (kv cycle, queue or waiters): write back needs a drained run")
+        osrs: dict[int, Any] = {}
+
+        def osr_of(row: int, _bs: Any = bs, _osrs: dict = osrs) -> Any:
+            x = _osrs.get(row)
+            if x is None:
+                pg = pgs[row // maxsize]
+                x = _bs.osrs.get(pg)
+                if x is None:
+                    x = _bs.osrs[pg] = _Osr()
+                _osrs[row] = x
+            return x
+
+        def txc_of(x: int, _osr_of: Any = osr_of) -> Any:
+            img = imgs[int(txi[x, L.TX_IMG])]
+            t = Txc(_OpRef(img.key_base + int(txi[x, L.TX_OBJNO]), int(txi[x, L.TX_OFF]), int(txi[x, L.TX_LEN])),
+                    None, _osr_of(int(txi[x, L.TX_OSR])))
+            t.cost = int(txi[x, L.TX_COST])
+            t.doff = int(txi[x, L.TX_DOFF])
+            t.dlen = int(txi[x, L.TX_DLEN])
+            t.wal_bytes = int(txi[x, L.TX_WALB])
+            t.had_io = bool(txi[x, L.TX_HADIO])
+            t.io_done = bool(txi[x, L.TX_IODONE])
+            return t
+
+        def batches(h: int, _txc_of: Any = txc_of) -> list:
+            out = []
+            while h >= 0:
+                batch = []
+                x = h
+                while x >= 0:
+                    batch.append(_txc_of(x))
+                    x = int(txi[x, L.TX_NEXT])
+                out.append(batch)
+                h = int(txi[h, L.TX_NEXTB])
+            return out
+
+        bs.kv_busy = False
+        bs.kv_queue = []
+        bs._kv_batch, bs._kv_stable, bs._kv_unstable = [], [], []
+        bs.deferred_done = batches(int(b[L.BS_DONE_H]))
+        bs.deferred_stable = batches(int(b[L.BS_STAB_H]))
+        # sequencers: live counts, pending batches in _dq order, their writing buffers
+        r0 = int(st.pgi.shape[0]) * maxsize
+        for row in np.nonzero(st.osi[:r0, L.OS_LIVE] != 0)[0].tolist():
+            if int(st.pga[row // maxsize, row % maxsize]) == j:
+                osr_of(row).live = int(st.osi[row, L.OS_LIVE])
+        bs._dq = {}
+        u = bs.unit
+        row = int(b[L.BS_DQ_H])
+        while row >= 0:
+            x = osr_of(row)
+            if st.osi[row, L.OS_RUNNING] or st.osi[row, L.OS_QH] >= 0:
+                raise RuntimeError(f"osd.{o.id}: a deferred batch or a direct write is running: not drained")
+            pend = batches(int(st.osi[row, L.OS_PH]))[0]
+            x.pending = pend
+            x.running = False
+            bs._dq[x] = None
+            for t in pend:
+                op = t.op
+                bs.writing.setdefault(op.objkey, []).append((op.off // u, (op.off + op.length - 1) // u + 1))
+            row = int(st.osi[row, L.OS_DQNEXT])
+        bs.deferred_queue_size = int(b[L.BS_DQSIZE])
+        bs.deferred_txcs = int(b[L.BS_DTXCS])
+        bs.peak_deferred_txcs = int(b[L.BS_PEAKDTXCS])
+        bs.aggressive = int(b[L.BS_AGGR])
+        bs.io_since_flush = bool(b[L.BS_IOSF])
+        bs._timer_armed = bool(b[L.BS_TIMER])
+        bs.tb.cur, bs.tb.peak = int(b[L.BS_TBCUR]), int(b[L.BS_TBPEAK])
+        bs.dt.cur, bs.dt.peak = int(b[L.BS_DTCUR]), int(b[L.BS_DTPEAK])
+        bs.wal_pos = int(b[L.BS_WALPOS])
         bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
-        bs.kv_time, bs.wal_time = float(st.bsf[j, L.BF_KVTIME]), float(st.bsf[j, L.BF_WALTIME])
+        for col, name in _BS_COUNTERS:
+            setattr(bs, name, int(b[col]))
+        bs.throttle_wait = float(st.bsf[j, L.BF_TWAIT])
+        bs.kv_time = float(st.bsf[j, L.BF_KVTIME])
+        bs.wal_time = float(st.bsf[j, L.BF_WALTIME])
         bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
-    for k, img in enumerate(meta["images"]):
-        o0 = int(st.imi[k, L.II_KEY])
-        view = obj_base_of(img)
-        view[...] = st.obj_base[o0 : o0 + view.size].reshape(view.shape)
+    for k, q in enumerate(meta["devices"]):
+        if st.dvi[k, L.DV_QN]:
+            raise RuntimeError(f"{q.path}: requests queued: write back needs a drained run")
+        q._free = int(st.dvi[k, L.DV_FREE])
+        q._busy_acc += float(st.dvf[k, L.DVF_BUSY])
+        st.dvf[k, L.DVF_BUSY] = 0.0

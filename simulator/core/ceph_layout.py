@@ -314,7 +314,11 @@ TX_NEXTB = 9  # next batch (on a batch's first txc)
 TX_BLEN = 10  # txcs of the batch (on its first txc)
 TX_CB = 11  # commit callback: CLIENT = Osd._local_committed, SUBOP = Osd._subop_committed
 TX_OSD = 12
-NTXI = 13
+TX_IMG = 13  # image row, object number, offset and length of its write (BlueStore.writing, write back)
+TX_OBJNO = 14
+TX_OFF = 15
+TX_LEN = 16
+NTXI = 17
 
 # ---- OpSequencers (bluestore._Osr): one per (PG, acting position): row pg * pga.shape[1] + position
 OS_QH = 0  # txcs waiting for their data IO (direct writes), in order
