@@ -224,11 +224,13 @@ def _reads(img, n, rate, rng, size=4096, span_share=0.0):
 
 
 _READ_VARIANTS = {
-    "plain": ({}, 0.0, 0.0),
-    "jitter": ({}, 0.7, 0.0),
-    "stalls": ({"stall_share": 0.15, "stall_mean": 200 * US}, 0.5, 0.0),
-    "wakeup-foreign": ({"wakeup_cost": 10 * US, "foreign_cores": 0.7, "foreign_slice": 150 * US}, 0.3, 0.0),
-    "spanning": ({}, 0.4, 0.3),
+    "plain": ({}, 0.0, 0.0, {}),
+    "jitter": ({}, 0.7, 0.0, {}),
+    "stalls": ({"stall_share": 0.15, "stall_mean": 200 * US}, 0.5, 0.0, {}),
+    "wakeup-foreign": ({"wakeup_cost": 10 * US, "foreign_cores": 0.7, "foreign_slice": 150 * US}, 0.3, 0.0, {}),
+    "spanning": ({}, 0.4, 0.3, {}),
+    # several workers per shard: the PG lock holds ops back while other PGs' ops go first
+    "pglock": ({}, 0.5, 0.2, {"op_num_shards": 1, "op_num_threads_per_shard": 3}),
 }
 
 
@@ -241,8 +243,9 @@ def test_open_loop_new_object_reads_identical(variant):
     busy-PG scan in _next, fails this)."""
     from simulator.core.ceph_build import run_open
 
-    cpu, cv, span = _READ_VARIANTS[variant]
+    cpu, cv, span, osd = _READ_VARIANTS[variant]
     p = _params(cpu={"cores": 2, **cpu}, cv=cv, pg_num=4, extra={"images": [{"pool": "p", "name": "img", "size": "1GiB", "order": 16, "prefilled": False}]})
+    p["osd"].update(osd)
     sim_py, py = _cluster(p)
     _sim_cc, cc = _cluster(p)
     rng = np.random.default_rng(11)
@@ -310,6 +313,7 @@ _WRITE_VARIANTS = {
                             "deferred_batch_ops": 8}, 4096),
     "direct": ({}, 0.3, {"kv_commit_cost": 20 * US}, 65536),
     "batches": ({}, 0.0, {"deferred_batch_ops": 4, "max_deferred_txc": 2, "deferred_max_interval": 0.002}, 4096),
+    "pglock": ({}, 0.4, {"kv_commit_cost": 10 * US}, 4096),  # 3 workers per shard, 1 shard (see below)
 }
 
 
@@ -325,6 +329,8 @@ def test_closed_loop_writes_identical(variant):
 
     cpu, cv, bs, size = _WRITE_VARIANTS[variant]
     p = _params(cpu={"cores": 2, **cpu}, cv=cv, pg_num=8, extra={"bluestore": bs, "block_layer": {"enabled": False}})
+    if variant == "pglock":
+        p["osd"].update({"op_num_shards": 1, "op_num_threads_per_shard": 3})
     sim_py, py = _cluster(p)
     _, cc = _cluster(p)
     assert unsupported_writes(cc) is None
@@ -445,3 +451,22 @@ def test_closed_loop_writes_identical_to_the_fio_job_thread():
     np.testing.assert_array_equal(t_is, np.array([s[1] for s in tap.subs]))
     np.testing.assert_array_equal(np.sort(done), np.array(tap.done))
     assert sum(h.cpu.stalls for h in cc.hosts) > 100
+
+
+@pytest.mark.parametrize("rw", ["randwrite", "write"])
+def test_run_fio_ceph_equals_run_fio(rw):
+    """run_fio_ceph (the compiled Ceph core behind fio's job) returns the same fio results as
+    run_fio on the Python model: IO count, IOPS, bandwidth, latency mean and percentiles."""
+    from simulator.core.ceph_fio import run_fio_ceph
+    from simulator.workloads.runner import run_fio
+
+    p = _params(cpu={"cores": 2, "stall_share": 0.05, "stall_mean": 100 * US}, cv=0.4, pg_num=16,
+                extra={"block_layer": {"enabled": False}})
+    job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "norandommap": 1, "rw": rw, "bs": 4096,
+           "iodepth": 16, "number_ios": 2500, "randseed": 5}
+    sim_py, py = _cluster(p, seed=5)
+    ref = run_fio(sim_py, [py.image("p", "img")], job)
+    sim_cc, cc = _cluster(p, seed=5)
+    out = run_fio_ceph(sim_cc, cc.image("p", "img"), job)
+    assert len(ref) == len(out) == 1
+    assert repr(out[0]) == repr(ref[0])

@@ -93,9 +93,9 @@ class BaseTable:
         return self._np.nbytes
 
     def _index(self, objno: int, pos: int) -> int:
-        if not (0 <= objno < self.n_objects and 0 <= pos < self.width):
-            raise IndexError(f"{self.name}: no object {objno} position {pos} ({self.n_objects} objects x {self.width})")
-        return objno * self.width + pos
+        if 0 <= objno < self.n_objects and 0 <= pos < self.width:
+            return objno * self.width + pos
+        raise IndexError(f"{self.name}: no object {objno} position {pos} ({self.n_objects} objects x {self.width})")
 
     def _bad(self, base: int) -> ValueError:
         why = ("negative" if base < 0 else f"not a multiple of the allocation unit {self.unit}" if base % self.unit
@@ -104,8 +104,10 @@ class BaseTable:
 
     def base_of(self, objno: int, pos: int) -> int:
         """Device offset (bytes) of object ``objno``'s data at acting-set position ``pos``; -1: not allocated."""
-        u = self._tab[self._index(objno, pos)]
-        return u * self.unit if u >= 0 else -1
+        if 0 <= objno < self.n_objects and 0 <= pos < self.width:  # _index inlined: the per-IO path
+            u = self._tab[objno * self.width + pos]
+            return u * self.unit if u >= 0 else -1
+        raise IndexError(f"{self.name}: no object {objno} position {pos} ({self.n_objects} objects x {self.width})")
 
     def set_base(self, objno: int, pos: int, base: int) -> None:
         """Object ``objno``'s data at position ``pos`` is at device offset ``base`` (bytes)."""

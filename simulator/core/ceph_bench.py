@@ -141,3 +141,28 @@ def bench_qd64write(n: int, compiled: bool) -> tuple[float, str]:
         return n / wall, f"{n / done.max():,.0f} simulated IOPS"
     _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
     return n / info["wall_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/write"
+
+
+def scale_writes(hosts: int, n: int, seed: int = 1) -> dict[str, float]:
+    """The croit host layout repeated ``hosts`` times (simulator.ceph.scale: croit's PGs and data
+    per OSD), stand-in queue devices, no block layer; 4 KiB random writes to the MACH.2 pool's image
+    at QD64 per host through the compiled core. Returns build seconds (Python cluster, then the
+    state arrays), loop CPU seconds per client write, events per write and peak RSS (MB)."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.ceph.scale import _peak_rss_mb, scale_overrides
+    from simulator.core.ceph_build import run_closed
+
+    sim = Simulation(seed=seed)
+    t0 = time.perf_counter()
+    ov = {**(scale_overrides(hosts) if hosts != 1 else {}), "block_layer.enabled": False}
+    cl = build_cluster_from_profile(sim, stand_in=True, overrides=ov)
+    t_build = time.perf_counter() - t0
+    img = cl.image("test-mach2", "test")
+    rng = np.random.default_rng(seed)
+    offs = rng.integers(0, img.capacity // 4096, n) * 4096
+    t1 = time.perf_counter()
+    _, done, info = run_closed(cl, img, np.ones(n, np.int64), offs, np.full(n, 4096, np.int64), 64 * hosts)
+    t_run = time.perf_counter() - t1
+    return {"osds": len(cl.osds), "build_s": t_build, "state_and_run_s": t_run, "loop_wall_s": info["wall_s"],
+            "cpu_us_per_write": 1e6 * info["cpu_s"] / n, "events_per_write": info["events"] / n,
+            "sim_iops": n / float(done.max()), "peak_rss_mb": _peak_rss_mb()}

@@ -72,8 +72,10 @@ def unsupported(cluster: Any) -> str | None:
     return None
 
 
-def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0) -> tuple[L.CephState, dict[str, Any]]:
-    """The state arrays of ``cluster``; ``n_ops`` object-op rows, ``n_req`` client-request rows.
+def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
+                images: list[Any] | None = None) -> tuple[L.CephState, dict[str, Any]]:
+    """The state arrays of ``cluster``; ``n_ops`` object-op rows, ``n_req`` client-request rows;
+    ``images``: the images the run drives (default all; the others' object tables stay out).
     Returns (state, meta): meta maps rows back to the Python objects (for write_back)."""
     env = cluster.env
     streams = Streams()
@@ -178,7 +180,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0) 
             shf[row, L.SHF_WAKE_AT] = sh.wake_at
             row += 1
     # ---- images
-    imgs = list(cluster.images.values())
+    imgs = list(cluster.images.values()) if images is None else list(images)
     ni = len(imgs)
     imi = np.zeros((max(ni, 1), L.NII), np.int64)
     imf = np.zeros((max(ni, 1), L.NIF), np.float64)
@@ -352,15 +354,17 @@ def unsupported_writes(cluster: Any) -> str | None:
             return f"osd.{o.id}: BlueStore holds transactions (state of an earlier run)"
         if bs.cfg.cache.buffered_write or len(bs.cache):
             return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
-        if bs.cfg.onode_miss_read > 0:
-            n = 0
-            for img in cluster.images.values():
-                if not img.cfg.prefilled:
-                    return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
-                acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs])
-                n += int((acting[img.obj_ps_array] == o.id).sum())
-            if n > bs.onodes.capacity:
-                return f"osd.{o.id}: {n} objects, onode cache of {bs.onodes.capacity}: onode misses are not compiled yet"
+    # every object's onode must stay cached (onode misses are DB reads, not compiled yet)
+    per_osd = np.zeros(len(cluster.osds), np.int64)
+    for img in cluster.images.values():
+        if not img.cfg.prefilled and any(o.bs.cfg.onode_miss_read > 0 for o in cluster.osds):
+            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
+        acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
+        per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
+        np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
+    for o in cluster.osds:
+        if o.bs.cfg.onode_miss_read > 0 and per_osd[o.id] > o.bs.onodes.capacity:
+            return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
     return None
 
 
@@ -502,7 +506,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(kinds)
-    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 8 * depth), n_req=n)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 8 * depth), n_req=n, images=[image])
     k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.rqi[:n, L.RQI_IMG] = k
     st.rqi[:n, L.RQI_KIND] = kinds
@@ -514,6 +518,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     first = min(depth, n)
     st.gi[L.GI_NEXTREQ] = first
     w0 = time.perf_counter()
+    c0 = time.process_time()
     for r in range(first):
         K.issue_now(st, r)
     while True:
@@ -523,10 +528,11 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
             continue
         break
     wall = time.perf_counter() - w0
+    cpu = time.process_time() - c0
     if status not in (L.ST_DONE, L.ST_EMPTY) or st.gi[L.GI_OUT]:
         raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
                            f"{st.gi[L.GI_OUT]} requests outstanding)")
-    info = {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall,
+    info = {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall, "cpu_s": cpu,
             "bluestore": {name: int(st.bsi[:, col].sum()) for name, col in (
                 ("kv_batches", L.BS_KVBATCHES), ("kv_txcs", L.BS_KVTXCS), ("deferred_ops", L.BS_DEFOPS),
                 ("deferred_ios", L.BS_DEFIOS), ("throttled", L.BS_THROTTLED), ("direct_writes", L.BS_DIRECT))}}
@@ -534,6 +540,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
         _write_back_counters(st, meta)
     else:
         write_back(st, meta)
+    info["done_order"] = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
     return st.rqf[:n, L.RQF_TISSUE].copy(), st.rqf[:n, L.RQF_TDONE].copy(), info
 
 

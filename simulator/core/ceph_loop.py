@@ -31,271 +31,33 @@ from simulator.core.ceph_arith import (
     wal_extent_nb,
 )
 from simulator.core.ceph_layout import (
-    BF_FLUSHT0,
-    BF_FLUSHTIME,
-    BF_KVCPU,
-    BF_KVT0,
-    BF_KVTIME,
-    BF_MAXINT,
-    BF_TWAIT,
-    BF_WALT0,
-    BF_WALTIME,
-    BS_AGGR,
-    BS_AGGSUB,
-    BS_ALLOCATED,
-    BS_BATCHOPS,
-    BS_BFE,
-    BS_BFS,
-    BS_BLOCK,
-    BS_CAP,
-    BS_CLEANB,
-    BS_CPIO,
-    BS_CURSOR,
-    BS_DATAFLUSH,
-    BS_DEFBATCHES,
-    BS_DEFIOS,
-    BS_DEFOPS,
-    BS_DEFROUNDS,
-    BS_DEV,
-    BS_DIRECT,
-    BS_DONE_H,
-    BS_DONE_T,
-    BS_DQ_H,
-    BS_DQ_T,
-    BS_DQSIZE,
-    BS_DSTART,
-    BS_DTCUR,
-    BS_DTMAX,
-    BS_DTPEAK,
-    BS_DTW_H,
-    BS_DTW_T,
-    BS_DTXCS,
-    BS_FBC,
-    BS_IOSF,
-    BS_KVB_H,
-    BS_KVB_N,
-    BS_KVBATCHES,
-    BS_KVBUSY,
-    BS_KVBYTES,
-    BS_KVQ_H,
-    BS_KVQ_N,
-    BS_KVQ_T,
-    BS_KVSTAB_H,
-    BS_KVSTAB_T,
-    BS_KVTXCB,
-    BS_KVTXCS,
-    BS_KVUNST_H,
-    BS_KVUNST_T,
-    BS_MAXTXC,
-    BS_MAXTXCSUB,
-    BS_MINALLOC,
-    BS_PEAKDTXCS,
-    BS_PREFER,
-    BS_SAMEDEV,
-    BS_STAB_H,
-    BS_STAB_T,
-    BS_TAIL,
-    BS_TBCUR,
-    BS_TBMAX,
-    BS_TBPEAK,
-    BS_TBW_H,
-    BS_TBW_T,
-    BS_THR_DEF,
-    BS_THR_KV,
-    BS_THROTTLED,
-    BS_TIMER,
-    BS_WALDEV,
-    BS_WALPOS,
-    BS_WALRING,
-    CF_BG,
-    CF_BUSY,
-    CF_FGBUSY,
-    CF_FGGAP,
-    CF_FGNEXT,
-    CF_FGSLICE,
-    CF_INV,
-    CF_STALLMEAN,
-    CF_STALLP,
-    CF_WAKE,
-    CI_JOBS,
-    CI_PLAIN,
-    CI_SERVERS,
-    CI_STALLED,
-    CI_STALLS,
-    CI_STREAM,
-    CLIENT,
-    DP_DATA_FLUSH,
-    DP_DEFERRED,
-    DP_DIRECT,
-    DP_WAL,
-    DP_WAL_FLUSH,
-    DR_ARG,
-    DR_DEV,
-    DR_NEXT,
-    DR_OP,
-    DR_OSD,
-    DR_PURP,
-    DR_SIZE,
-    DV_DIST,
-    DV_DONE,
-    DV_FREE,
-    DV_QH,
-    DV_QN,
-    DV_QT,
-    DV_STREAM,
-    DVF_BUSY,
-    DVF_BW,
-    DVF_FLUSH,
-    DVF_P0,
-    EV_ARRIVAL,
-    EV_DEFER_TIMER,
-    EV_DEV_DONE,
-    EV_EXTENT_DONE,
-    EV_KV_IO,
-    EV_OSD_OP,
-    EV_PREPARED,
-    EV_REQ_DONE,
-    EV_RESUME,
-    EV_WAKE,
-    FN_COMMIT_IN,
-    FN_REPLY_CLIENT,
-    FN_SEND_CLIENT_OP,
-    FN_SEND_REPLY,
-    FN_SEND_SUB,
-    FN_TO_CLIENT,
-    GF_LAT,
-    GF_LOOP,
-    GF_NOW,
-    GF_RELT,
-    GI_CLOSED,
-    GI_DEVFREE,
-    GI_EVENTS,
-    GI_FULL,
-    GI_HN,
-    GI_LOW,
-    GI_NEXTREQ,
-    GI_NOFOLD,
-    GI_NREQ,
-    GI_OPFREE,
-    GI_OUT,
-    GI_OVH,
-    GI_RELPG,
-    GI_RELSH,
-    GI_SEQ,
-    GI_TXFREE,
-    HI_CPU,
-    HI_RX,
-    HI_TX,
-    IF_COMPLETE,
-    IF_PERBYTE,
-    IF_SUBMIT,
-    IF_WRITE,
-    II_CLIENT,
-    II_KEY,
-    II_ORDER,
-    II_PG0,
-    II_PS0,
-    II_SIZE,
-    LF_BUSY,
-    LF_BW,
-    LF_BYTES,
-    LF_FREE,
-    OF_COMMIT,
-    OF_LN_MU,
-    OF_LN_S,
-    OF_PERBYTE,
-    OF_READ,
-    OF_RECV,
-    OF_REPLY,
-    OF_SEND,
-    OF_SUBOP,
-    OF_WRITE,
-    OI_CPU,
-    OI_HOST,
-    OI_JITTER,
-    OI_NSHARDS,
-    OI_OPS,
-    OI_REPLIES,
-    OI_SHARD0,
-    OI_STREAM,
-    OI_SUBOPS,
-    OI_UP,
-    OPF_T0,
-    OPF_TLOCAL,
-    OPF_TWAIT,
-    OPI_COST,
-    OPI_DEFER,
-    OPI_DOFF,
-    OPI_GROUP,
-    OPI_IMG,
-    OPI_KIND,
-    OPI_LEN,
-    OPI_NEXT,
-    OPI_NEXTW,
-    OPI_OBJNO,
-    OPI_OFF,
-    OPI_ONODE,
-    OPI_OSD,
-    OPI_PENDING,
-    OPI_PG,
-    OPI_POS,
-    OPI_PRIM,
-    OPI_REQ,
-    OPI_ROLE,
-    OPI_SHARD,
-    OS_DQNEXT,
-    OS_DQPREV,
-    OS_INDQ,
-    OS_LIVE,
-    OS_PH,
-    OS_PN,
-    OS_PT,
-    OS_QH,
-    OS_QT,
-    OS_RH,
-    OS_RLEFT,
-    OS_RN,
-    OS_RUNNING,
-    PGI_NACT,
-    PGI_PPOS,
-    PGI_SEED,
-    REPLY,
-    RQF_TDONE,
-    RQF_TISSUE,
-    RQI_IMG,
-    RQI_KIND,
-    RQI_LEFT,
-    RQI_OFF,
-    RQI_SIZE,
-    SHF_WAKE_AT,
-    SHI_FREE,
-    SHI_INFLIGHT,
-    SHI_NLAZY,
-    SHI_QCNT,
-    SHI_QHEAD,
-    SHI_QTAIL,
-    SI_LEN,
-    SI_POS,
-    SLOW,
-    ST_DONE,
-    ST_EMPTY,
-    ST_FULL,
-    ST_REFILL,
-    ST_TIME,
-    SUBOP,
-    TX_BLEN,
-    TX_CB,
-    TX_COST,
-    TX_DLEN,
-    TX_DOFF,
-    TX_HADIO,
-    TX_IODONE,
-    TX_NEXT,
-    TX_NEXTB,
-    TX_OP,
-    TX_OSD,
-    TX_OSR,
-    TX_WALB,
+    BF_FLUSHT0, BF_FLUSHTIME, BF_KVCPU, BF_KVT0, BF_KVTIME, BF_MAXINT, BF_TWAIT, BF_WALT0, BF_WALTIME, BS_AGGR, BS_AGGSUB, BS_ALLOCATED,
+    BS_BATCHOPS, BS_BFE, BS_BFS, BS_BLOCK, BS_CAP, BS_CLEANB, BS_CPIO, BS_CURSOR, BS_DATAFLUSH, BS_DEFBATCHES,
+    BS_DEFIOS, BS_DEFOPS, BS_DEFROUNDS, BS_DEV, BS_DIRECT, BS_DONE_H, BS_DONE_T, BS_DQSIZE, BS_DQ_H, BS_DQ_T,
+    BS_DSTART, BS_DTCUR, BS_DTMAX, BS_DTPEAK, BS_DTW_H, BS_DTW_T, BS_DTXCS, BS_FBC, BS_IOSF, BS_KVBATCHES,
+    BS_KVBUSY, BS_KVBYTES, BS_KVB_H, BS_KVB_N, BS_KVQ_H, BS_KVQ_N, BS_KVQ_T, BS_KVSTAB_H, BS_KVSTAB_T,
+    BS_KVTXCB, BS_KVTXCS, BS_KVUNST_H, BS_KVUNST_T, BS_MAXTXC, BS_MAXTXCSUB, BS_MINALLOC, BS_PEAKDTXCS,
+    BS_PREFER, BS_SAMEDEV, BS_STAB_H, BS_STAB_T, BS_TAIL, BS_TBCUR, BS_TBMAX, BS_TBPEAK, BS_TBW_H, BS_TBW_T,
+    BS_THROTTLED, BS_THR_DEF, BS_THR_KV, BS_TIMER, BS_WALDEV, BS_WALPOS, BS_WALRING, CF_BG, CF_BUSY,
+    CF_FGBUSY, CF_FGGAP, CF_FGNEXT, CF_FGSLICE, CF_INV, CF_STALLMEAN, CF_STALLP, CF_WAKE, CI_JOBS, CI_PLAIN,
+    CI_SERVERS, CI_STALLED, CI_STALLS, CI_STREAM, CLIENT, DP_DATA_FLUSH, DP_DEFERRED, DP_DIRECT, DP_WAL,
+    DP_WAL_FLUSH, DR_ARG, DR_DEV, DR_NEXT, DR_OP, DR_OSD, DR_PURP, DR_SIZE, DVF_BUSY, DVF_BW, DVF_FLUSH,
+    DVF_P0, DV_DIST, DV_DONE, DV_FREE, DV_QH, DV_QN, DV_QT, DV_STREAM, EV_ARRIVAL, EV_DEFER_TIMER,
+    EV_DEV_DONE, EV_EXTENT_DONE, EV_KV_IO, EV_OSD_OP, EV_PREPARED, EV_REQ_DONE, EV_RESUME, EV_WAKE,
+    FN_COMMIT_IN, FN_REPLY_CLIENT, FN_SEND_CLIENT_OP, FN_SEND_REPLY, FN_SEND_SUB, FN_TO_CLIENT, GF_LAT,
+    GF_LOOP, GF_NOW, GF_RELT, GI_CLOSED, GI_DEVFREE, GI_EVENTS, GI_FULL, GI_HN, GI_LOW, GI_NCOMP, GI_NEXTREQ,
+    GI_NOFOLD, GI_NREQ, GI_OPFREE, GI_OUT, GI_OVH, GI_RELPG, GI_RELSH, GI_SEQ, GI_TXFREE, HI_CPU, HI_RX,
+    HI_TX, IF_COMPLETE, IF_PERBYTE, IF_SUBMIT, IF_WRITE, II_CLIENT, II_KEY, II_ORDER, II_PG0, II_PS0, II_SIZE,
+    LF_BUSY, LF_BW, LF_BYTES, LF_FREE, OF_COMMIT, OF_LN_MU, OF_LN_S, OF_PERBYTE, OF_READ, OF_RECV, OF_REPLY,
+    OF_SEND, OF_SUBOP, OF_WRITE, OI_CPU, OI_HOST, OI_JITTER, OI_NSHARDS, OI_OPS, OI_REPLIES, OI_SHARD0,
+    OI_STREAM, OI_SUBOPS, OI_UP, OPF_T0, OPF_TLOCAL, OPF_TWAIT, OPI_COST, OPI_DEFER, OPI_DOFF, OPI_GROUP,
+    OPI_IMG, OPI_KIND, OPI_LEN, OPI_NEXT, OPI_NEXTW, OPI_OBJNO, OPI_OFF, OPI_ONODE, OPI_OSD, OPI_PENDING,
+    OPI_PG, OPI_POS, OPI_PRIM, OPI_REQ, OPI_ROLE, OPI_SHARD, OS_DQNEXT, OS_DQPREV, OS_INDQ, OS_LIVE, OS_PH,
+    OS_PN, OS_PT, OS_QH, OS_QT, OS_RH, OS_RLEFT, OS_RN, OS_RUNNING, PGI_NACT, PGI_PPOS, PGI_SEED, REPLY,
+    RQF_TDONE, RQF_TISSUE, RQI_DSEQ, RQI_IMG, RQI_KIND, RQI_LEFT, RQI_OFF, RQI_SIZE, SHF_WAKE_AT, SHI_FREE,
+    SHI_INFLIGHT, SHI_NLAZY, SHI_QCNT, SHI_QHEAD, SHI_QTAIL, SI_LEN, SI_POS, SLOW, ST_DONE, ST_EMPTY, ST_FULL,
+    ST_REFILL, ST_TIME, SUBOP, TX_BLEN, TX_CB, TX_COST, TX_DLEN, TX_DOFF, TX_HADIO, TX_IODONE, TX_NEXT,
+    TX_NEXTB, TX_OP, TX_OSD, TX_OSR, TX_WALB,
 )  # fmt: skip
 from simulator.core.loop import _ld, _state_ptr
 
@@ -313,44 +75,38 @@ _INF = math.inf
 
 # =============================================================================== event heap (as core.loop's)
 @njit(cache=True, inline="always", _nrt=False)
-def _less(sp, i, j):
+def _move(sp, src, dst):
     st = _ld(sp)
-    ti = st.ht[i]
-    tj = st.ht[j]
-    return ti < tj or (ti == tj and st.hs[i] < st.hs[j])
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _swap(sp, i, j):
-    st = _ld(sp)
-    st.ht[i], st.ht[j] = st.ht[j], st.ht[i]
-    st.hs[i], st.hs[j] = st.hs[j], st.hs[i]
-    st.hk[i], st.hk[j] = st.hk[j], st.hk[i]
-    st.hg[i], st.hg[j] = st.hg[j], st.hg[i]
-    st.ha[i], st.ha[j] = st.ha[j], st.ha[i]
+    st.ht[dst] = st.ht[src]
+    st.hs[dst] = st.hs[src]
+    st.hk[dst] = st.hk[src]
+    st.hg[dst] = st.hg[src]
+    st.ha[dst] = st.ha[src]
 
 
 @njit(cache=True, _nrt=False)
 def schedule(sp, t, kind, target, arg):
-    """Push an event at absolute time ``t`` (sequence = order of scheduling)."""
+    """Push an event at absolute time ``t`` (sequence = order of scheduling). A binary heap on
+    (time, sequence) as core.loop's, sifting a hole instead of swapping (the same order: the key is total)."""
     st = _ld(sp)
     n = st.gi[GI_HN]
     seq = st.gi[GI_SEQ]
     st.gi[GI_SEQ] = seq + 1
-    st.ht[n] = t
-    st.hs[n] = seq
-    st.hk[n] = kind
-    st.hg[n] = target
-    st.ha[n] = arg
     st.gi[GI_HN] = n + 1
     i = n
     while i > 0:
         p = (i - 1) >> 1
-        if _less(sp, i, p):
-            _swap(sp, i, p)
+        tp = st.ht[p]
+        if t < tp or (t == tp and seq < st.hs[p]):
+            _move(sp, p, i)
             i = p
         else:
             break
+    st.ht[i] = t
+    st.hs[i] = seq
+    st.hk[i] = kind
+    st.hg[i] = target
+    st.ha[i] = arg
 
 
 @njit(cache=True, _nrt=False)
@@ -361,25 +117,26 @@ def _pop(sp):
     st.gi[GI_HN] = n
     if n == 0:
         return
-    st.ht[0] = st.ht[n]
-    st.hs[0] = st.hs[n]
-    st.hk[0] = st.hk[n]
-    st.hg[0] = st.hg[n]
-    st.ha[0] = st.ha[n]
+    t = st.ht[n]
+    seq = st.hs[n]
     i = 0
     while True:
-        a = 2 * i + 1
-        if a >= n:
+        c = 2 * i + 1
+        if c >= n:
             break
-        b = a + 1
-        c = a
-        if b < n and _less(sp, b, a):
-            c = b
-        if _less(sp, c, i):
-            _swap(sp, c, i)
+        r = c + 1
+        tc = st.ht[c]
+        if r < n:
+            tr = st.ht[r]
+            if tr < tc or (tr == tc and st.hs[r] < st.hs[c]):
+                c = r
+                tc = tr
+        if tc < t or (tc == t and st.hs[c] < seq):
+            _move(sp, c, i)
             i = c
         else:
             break
+    _move(sp, n, i)
 
 
 # =============================================================================== random streams
@@ -1036,6 +793,8 @@ def run_until(st, t_end):
             _dev_done(sp, target, arg)
         elif kind == EV_REQ_DONE:
             st.rqf[target, RQF_TDONE] = t
+            st.rqi[target, RQI_DSEQ] = st.gi[GI_NCOMP]
+            st.gi[GI_NCOMP] += 1
             st.gi[GI_OUT] -= 1
             if st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
                 nxt = st.gi[GI_NEXTREQ]

@@ -803,30 +803,23 @@ def _h_flush_wait(sp, h, seq, r, ack):
 @njit(cache=True, _nrt=False)
 def _h_count_flushes(sp, d, h, e, now):
     """HDD._count_flushes: extent ``e`` is durable; FLUSH / FUA records waiting for it count it,
-    those done complete (in arrival order)."""
+    those done complete (in arrival order) — the record table's kernels are the Python drive's."""
     st = _ld(sp)
-    fseq = float(st.hext[h, e, W.E_SEQ])
     fl = st.hfl[h]
     n = st.hi[h, HI_FL_N]
-    k = 0
+    if W.wc_flushes_count(fl, n, float(st.hext[h, e, W.E_SEQ])) == 0:
+        return
+    ovh = st.hf[h, HF_OVH_FLUSH]
     for i in range(n):
-        if fseq <= fl[i, FL_SEQ]:
-            fl[i, FL_LEFT] -= 1.0
-            if fl[i, FL_LEFT] <= 0.0:
-                r = int(fl[i, FL_REQ])
-                ovh = st.hf[h, HF_OVH_FLUSH]
-                wait = fl[i, FL_ACK] - now
-                delay = (wait if wait > 0.0 else 0.0) + ovh
-                if st.rqi[r, RI_OP] == _FLUSH:
-                    st.rqf[r, RF_TSTART] = now
-                    st.rqf[r, RF_SERVICE] = ovh
-                _complete_after(sp, d, r, now, delay)
-                continue
-        if k != i:
-            for c in range(fl.shape[1]):
-                fl[k, c] = fl[i, c]
-        k += 1
-    st.hi[h, HI_FL_N] = k
+        if fl[i, FL_LEFT] <= 0.0:
+            r = int(fl[i, FL_REQ])
+            wait = fl[i, FL_ACK] - now
+            delay = (wait if wait > 0.0 else 0.0) + ovh
+            if st.rqi[r, RI_OP] == _FLUSH:
+                st.rqf[r, RF_TSTART] = now
+                st.rqf[r, RF_SERVICE] = ovh
+            _complete_after(sp, d, r, now, delay)
+    st.hi[h, HI_FL_N] = W.wc_flushes_drop(fl, n)
 
 
 @njit(cache=True, _nrt=False)

@@ -238,7 +238,12 @@ class HDD(Device):
         # when a segment frees
         self._qwc = c.queued_write_candidates and c.write_cache == "volatile"
         self._qdw: dict[int, Request] = {}
-        self._flushes: list[list] = []  # [seq, remaining, req, ack_done]
+        # FLUSH / FUA records waiting for extents to become durable: the core's record table
+        # (wcache_kernels FL_* columns, arrival order); FL_REQ is a key of ``_flreq``
+        self._fl = np.zeros((self._qd + 1, W.NFL))
+        self._nfl = 0
+        self._flreq: dict[int, Request] = {}
+        self._flkey = 0
         self._oncomp = self._on_complete  # bound once (hot path)
         #: set to a list to record every media operation as (t_dispatch, kind, seek, rotation,
         #: media transfer, t_end) — for tests and analysis; None (default) costs nothing
@@ -385,7 +390,7 @@ class HDD(Device):
         elif op == _FLUSH:
             nvol = self._ndram if self._mc else (self._ndirty if self._wc == "volatile" else 0)
             if nvol > 0:
-                self._flushes.append([self._seq, nvol, req, 0.0])
+                self._flush_wait(self._seq, nvol, req, 0.0)
                 if not self._busy:
                     self._dispatch()
             else:
@@ -502,7 +507,7 @@ class HDD(Device):
         if fua_flush:
             req.t_start = now
             req.service = done - now
-            self._flushes.append([seq, self._ndram if self._mc else self._ndirty, req, done])
+            self._flush_wait(seq, self._ndram if self._mc else self._ndirty, req, done)
         else:
             self._ack(req, now, done - now)
         if not self._busy:
@@ -544,29 +549,45 @@ class HDD(Device):
             self._release(now)
             return
         self._dirty_bytes -= nb
-        if self._flushes:
+        if self._nfl:
             self._count_flushes(e, now)
         self._nlive = W.wc_live_drop(self._ext, self._live, self._nlive, e)
         self._efree.append(e)
         self._release(now)
 
+    @property
+    def _flushes(self) -> int:
+        """FLUSH / FUA records waiting (``core/run.py`` asks whether any are)."""
+        return self._nfl
+
+    def _flush_wait(self, seq: int, left: int, req: Request, ack: float) -> None:
+        """``req`` (a FLUSH, or a FUA write acknowledged at ``ack``) waits for the ``left`` extents
+        in the cache now (those created up to arrival number ``seq``)."""
+        n = self._nfl
+        if n == len(self._fl):
+            self._fl = np.concatenate([self._fl, np.zeros_like(self._fl)])
+        self._flkey = k = self._flkey + 1
+        self._flreq[k] = req
+        self._fl[n] = (seq, left, k, ack)
+        self._nfl = n + 1
+
     def _count_flushes(self, e: int, now: float) -> None:
-        """Extent ``e`` is durable: flushes waiting for it count it; complete those that are done."""
-        fseq = int(self._ext[e, W.E_SEQ])
-        keep = []
-        for f in self._flushes:
-            if fseq <= f[0]:
-                f[1] -= 1
-                if f[1] <= 0:
-                    req = f[2]
-                    delay = max(0.0, f[3] - now) + self._ovh_flush
-                    if req.op == _FLUSH:
-                        req.t_start = now
-                        req.service = self._ovh_flush
-                    self._complete_after(req, delay)
-                    continue
-            keep.append(f)
-        self._flushes = keep
+        """Extent ``e`` is durable: flushes waiting for it count it; complete those that are done
+        (in arrival order)."""
+        fl = self._fl
+        n = self._nfl
+        if not W.wc_flushes_count(fl, n, float(self._ext[e, W.E_SEQ])):
+            return
+        ovh = self._ovh_flush
+        for i in range(n):
+            if fl[i, W.FL_LEFT] <= 0.0:
+                req = self._flreq.pop(int(fl[i, W.FL_REQ]))
+                delay = max(0.0, float(fl[i, W.FL_ACK]) - now) + ovh
+                if req.op == _FLUSH:
+                    req.t_start = now
+                    req.service = ovh
+                self._complete_after(req, delay)
+        self._nfl = W.wc_flushes_drop(fl, n)
 
     def _release(self, now: float) -> None:
         """Cache space freed: accept blocked writes that now fit, then go on."""
@@ -602,7 +623,7 @@ class HDD(Device):
         waits for it (a FLUSH, a blocked write, DRAM above the high watermark); only with room."""
         if self._mc_bytes >= self._mc_size:
             return False
-        return not self._nhost or bool(self._flushes or self._blocked) or self._dirty_bytes >= self._hw
+        return not self._nhost or bool(self._nfl or self._blocked) or self._dirty_bytes >= self._hw
 
     def _start_append(self, now: float) -> bool:
         """One media operation: seek to the media cache and append dirty DRAM data (up to
@@ -675,7 +696,7 @@ class HDD(Device):
             self._dirty_bytes -= nb
             self._nlive = W.wc_live_drop(ext, self._live, self._nlive, e)  # out of the buffer
             self._mc_bytes += nb
-            if self._flushes:
+            if self._nfl:
                 self._count_flushes(e, now)
             self._dirty.append(e)  # to be cleaned home later
             self._ndirty += 1
@@ -754,7 +775,7 @@ class HDD(Device):
             if self._mc:
                 pressure = self._mc_bytes >= self._mc_hw
             else:
-                pressure = bool(self._flushes or self._blocked or self._qdw) or self._dirty_bytes >= self._hw
+                pressure = bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw
             if not pressure:
                 mode = 1
         i, kind, t0, xs, tend = _dispatch_k(

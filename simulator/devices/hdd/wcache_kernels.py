@@ -14,6 +14,10 @@ end sector; an extent leaves the index when it goes to the mechanism (or into a 
 append), and is no longer joinable then. A read is served from dirty data when every 4 KiB page it
 touches lies wholly inside some live extent.
 
+The FLUSH records are a table too (``fl``, columns ``FL_*``): ``wc_flushes_count`` counts a
+durable extent for the records that wait for it, the caller completes the records with nothing
+left (in arrival order) and ``wc_flushes_drop`` removes them.
+
 The free slots are the caller's (a stack: the compiled core sizes its table once, see
 ``core/run.py:_extent_slots``; the Python drive doubles its table when the stack runs out). Slot
 numbers never change a result: every decision here depends on the extents' contents only.
@@ -31,6 +35,14 @@ E_INS = 4  # 1 = the start index maps its first sector to it
 E_INE = 5  # 1 = the end index maps its end sector to it
 E_POS = 6  # its place in ``live``
 NE = 7
+
+# FLUSH / FUA records (float64 rows of ``fl``, in arrival order): a FLUSH of a volatile cache, or a
+# FUA write the drive does not honour, waits for the extents in the cache when it arrived
+FL_SEQ = 0  # the drive's arrival number then (extents created up to it count)
+FL_LEFT = 1  # extents still to become durable
+FL_REQ = 2  # the request (the core's request row; the Python drive's key of it)
+FL_ACK = 3  # a FUA write: time its data transfer ends (0 for a FLUSH)
+NFL = 4
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -158,3 +170,32 @@ def wc_overlaps(ext, live, nlive, lba, end):
         if s < end and lba < s + ext[e, E_NS]:
             return True
     return False
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_flushes_count(fl, n, fseq):
+    """An extent created by arrival number ``fseq`` is durable: each of the ``n`` records that waits
+    for it (arrived at or after ``fseq``) counts it. Returns how many records have nothing left to
+    wait for (the caller completes them, in row order, then calls ``wc_flushes_drop``)."""
+    done = 0
+    for i in range(n):
+        if fseq <= fl[i, FL_SEQ]:
+            fl[i, FL_LEFT] -= 1.0
+        if fl[i, FL_LEFT] <= 0.0:
+            done += 1
+    return done
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_flushes_drop(fl, n):
+    """Remove the records with nothing left to wait for, the others keeping their order; returns
+    how many remain."""
+    k = 0
+    for i in range(n):
+        if fl[i, FL_LEFT] <= 0.0:
+            continue
+        if k != i:
+            for c in range(fl.shape[1]):
+                fl[k, c] = fl[i, c]
+        k += 1
+    return k
