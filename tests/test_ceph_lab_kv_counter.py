@@ -83,12 +83,6 @@ def test_commit_includes_the_cycle_cpu_and_its_wait_for_a_core():
     assert gap > 1.5 * k / speed
 
 
-# main as of 2026-11-27 20:10: simulator/core/ceph_build.obj_base_of still reads RbdImage.obj_base, which the
-# BaseTable change (RbdImage.base_table) removed; every compiled write/read run raises AttributeError there
-# (tests/test_core_ceph.py fails the same way). Only that error is tolerated: a counter mismatch fails.
-# Checked with a local shim for obj_base_of: both cases pass.
-@pytest.mark.xfail(raises=AttributeError, strict=False,
-                   reason="compiled core's obj_base_of predates RbdImage.base_table (main, 2026-11-27)")
 @pytest.mark.parametrize("kv_commit_cost", [0.0, 40 * US])
 def test_compiled_core_keeps_the_same_kv_counters(kv_commit_cost):
     """The compiled Ceph core (simulator/core/ceph_loop.py) books the same cycle times as the Python model:
