@@ -264,7 +264,7 @@ State = namedtuple(
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
-        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl",
+        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx",
         "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend", "xi",
     ],
 )  # fmt: skip

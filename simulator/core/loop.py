@@ -693,7 +693,7 @@ def _h_dispatch(sp, d, h, now):
     else:
         st.hi[h, HI_MECH] = -1
         st.hi[h, HI_WIN] -= 1
-        W.wc_unindex(st.hext[h], item)  # in flight: no longer joinable
+        W.wc_unindex(st.hext[h], st.hidx[h], item)  # in flight: no longer joinable
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
         schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
@@ -725,7 +725,7 @@ def _h_fits(sp, h, lba, nbytes):
         return False
     if st.hi[h, HI_MAXSEG] > 0 and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
         ss = st.hi[h, HI_SS]
-        e, _how = W.wc_target(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
+        e, _how = W.wc_target(st.hext[h], st.hidx[h], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
         if e < 0:
             return False
     return True
@@ -759,7 +759,7 @@ def _h_accept(sp, d, h, r, now, lba, end):
     ext = st.hext[h]
     live = st.hlive[h]
     nf = st.hi[h, HI_EFREE] - 1  # the free slot a new extent takes (wc_put, as the Python drive)
-    e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], lba, ns, st.hi[h, HI_MERGE] // ss, seq, st.hefree[h, nf])
+    e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], st.hidx[h], lba, ns, st.hi[h, HI_MERGE] // ss, seq, st.hefree[h, nf])
     st.hi[h, HI_NLIVE] = nlive
     if how == 0:
         # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
@@ -854,7 +854,7 @@ def _h_admit(sp, d, h, r, now):
         par = st.hpar[h]
         seg = st.hseg[h]
         nlive = st.hi[h, HI_NLIVE]
-        if nlive > 0 and W.wc_dirty_hit(st.hext[h], st.hlive[h], nlive, lba, end, st.hi[h, HI_PG]):
+        if nlive > 0 and W.wc_dirty_hit(st.hidx[h], lba, end):
             st.hi[h, HI_DIRTY_READ_HITS] += 1  # every page it touches is dirty data in the buffer
             _h_read_hit(sp, d, h, r, now)
             return
@@ -952,7 +952,7 @@ def _h_destage_done(sp, d, h, e, now):
     st.hf[h, HF_DIRTY_BYTES] -= nb
     if st.hi[h, HI_FL_N] > 0:
         _h_count_flushes(sp, d, h, e, now)
-    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], e)
+    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)
     st.hefree[h, st.hi[h, HI_EFREE]] = e
     st.hi[h, HI_EFREE] += 1
     # HDD._release: accept blocked writes that now fit

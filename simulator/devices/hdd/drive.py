@@ -229,6 +229,8 @@ class HDD(Device):
         self._nlive = 0
         self._efree = list(range(nslot - 1, -1, -1))
         self._pg = max(1, 4096 // d.sector_size)
+        self._idx = W.wc_new_index(128, self._pg)  # start/end/page hash maps (doubled by _grow_index)
+        self._half = (len(self._idx[0]) - 1) // 2  # entries per map before it doubles
         self._dirty: deque[int] = deque()  # extents not yet in the window (media_cache: to clean)
         self._ndirty = 0  # extents in the deque, the window and in flight
         self._dirty_bytes = 0
@@ -362,7 +364,7 @@ class HDD(Device):
             if end <= lba:
                 end = lba + 1
             par = self._par
-            if self._nlive and W.wc_dirty_hit(self._ext, self._live, self._nlive, lba, end, self._pg):
+            if self._nlive and W.wc_dirty_hit(self._idx, lba, end):
                 self.dirty_read_hits += 1
                 self._read_hit(req, now)
                 return
@@ -453,9 +455,7 @@ class HDD(Device):
             return False
         if self._max_seg:
             nseg = self._ndram if self._mc else self._ndirty
-            if nseg >= self._max_seg and W.wc_target(
-                self._ext, self._live, self._nlive, lba, nbytes // self._ss, self._lim
-            )[1] < 0:
+            if nseg >= self._max_seg and W.wc_target(self._ext, self._idx, lba, nbytes // self._ss, self._lim)[1] < 0:
                 return False
         return True
 
@@ -482,7 +482,9 @@ class HDD(Device):
         fr = self._efree
         if not fr:
             self._grow()
-        e, how, self._nlive = W.wc_put(self._ext, self._live, self._nlive, lba, ns, self._lim, seq, fr[-1])
+        if self._nlive >= self._half or self._idx[W.M_PAGE, -1, 0] + ns // self._pg + 2 > self._half:
+            self._grow_index(ns)
+        e, how, self._nlive = W.wc_put(self._ext, self._live, self._nlive, self._idx, lba, ns, self._lim, seq, fr[-1])
         if how == 0:
             # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
             self.overwrites += 1
@@ -524,6 +526,17 @@ class HDD(Device):
         self._live = live
         self._efree[:0] = range(2 * n - 1, n - 1, -1)
 
+    def _grow_index(self, ns: int) -> None:
+        """Double the index until a write of ``ns`` sectors leaves every map at most half full."""
+        c = len(self._idx[0]) - 1
+        need = max(self._nlive + 1, int(self._idx[W.M_PAGE, -1, 0]) + ns // self._pg + 2)
+        while c // 2 < need:
+            c *= 2
+        idx = W.wc_new_index(c, self._pg)
+        W.wc_reindex(self._ext, self._live, self._nlive, idx)
+        self._idx = idx
+        self._half = c // 2
+
     def dirty_extents(self) -> list[tuple[int, int, int]]:
         """The extents in the write buffer (DRAM or non-volatile; media_cache: not yet appended to
         the media cache), oldest first: (first sector, sectors, arrival number of the write that
@@ -551,7 +564,7 @@ class HDD(Device):
         self._dirty_bytes -= nb
         if self._nfl:
             self._count_flushes(e, now)
-        self._nlive = W.wc_live_drop(self._ext, self._live, self._nlive, e)
+        self._nlive = W.wc_live_drop(self._ext, self._live, self._nlive, self._idx, e)
         self._efree.append(e)
         self._release(now)
 
@@ -670,7 +683,7 @@ class HDD(Device):
             if self._mc_bytes + nb + b > self._mc_size:
                 break
             e = dq.popleft()
-            W.wc_unindex(ext, e)  # in the append: no longer joinable
+            W.wc_unindex(ext, self._idx, e)  # in the append: no longer joinable
             batch.append(e)
             nb += b
         xfer = nb / ss / self._mc_sps
@@ -694,7 +707,7 @@ class HDD(Device):
             nb = int(ext[e, W.E_NS]) * ss
             self._ndram -= 1
             self._dirty_bytes -= nb
-            self._nlive = W.wc_live_drop(ext, self._live, self._nlive, e)  # out of the buffer
+            self._nlive = W.wc_live_drop(ext, self._live, self._nlive, self._idx, e)  # out of the buffer
             self._mc_bytes += nb
             if self._nfl:
                 self._count_flushes(e, now)
@@ -835,7 +848,7 @@ class HDD(Device):
                 self._mech_end = done
         else:
             self._win -= 1
-            W.wc_unindex(self._ext, item)  # in flight: no longer joinable
+            W.wc_unindex(self._ext, self._idx, item)  # in flight: no longer joinable
             self._busy_acc += tend - now
             self._mech_end = tend
             ev = simpy.Event(env)
