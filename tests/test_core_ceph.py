@@ -535,3 +535,32 @@ def test_python_continues_after_compiled_writes(variant):
     for x, y in zip(a.osds, b.osds, strict=True):
         assert (x.bs.kv_batches, x.bs.deferred_ops, x.bs.throttled, x.bs.wal_pos) == \
                (y.bs.kv_batches, y.bs.deferred_ops, y.bs.throttled, y.bs.wal_pos)
+
+
+@pytest.mark.parametrize("order", ["python-compiled", "compiled-compiled"])
+def test_compiled_continues_after_a_run(order):
+    """The reverse hand-over: a BlueStore holding transactions between runs (pending deferred
+    batches, stable batches awaiting cleanup, sequencers' live counts) is read into the arrays,
+    so a second, compiled run completes every write at the same time as a second Python run."""
+    from simulator.core.ceph_build import run_closed, unsupported_writes
+
+    cpu, cv, bs, size = _WRITE_VARIANTS["throttled"]
+    p = _params(cpu={"cores": 2, **cpu}, cv=cv, pg_num=8, extra={"bluestore": bs, "block_layer": {"enabled": False}})
+    sim_a, a = _cluster(p)
+    sim_b, b = _cluster(p)
+    rng = np.random.default_rng(43)
+    first = _writes(a.image("p", "img"), 1500, rng, size)
+    second = _writes(a.image("p", "img"), 1500, rng, size)
+    _py_closed(sim_a, a.image("p", "img"), *first, 16)
+    if order == "python-compiled":
+        _py_closed(sim_b, b.image("p", "img"), *first, 16)
+    else:
+        run_closed(b, b.image("p", "img"), *first, 16)
+    assert sum(len(o.bs._dq) + len(o.bs.deferred_stable) for o in b.osds) > 0
+    assert unsupported_writes(b) is None
+    _, ra = _py_closed(sim_a, a.image("p", "img"), *second, 16)
+    _, rb, _ = run_closed(b, b.image("p", "img"), *second, 16)
+    np.testing.assert_array_equal(rb, ra)
+    for x, y in zip(a.osds, b.osds, strict=True):
+        assert (x.bs.kv_batches, x.bs.deferred_ops, x.bs.throttled, x.bs.wal_pos, len(x.bs._dq)) == \
+               (y.bs.kv_batches, y.bs.deferred_ops, y.bs.throttled, y.bs.wal_pos, len(y.bs._dq))

@@ -166,8 +166,9 @@ II_CLIENT = 3  # client host row
 II_NOBJ = 4
 II_PS0 = 5  # offset of its objects in ``obj_ps`` / ``obj_base``
 II_SIZE = 6  # pool size (columns of its obj_base rows)
-II_KEY = 7  # key_base
-NII = 8
+II_KEY = 7  # offset of its rows in obj_base (flattened: object * size + position)
+II_KB = 8  # key_base (object key = key_base + object number)
+NII = 9
 IF_SUBMIT = 0
 IF_COMPLETE = 1
 IF_PERBYTE = 2
@@ -312,8 +313,8 @@ TX_NEXTB = 9  # next batch (on a batch's first txc)
 TX_BLEN = 10  # txcs of the batch (on its first txc)
 TX_CB = 11  # commit callback: CLIENT = Osd._local_committed, SUBOP = Osd._subop_committed
 TX_OSD = 12
-TX_IMG = 13  # image row, object number, offset and length of its write (BlueStore.writing, write back)
-TX_OBJNO = 14
+TX_IMG = 13  # unused
+TX_KEY = 14  # object key, offset and length of its write (BlueStore.writing, write back)
 TX_OFF = 15
 TX_LEN = 16
 NTXI = 17

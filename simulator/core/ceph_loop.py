@@ -190,6 +190,7 @@ from simulator.core.ceph_layout import (
     IF_SUBMIT,
     IF_WRITE,
     II_CLIENT,
+    II_KB,
     II_KEY,
     II_ORDER,
     II_PG0,
@@ -289,12 +290,11 @@ from simulator.core.ceph_layout import (
     TX_DLEN,
     TX_DOFF,
     TX_HADIO,
-    TX_IMG,
     TX_IODONE,
+    TX_KEY,
     TX_LEN,
     TX_NEXT,
     TX_NEXTB,
-    TX_OBJNO,
     TX_OFF,
     TX_OP,
     TX_OSD,
@@ -1509,8 +1509,7 @@ def _bs_txc(sp, o, op, base, cb):
     st.txi[x, TX_COST] = st.opi[op, OPI_COST]
     st.txi[x, TX_CB] = cb
     st.txi[x, TX_OSD] = o
-    st.txi[x, TX_IMG] = st.opi[op, OPI_IMG]
-    st.txi[x, TX_OBJNO] = st.opi[op, OPI_OBJNO]
+    st.txi[x, TX_KEY] = st.imi[st.opi[op, OPI_IMG], II_KB] + st.opi[op, OPI_OBJNO]
     st.txi[x, TX_OFF] = st.opi[op, OPI_OFF]
     st.txi[x, TX_LEN] = st.opi[op, OPI_LEN]
     st.osi[osr, OS_LIVE] += 1
