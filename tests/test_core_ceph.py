@@ -564,3 +564,30 @@ def test_compiled_continues_after_a_run(order):
     for x, y in zip(a.osds, b.osds, strict=True):
         assert (x.bs.kv_batches, x.bs.deferred_ops, x.bs.throttled, x.bs.wal_pos, len(x.bs._dq)) == \
                (y.bs.kv_batches, y.bs.deferred_ops, y.bs.throttled, y.bs.wal_pos, len(y.bs._dq))
+
+
+@pytest.mark.parametrize("case", ["degraded", "trims"])
+def test_closed_loop_degraded_and_trims_identical(case):
+    """Writes with one OSD down (PGs run degraded: fewer repops, moved primaries) and a mix of
+    writes and trims (a trim's txc has no data and costs one IO): identical completion times."""
+    from simulator.core.ceph_build import run_closed
+
+    p = _params(cpu={"cores": 2}, cv=0.3, pg_num=8, extra={"block_layer": {"enabled": False},
+                                                             "bluestore": {"kv_commit_cost": 15 * US}})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    if case == "degraded":
+        py.mark_down(1)
+        cc.mark_down(1)
+    rng = np.random.default_rng(51)
+    kinds, offs, sizes = _writes(py.image("p", "img"), 2500, rng)
+    if case == "trims":
+        kinds = np.where(rng.random(len(kinds)) < 0.3, 2, 1).astype(np.int64)
+    _, ref = _py_closed(sim_py, py.image("p", "img"), kinds, offs, sizes, 16)
+    _, out, _ = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
+    np.testing.assert_array_equal(out, ref)
+    if case == "degraded":
+        assert cc.osds[1].subops == 0 and cc.osds[1].ops == [0, 0, 0, 0]
+        assert sum(o.subops for o in cc.osds) < 2 * len(ref)
+    else:
+        assert sum(o.ops[2] for o in cc.osds) > 500
