@@ -323,8 +323,8 @@ def test_closed_loop_writes_identical(variant):
     time is identical in the compiled loop and the Python model (dispatch on arrival, repops, commit
     replies, throttles with waiters and deferred_aggressive, deferred batches merged per sequencer,
     direct writes, kv_sync group commit with and without its CPU), and so are the OSD and BlueStore
-    counters (mutation: releasing throttle_bytes after the WAL write instead of before, or not
-    merging adjacent deferred extents, fails this)."""
+    counters (mutation: not releasing throttle_bytes when kv_sync writes the WAL, or not merging
+    adjacent deferred extents, fails this)."""
     from simulator.core.ceph_build import run_closed, unsupported_writes
 
     cpu, cv, bs, size = _WRITE_VARIANTS[variant]

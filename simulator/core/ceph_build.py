@@ -343,9 +343,6 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         bsf[j, L.BF_WALTIME] = bs.wal_time
         bsf[j, L.BF_KVCPU] = bs._kv_cpu
         bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
-    for r in range(npg):
-        for i in range(maxsize):
-            osi[r * maxsize + i, L.OS_OSD] = -1
     return bsi, bsf, osi, dvi, dvf, devs[:nd]
 
 

@@ -151,10 +151,8 @@ PGI_POOL = 0
 PGI_PS = 1
 PGI_PPOS = 2
 PGI_SEED = 3
-PGI_MAXPOS = 4  # unused (columns of pgb: one per acting position)
-PGI_NACT = 5
-PGI_OSR = 6  # BlueStore OpSequencer row of this PG on each acting OSD: base row (see pga)
-NPGI = 7
+PGI_NACT = 4
+NPGI = 5
 
 #: ``pgb[pg, i]``: 1 = a worker of the OSD at acting position i holds the PG (its Osd.busy_pgs)
 
@@ -213,9 +211,8 @@ RQI_KIND = 1
 RQI_OFF = 2
 RQI_SIZE = 3
 RQI_LEFT = 4  # object ops not completed (multi-object)
-RQI_THREAD = 5  # unused
-RQI_DSEQ = 6  # its rank in completion order
-NRQI = 7
+RQI_DSEQ = 5  # its rank in completion order
+NRQI = 6
 RQF_TISSUE = 0
 RQF_TDONE = 1
 NRQF = 2
@@ -287,9 +284,8 @@ BS_MAXTXCSUB = 62
 BS_DIRECT = 63
 BS_DATAFLUSH = 64
 BS_PEAKDTXCS = 65
-BS_OBJSIZE = 66  # unused
-BS_KVQ_N = 67
-NBSI = 68
+BS_KVQ_N = 66
+NBSI = 67
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -313,11 +309,10 @@ TX_NEXTB = 9  # next batch (on a batch's first txc)
 TX_BLEN = 10  # txcs of the batch (on its first txc)
 TX_CB = 11  # commit callback: CLIENT = Osd._local_committed, SUBOP = Osd._subop_committed
 TX_OSD = 12
-TX_IMG = 13  # unused
-TX_KEY = 14  # object key, offset and length of its write (BlueStore.writing, write back)
-TX_OFF = 15
-TX_LEN = 16
-NTXI = 17
+TX_KEY = 13  # object key, offset and length of its write (BlueStore.writing, write back)
+TX_OFF = 14
+TX_LEN = 15
+NTXI = 16
 
 # ---- OpSequencers (bluestore._Osr): one per (PG, acting position): row pg * pga.shape[1] + position
 OS_QH = 0  # txcs waiting for their data IO (direct writes), in order
@@ -333,8 +328,7 @@ OS_LIVE = 9
 OS_INDQ = 10
 OS_DQPREV = 11
 OS_DQNEXT = 12
-OS_OSD = 13
-NOSI = 14
+NOSI = 13
 
 # ---- queue devices (devices.simple.QueueDevice; a Partition of one maps to its base device's row)
 DV_SERVERS = 0

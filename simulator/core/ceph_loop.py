@@ -1048,7 +1048,7 @@ def run_until(st, t_end):
             if arg:
                 _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, target)
             else:
-                _kv_write(sp, target, 0)
+                _kv_write(sp, target)
         elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
@@ -1326,9 +1326,9 @@ def _kv_wanted(sp, o):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _kv_write(sp, o, inner):
+def _kv_write(sp, o):
     """BlueStore._kv_write: throttle_bytes released for the batch (waiters resumed), then the WAL
-    write. ``inner``: unused (kept for symmetry)."""
+    write."""
     st = _ld(sp)
     costs = 0
     x = st.bsi[o, BS_KVB_H]
@@ -1404,7 +1404,7 @@ def _kv_start(sp, o):
     elif flush:
         _dev_submit(sp, b[BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, o)
     else:
-        _kv_write(sp, o, 0)
+        _kv_write(sp, o)
 
 
 @njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
@@ -1844,7 +1844,7 @@ def _dev_done(sp, d, r):
     elif purp == DP_WAL_FLUSH:
         _kv_done(sp, o)
     elif purp == DP_DATA_FLUSH:
-        _kv_write(sp, o, 0)
+        _kv_write(sp, o)
     else:
         _direct_done(sp, o, arg)
 
