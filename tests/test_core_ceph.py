@@ -591,3 +591,16 @@ def test_closed_loop_degraded_and_trims_identical(case):
         assert sum(o.subops for o in cc.osds) < 2 * len(ref)
     else:
         assert sum(o.ops[2] for o in cc.osds) > 500
+
+
+def test_a_path_not_compiled_stops_with_its_reason():
+    """A run that reaches a path the compiled core does not cover stops with one clear message
+    (here: a read of an object an earlier write created)."""
+    from simulator.core.ceph_build import run_open
+
+    p = _params(extra={"block_layer": {"enabled": False}, "bluestore": {"onode_miss_read": 0},
+                       "images": [{"pool": "p", "name": "img", "size": "1GiB", "prefilled": False}]})
+    _, cl = _cluster(p)
+    with pytest.raises(RuntimeError, match="reads of written objects"):
+        run_open(cl, cl.image("p", "img"), np.array([0.0, 1.0]), np.array([1, 0]), np.array([0, 0]),
+                 np.array([4096, 4096]))

@@ -18,7 +18,7 @@ import numpy as np
 
 from simulator.core import ceph_layout as L
 
-__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "write_back"]
+__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
 
 
 def obj_base_of(img: Any) -> np.ndarray:
@@ -248,6 +248,14 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs}
     refill(st, meta)
     return st, meta
+
+
+def why_text(st: L.CephState) -> str:
+    """Why a compiled run stopped or was flagged void (GI_WHY), in words."""
+    w = int(st.gi[L.GI_WHY])
+    if w:
+        return L.WHY_TEXT.get(w, f"reason {w}")
+    return "no event left while requests are outstanding" if st.gi[L.GI_OUT] else "no reason recorded"
 
 
 def _queue_device(dev: Any) -> Any:
@@ -502,7 +510,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
     """Put the compiled state back into the Python objects (after a drained run: no op in flight)."""
     gi = st.gi
     if gi[L.GI_FULL]:
-        raise RuntimeError("compiled Ceph core: a pool or a random stream overflowed (state is void)")
+        raise RuntimeError(f"compiled Ceph core: {why_text(st)} (the run is void)")
     for i, h in enumerate(meta["hosts"]):
         c = h.cpu
         c.stalled = bool(st.ci[i, L.CI_STALLED])
@@ -560,7 +568,7 @@ def run_kernel(kernel: Any, st: L.CephState, meta: dict[str, Any], n: int, *args
     while i < n:
         i = kernel(st, i, *args)
         if st.gi[L.GI_FULL]:
-            raise RuntimeError("compiled Ceph core: a random stream ran dry")
+            raise RuntimeError(f"compiled Ceph core: {why_text(st)}")
         if st.gi[L.GI_LOW]:
             refill(st, meta)
 
@@ -600,7 +608,7 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
         break
     wall = time.perf_counter() - w0
     if status != L.ST_DONE:
-        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]})")
+        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}): {why_text(st)}")
     if writes:
         write_back_bluestore(st, meta)
     write_back(st, meta)
@@ -648,7 +656,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     cpu = time.process_time() - c0
     if status not in (L.ST_DONE, L.ST_EMPTY) or st.gi[L.GI_OUT]:
         raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
-                           f"{st.gi[L.GI_OUT]} requests outstanding)")
+                           f"{st.gi[L.GI_OUT]} requests outstanding): {why_text(st)}")
     info = {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall, "cpu_s": cpu,
             "bluestore": {name: int(st.bsi[:, col].sum()) for name, col in (
                 ("kv_batches", L.BS_KVBATCHES), ("kv_txcs", L.BS_KVTXCS), ("deferred_ops", L.BS_DEFOPS),

@@ -61,7 +61,23 @@ GI_TXFREE = 15  # free txc rows (stack size)
 GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's shard / PG (see _deliver)
 GI_RELPG = 17
 GI_NCOMP = 18  # client requests completed so far (their rank: RQI_DSEQ)
+GI_WHY = 19  # why the run was flagged void (GI_FULL): WHY_*
 NGI = 20
+WHY_POOL = 1  # the op, transaction or device-request rows or the heap ran out
+WHY_STREAM = 2  # a random stream ran dry
+WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
+WHY_PATH = 4  # an event or continuation of a path not compiled yet
+WHY_RESUME_PAST = 5  # a stalled chain resumed for a time already past (not covered)
+WHY_KV_INNER = 6  # kv_sync would have to start inside its own cycle (not covered)
+#: the message of each WHY_* code
+WHY_TEXT = {
+    WHY_POOL: "a row pool or the event heap ran out (sized too small by the builder)",
+    WHY_STREAM: "a random stream ran dry between refills",
+    WHY_READ_WRITTEN: "a read of an object that exists: reads of written objects (caches, device reads) are not compiled yet",
+    WHY_PATH: "an event or continuation of a path the compiled core does not cover",
+    WHY_RESUME_PAST: "a stalled chain resumed for a time already past (not covered)",
+    WHY_KV_INNER: "kv_sync would have to start inside its own cycle (not covered)",
+}
 GF_NOW = 0
 GF_LAT = 1  # network latency, s
 GF_LOOP = 2  # loopback latency, s

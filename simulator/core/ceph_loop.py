@@ -182,6 +182,7 @@ from simulator.core.ceph_layout import (
     GI_RELSH,
     GI_SEQ,
     GI_TXFREE,
+    GI_WHY,
     HI_CPU,
     HI_RX,
     HI_TX,
@@ -300,6 +301,12 @@ from simulator.core.ceph_layout import (
     TX_OSD,
     TX_OSR,
     TX_WALB,
+    WHY_KV_INNER,
+    WHY_PATH,
+    WHY_POOL,
+    WHY_READ_WRITTEN,
+    WHY_RESUME_PAST,
+    WHY_STREAM,
 )  # fmt: skip
 from simulator.core.loop import _ld, _state_ptr
 
@@ -381,6 +388,15 @@ def _pop(sp):
     _move(sp, n, i)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _void(sp, why):
+    """The run cannot go on faithfully: flag it (GI_FULL) and keep the first reason (GI_WHY, WHY_*)."""
+    st = _ld(sp)
+    st.gi[GI_FULL] = 1
+    if st.gi[GI_WHY] == 0:
+        st.gi[GI_WHY] = why
+
+
 # =============================================================================== random streams
 @njit(cache=True, inline="always", _nrt=False)
 def _u(sp, s):
@@ -389,7 +405,7 @@ def _u(sp, s):
     p = st.si[s, SI_POS]
     n = st.si[s, SI_LEN]
     if p >= n:  # cannot happen while refills keep SLOW in reserve: flag it, the run is void
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_STREAM)
         return 0.5
     st.si[s, SI_POS] = p + 1
     if n - p - 1 < SLOW:
@@ -585,7 +601,7 @@ def _op_new(sp, kind, role, pg, img, objno, off, length):
     st = _ld(sp)
     n = st.gi[GI_OPFREE]
     if n == 0:
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_POOL)
         return 0
     n -= 1
     st.gi[GI_OPFREE] = n
@@ -640,7 +656,7 @@ def _then(sp, c, t, fn, op, check):
         if check and st.ci[c, CI_STALLED]:
             st.ci[c, CI_STALLED] = 0
             if t < st.gf[GF_NOW]:  # the event's time is then not the chain's time: not covered (flagged)
-                st.gi[GI_FULL] = 1
+                _void(sp, WHY_RESUME_PAST)
             _at(sp, t, EV_RESUME, fn, op)
             break
         check = 1
@@ -692,7 +708,7 @@ def _then(sp, c, t, fn, op, check):
             op = prim
             fn = FN_COMMIT_IN
         else:
-            st.gi[GI_FULL] = 1  # a continuation of a path not compiled yet
+            _void(sp, WHY_PATH)  # a continuation of a path not compiled yet
             break
     if rel_sh >= 0:
         _release_at(sp, rel_sh, rel_pg, rel_t)
@@ -984,7 +1000,7 @@ def _dispatch(sp, o, sh, op):
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
             return
-        st.gi[GI_FULL] = 1  # reads of written objects: not compiled yet
+        _void(sp, WHY_READ_WRITTEN)  # reads of written objects: not compiled yet
     elif role == CLIENT:
         st.oi[o, OI_OPS + kind] += 1
         _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
@@ -1015,7 +1031,7 @@ def run_until(st, t_end):
         if st.gi[GI_HN] == 0:
             return ST_DONE if st.gi[GI_OUT] == 0 else ST_EMPTY
         if st.gi[GI_HN] > cap:
-            st.gi[GI_FULL] = 1
+            _void(sp, WHY_POOL)
             return ST_FULL
         t = st.ht[0]
         if t > t_end:
@@ -1069,7 +1085,7 @@ def run_until(st, t_end):
             if st.rqi[target, RQI_LEFT] == 0:
                 schedule(sp, t + 0.0, EV_REQ_DONE, target, 0)
         else:
-            st.gi[GI_FULL] = 1
+            _void(sp, WHY_PATH)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1134,7 +1150,7 @@ def _tx_new(sp):
     st = _ld(sp)
     n = st.gi[GI_TXFREE]
     if n == 0:
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_POOL)
         return 0
     n -= 1
     st.gi[GI_TXFREE] = n
@@ -1179,7 +1195,7 @@ def _dev_submit(sp, d, opk, size, purp, arg, o):
     st = _ld(sp)
     n = st.gi[GI_DEVFREE]
     if n == 0:
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_POOL)
         return
     n -= 1
     st.gi[GI_DEVFREE] = n
@@ -1419,7 +1435,7 @@ def _kv_kick_in(sp, o):
     """_kv_kick from inside a kv cycle (kv_sync is busy: nothing to start; flagged if it were not)."""
     st = _ld(sp)
     if st.bsi[o, BS_KVBUSY] == 0 and _kv_wanted(sp, o):
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_KV_INNER)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1626,7 +1642,7 @@ def _write_admitted_in(sp, o, op):
     if role == CLIENT:
         _send_repops(sp, o, op)
     if _bs_txc(sp, o, op, _base(sp, o, op), role):
-        st.gi[GI_FULL] = 1  # cannot happen: kv_sync is busy while it wakes waiters
+        _void(sp, WHY_KV_INNER)  # cannot happen: kv_sync is busy while it wakes waiters
     _free(sp, o, sh, pg)
 
 
