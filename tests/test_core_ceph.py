@@ -25,9 +25,9 @@ US = 1e-6
 
 
 def _params(cpu: dict | None = None, cv: float = 0.0, hosts: int = 3, drives: int = 2, pg_num: int = 16,
-            extra: dict | None = None) -> dict:
+            extra: dict | None = None, dev: dict | None = None) -> dict:
     dev = {"kind": "queue", "params": {"capacity": "64GiB", "servers": 1,
-                                       "service": {"dist": "exponential", "mean": 300 * US}}}
+                                       "service": {"dist": "exponential", "mean": 300 * US}, **(dev or {})}}
     p = {
         "hosts": [{"name": "h", "count": hosts, "cpu": {"cores": 4, **(cpu or {})}, "drives": [{"count": drives, "device": dev}]}],
         "pools": [{"name": "p", "size": 3, "min_size": 2, "pg_num": pg_num}],
@@ -604,3 +604,22 @@ def test_a_path_not_compiled_stops_with_its_reason():
     with pytest.raises(RuntimeError, match="reads of written objects"):
         run_open(cl, cl.image("p", "img"), np.array([0.0, 1.0]), np.array([1, 0]), np.array([0, 0]),
                  np.array([4096, 4096]))
+
+
+def test_closed_loop_writes_identical_on_devices_with_bandwidth_and_flush_time():
+    """Queue devices with a transfer rate (WAL writes and deferred batches take time by size) and a
+    FLUSH time, 2 servers, deterministic service: identical completion times."""
+    from simulator.core.ceph_build import run_closed
+
+    p = _params(cpu={"cores": 2}, cv=0.3, pg_num=8, extra={"block_layer": {"enabled": False},
+                                                             "bluestore": {"deferred_batch_ops": 6}},
+                dev={"servers": 2, "service": {"dist": "deterministic", "value": 150 * US}, "bandwidth": "50MB/s",
+                     "flush_time": 80 * US})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(61)
+    req = _writes(py.image("p", "img"), 2500, rng, 8192)
+    _, ref = _py_closed(sim_py, py.image("p", "img"), *req, 16)
+    _, out, info = run_closed(cc, cc.image("p", "img"), *req, 16)
+    np.testing.assert_array_equal(out, ref)
+    assert info["bluestore"]["deferred_ios"] < info["bluestore"]["deferred_ops"]  # adjacent extents merged
