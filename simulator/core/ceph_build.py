@@ -18,7 +18,7 @@ import numpy as np
 
 from simulator.core import ceph_layout as L
 
-__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "write_back"]
+__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
 
 
 def obj_base_of(img: Any) -> np.ndarray:
@@ -197,7 +197,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         imi[k, L.II_NOBJ] = img.n_objects
         imi[k, L.II_PS0] = off
         imi[k, L.II_SIZE] = img.pool.size
-        imi[k, L.II_KEY] = boff  # offset of its rows in obj_base (flattened: object * size + position)
+        imi[k, L.II_KEY] = boff
+        imi[k, L.II_KB] = img.key_base
         imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost)
         ps_parts.append(np.asarray(img.obj_ps_array, np.int32))
         base_parts.append(obj_base_of(img).reshape(-1))
@@ -229,6 +230,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     drfree = np.arange(n_dr - 1, -1, -1, dtype=np.int64)
     gi[L.GI_TXFREE] = n_tx
     gi[L.GI_DEVFREE] = n_dr
+    _load_transactions(cluster, osds, pg_list, pgrow, maxsize, bsi, osi, txi, txfree, gi)
     ns = max(len(streams.rands), 1)
     su = np.zeros((ns, L.SLEN), np.float64)
     si = np.zeros((ns, L.NSI), np.int64)
@@ -246,6 +248,14 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs}
     refill(st, meta)
     return st, meta
+
+
+def why_text(st: L.CephState) -> str:
+    """Why a compiled run stopped or was flagged void (GI_WHY), in words."""
+    w = int(st.gi[L.GI_WHY])
+    if w:
+        return L.WHY_TEXT.get(w, f"reason {w}")
+    return "no event left while requests are outstanding" if st.gi[L.GI_OUT] else "no reason recorded"
 
 
 def _queue_device(dev: Any) -> Any:
@@ -339,12 +349,90 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         bsf[j, L.BF_TWAIT] = bs.throttle_wait
         bsf[j, L.BF_KVTIME] = bs.kv_time
         bsf[j, L.BF_WALTIME] = bs.wal_time
+        bsf[j, L.BF_FLUSHTIME] = bs.flush_time
         bsf[j, L.BF_KVCPU] = bs._kv_cpu
         bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
-    for r in range(npg):
-        for i in range(maxsize):
-            osi[r * maxsize + i, L.OS_OSD] = -1
     return bsi, bsf, osi, dvi, dvf, devs[:nd]
+
+
+def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow: dict[int, int], maxsize: int,
+                       bsi: np.ndarray, osi: np.ndarray, txi: np.ndarray, txfree: np.ndarray, gi: np.ndarray) -> None:
+    """The transactions a drained BlueStore still holds (applied / stable deferred batches awaiting
+    cleanup, pending deferred batches, live counts of its sequencers) into the arrays: the reverse
+    of ``write_back_bluestore``. Only for a BlueStore between runs (``unsupported_writes``)."""
+    pos_of = {}
+    for r, pg in enumerate(pg_list):
+        for i, a in enumerate(pg.acting):
+            pos_of[(r, a.id)] = i
+
+    def new_txc(t: Any, row: int, j: int) -> int:
+        n = int(gi[L.GI_TXFREE]) - 1
+        gi[L.GI_TXFREE] = n
+        x = int(txfree[n])
+        txi[x] = 0
+        op = t.op
+        txi[x, L.TX_OSR] = row
+        txi[x, L.TX_COST] = t.cost
+        txi[x, L.TX_DOFF] = t.doff
+        txi[x, L.TX_DLEN] = t.dlen
+        txi[x, L.TX_WALB] = t.wal_bytes
+        txi[x, L.TX_HADIO] = int(t.had_io)
+        txi[x, L.TX_IODONE] = int(t.io_done)
+        txi[x, L.TX_NEXT] = -1
+        txi[x, L.TX_NEXTB] = -1
+        txi[x, L.TX_OSD] = j
+        txi[x, L.TX_KEY] = op.objkey
+        txi[x, L.TX_OFF] = op.off
+        txi[x, L.TX_LEN] = op.length
+        return x
+
+    for j, o in enumerate(osds):
+        bs = o.bs
+        if not hasattr(bs, "osrs"):
+            continue
+        rows = {}
+        for pg, osr in bs.osrs.items():
+            r = pgrow[id(pg)] * maxsize + pos_of[(pgrow[id(pg)], o.id)]
+            rows[id(osr)] = r
+            osi[r, L.OS_LIVE] = osr.live
+
+        def chain(batch: list, _j: int = j, _rows: dict = rows) -> tuple[int, int]:
+            h = t_ = -1
+            for t in batch:
+                x = new_txc(t, _rows[id(t.osr)], _j)
+                if h < 0:
+                    h = x
+                else:
+                    txi[t_, L.TX_NEXT] = x
+                t_ = x
+            return h, t_
+
+        for hcol, tcol, lst in ((L.BS_DONE_H, L.BS_DONE_T, bs.deferred_done), (L.BS_STAB_H, L.BS_STAB_T, bs.deferred_stable)):
+            prev = -1
+            for batch in lst:
+                h, _t = chain(batch)
+                txi[h, L.TX_BLEN] = len(batch)
+                if prev < 0:
+                    bsi[j, hcol] = h
+                else:
+                    txi[prev, L.TX_NEXTB] = h
+                prev = h
+            bsi[j, tcol] = prev
+        prev = -1
+        for osr in bs._dq:
+            r = rows[id(osr)]
+            h, t_ = chain(osr.pending)
+            osi[r, L.OS_PH], osi[r, L.OS_PT], osi[r, L.OS_PN] = h, t_, len(osr.pending)
+            osi[r, L.OS_INDQ] = 1
+            osi[r, L.OS_DQPREV] = prev
+            osi[r, L.OS_DQNEXT] = -1
+            if prev < 0:
+                bsi[j, L.BS_DQ_H] = r
+            else:
+                osi[prev, L.OS_DQNEXT] = r
+            prev = r
+        bsi[j, L.BS_DQ_T] = prev
+        bsi[j, L.BS_TIMER] = int(bs._timer_armed)
 
 
 def unsupported_writes(cluster: Any) -> str | None:
@@ -364,9 +452,9 @@ def unsupported_writes(cluster: Any) -> str | None:
                 return f"{q.path}: service distribution {type(q._dist).__name__} (covered: deterministic, exponential)"
             if q._queue or q._free != q.cfg.servers:
                 return f"{q.path}: requests in the device (state of a run in progress)"
-        if bs.kv_busy or bs.kv_queue or bs._dq or bs.deferred_done or bs.deferred_stable or bs._tb_waiters \
-                or bs._dt_waiters or bs.tb.cur or bs.dt.cur or any(x.live for x in bs.osrs.values()):
-            return f"osd.{o.id}: BlueStore holds transactions (state of an earlier run)"
+        if bs.kv_busy or bs.kv_queue or bs._tb_waiters or bs._dt_waiters or bs._timer_armed \
+                or any(x.running or x.q for x in bs.osrs.values()):
+            return f"osd.{o.id}: BlueStore is mid-cycle (kv_sync, waiters, running IO: a run in progress)"
         if bs.cfg.cache.buffered_write or len(bs.cache):
             return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
     # every object's onode must stay cached (onode misses are DB reads, not compiled yet)
@@ -423,7 +511,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
     """Put the compiled state back into the Python objects (after a drained run: no op in flight)."""
     gi = st.gi
     if gi[L.GI_FULL]:
-        raise RuntimeError("compiled Ceph core: a pool or a random stream overflowed (state is void)")
+        raise RuntimeError(f"compiled Ceph core: {why_text(st)} (the run is void)")
     for i, h in enumerate(meta["hosts"]):
         c = h.cpu
         c.stalled = bool(st.ci[i, L.CI_STALLED])
@@ -480,7 +568,7 @@ def run_kernel(kernel: Any, st: L.CephState, meta: dict[str, Any], n: int, *args
     while i < n:
         i = kernel(st, i, *args)
         if st.gi[L.GI_FULL]:
-            raise RuntimeError("compiled Ceph core: a random stream ran dry")
+            raise RuntimeError(f"compiled Ceph core: {why_text(st)}")
         if st.gi[L.GI_LOW]:
             refill(st, meta)
 
@@ -520,7 +608,7 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
         break
     wall = time.perf_counter() - w0
     if status != L.ST_DONE:
-        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]})")
+        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}): {why_text(st)}")
     if writes:
         write_back_bluestore(st, meta)
     write_back(st, meta)
@@ -568,7 +656,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     cpu = time.process_time() - c0
     if status not in (L.ST_DONE, L.ST_EMPTY) or st.gi[L.GI_OUT]:
         raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
-                           f"{st.gi[L.GI_OUT]} requests outstanding)")
+                           f"{st.gi[L.GI_OUT]} requests outstanding): {why_text(st)}")
     info = {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall, "cpu_s": cpu,
             "bluestore": {name: int(st.bsi[:, col].sum()) for name, col in (
                 ("kv_batches", L.BS_KVBATCHES), ("kv_txcs", L.BS_KVTXCS), ("deferred_ops", L.BS_DEFOPS),
@@ -588,7 +676,6 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
     from simulator.ceph.bluestore import Txc, _Osr
 
     pgs = meta["pgs"]
-    imgs = meta["images"]
     maxsize = st.pga.shape[1]
     txi = st.txi
 
@@ -616,8 +703,7 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
             return x
 
         def txc_of(x: int, _osr_of: Any = osr_of) -> Any:
-            img = imgs[int(txi[x, L.TX_IMG])]
-            t = Txc(_OpRef(img.key_base + int(txi[x, L.TX_OBJNO]), int(txi[x, L.TX_OFF]), int(txi[x, L.TX_LEN])),
+            t = Txc(_OpRef(int(txi[x, L.TX_KEY]), int(txi[x, L.TX_OFF]), int(txi[x, L.TX_LEN])),
                     None, _osr_of(int(txi[x, L.TX_OSR])))
             t.cost = int(txi[x, L.TX_COST])
             t.doff = int(txi[x, L.TX_DOFF])

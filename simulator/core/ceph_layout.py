@@ -61,7 +61,23 @@ GI_TXFREE = 15  # free txc rows (stack size)
 GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's shard / PG (see _deliver)
 GI_RELPG = 17
 GI_NCOMP = 18  # client requests completed so far (their rank: RQI_DSEQ)
+GI_WHY = 19  # why the run was flagged void (GI_FULL): WHY_*
 NGI = 20
+WHY_POOL = 1  # the op, transaction or device-request rows or the heap ran out
+WHY_STREAM = 2  # a random stream ran dry
+WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
+WHY_PATH = 4  # an event or continuation of a path not compiled yet
+WHY_RESUME_PAST = 5  # a stalled chain resumed for a time already past (not covered)
+WHY_KV_INNER = 6  # kv_sync would have to start inside its own cycle (not covered)
+#: the message of each WHY_* code
+WHY_TEXT = {
+    WHY_POOL: "a row pool or the event heap ran out (sized too small by the builder)",
+    WHY_STREAM: "a random stream ran dry between refills",
+    WHY_READ_WRITTEN: "a read of an object that exists: reads of written objects (caches, device reads) are not compiled yet",
+    WHY_PATH: "an event or continuation of a path the compiled core does not cover",
+    WHY_RESUME_PAST: "a stalled chain resumed for a time already past (not covered)",
+    WHY_KV_INNER: "kv_sync would have to start inside its own cycle (not covered)",
+}
 GF_NOW = 0
 GF_LAT = 1  # network latency, s
 GF_LOOP = 2  # loopback latency, s
@@ -151,10 +167,8 @@ PGI_POOL = 0
 PGI_PS = 1
 PGI_PPOS = 2
 PGI_SEED = 3
-PGI_MAXPOS = 4  # unused (columns of pgb: one per acting position)
-PGI_NACT = 5
-PGI_OSR = 6  # BlueStore OpSequencer row of this PG on each acting OSD: base row (see pga)
-NPGI = 7
+PGI_NACT = 4
+NPGI = 5
 
 #: ``pgb[pg, i]``: 1 = a worker of the OSD at acting position i holds the PG (its Osd.busy_pgs)
 
@@ -166,8 +180,9 @@ II_CLIENT = 3  # client host row
 II_NOBJ = 4
 II_PS0 = 5  # offset of its objects in ``obj_ps`` / ``obj_base``
 II_SIZE = 6  # pool size (columns of its obj_base rows)
-II_KEY = 7  # key_base
-NII = 8
+II_KEY = 7  # offset of its rows in obj_base (flattened: object * size + position)
+II_KB = 8  # key_base (object key = key_base + object number)
+NII = 9
 IF_SUBMIT = 0
 IF_COMPLETE = 1
 IF_PERBYTE = 2
@@ -212,9 +227,8 @@ RQI_KIND = 1
 RQI_OFF = 2
 RQI_SIZE = 3
 RQI_LEFT = 4  # object ops not completed (multi-object)
-RQI_THREAD = 5  # unused
-RQI_DSEQ = 6  # its rank in completion order
-NRQI = 7
+RQI_DSEQ = 5  # its rank in completion order
+NRQI = 6
 RQF_TISSUE = 0
 RQF_TDONE = 1
 NRQF = 2
@@ -286,9 +300,8 @@ BS_MAXTXCSUB = 62
 BS_DIRECT = 63
 BS_DATAFLUSH = 64
 BS_PEAKDTXCS = 65
-BS_OBJSIZE = 66  # unused
-BS_KVQ_N = 67
-NBSI = 68
+BS_KVQ_N = 66
+NBSI = 67
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -314,11 +327,10 @@ TX_NEXTB = 9  # next batch (on a batch's first txc)
 TX_BLEN = 10  # txcs of the batch (on its first txc)
 TX_CB = 11  # commit callback: CLIENT = Osd._local_committed, SUBOP = Osd._subop_committed
 TX_OSD = 12
-TX_IMG = 13  # image row, object number, offset and length of its write (BlueStore.writing, write back)
-TX_OBJNO = 14
-TX_OFF = 15
-TX_LEN = 16
-NTXI = 17
+TX_KEY = 13  # object key, offset and length of its write (BlueStore.writing, write back)
+TX_OFF = 14
+TX_LEN = 15
+NTXI = 16
 
 # ---- OpSequencers (bluestore._Osr): one per (PG, acting position): row pg * pga.shape[1] + position
 OS_QH = 0  # txcs waiting for their data IO (direct writes), in order
@@ -334,8 +346,7 @@ OS_LIVE = 9
 OS_INDQ = 10
 OS_DQPREV = 11
 OS_DQNEXT = 12
-OS_OSD = 13
-NOSI = 14
+NOSI = 13
 
 # ---- queue devices (devices.simple.QueueDevice; a Partition of one maps to its base device's row)
 DV_SERVERS = 0

@@ -184,6 +184,7 @@ from simulator.core.ceph_layout import (
     GI_RELSH,
     GI_SEQ,
     GI_TXFREE,
+    GI_WHY,
     HI_CPU,
     HI_RX,
     HI_TX,
@@ -192,6 +193,7 @@ from simulator.core.ceph_layout import (
     IF_SUBMIT,
     IF_WRITE,
     II_CLIENT,
+    II_KB,
     II_KEY,
     II_ORDER,
     II_PG0,
@@ -291,17 +293,22 @@ from simulator.core.ceph_layout import (
     TX_DLEN,
     TX_DOFF,
     TX_HADIO,
-    TX_IMG,
     TX_IODONE,
+    TX_KEY,
     TX_LEN,
     TX_NEXT,
     TX_NEXTB,
-    TX_OBJNO,
     TX_OFF,
     TX_OP,
     TX_OSD,
     TX_OSR,
     TX_WALB,
+    WHY_KV_INNER,
+    WHY_PATH,
+    WHY_POOL,
+    WHY_READ_WRITTEN,
+    WHY_RESUME_PAST,
+    WHY_STREAM,
 )  # fmt: skip
 from simulator.core.loop import _ld, _state_ptr
 
@@ -383,6 +390,15 @@ def _pop(sp):
     _move(sp, n, i)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _void(sp, why):
+    """The run cannot go on faithfully: flag it (GI_FULL) and keep the first reason (GI_WHY, WHY_*)."""
+    st = _ld(sp)
+    st.gi[GI_FULL] = 1
+    if st.gi[GI_WHY] == 0:
+        st.gi[GI_WHY] = why
+
+
 # =============================================================================== random streams
 @njit(cache=True, inline="always", _nrt=False)
 def _u(sp, s):
@@ -391,7 +407,7 @@ def _u(sp, s):
     p = st.si[s, SI_POS]
     n = st.si[s, SI_LEN]
     if p >= n:  # cannot happen while refills keep SLOW in reserve: flag it, the run is void
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_STREAM)
         return 0.5
     st.si[s, SI_POS] = p + 1
     if n - p - 1 < SLOW:
@@ -587,7 +603,7 @@ def _op_new(sp, kind, role, pg, img, objno, off, length):
     st = _ld(sp)
     n = st.gi[GI_OPFREE]
     if n == 0:
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_POOL)
         return 0
     n -= 1
     st.gi[GI_OPFREE] = n
@@ -642,7 +658,7 @@ def _then(sp, c, t, fn, op, check):
         if check and st.ci[c, CI_STALLED]:
             st.ci[c, CI_STALLED] = 0
             if t < st.gf[GF_NOW]:  # the event's time is then not the chain's time: not covered (flagged)
-                st.gi[GI_FULL] = 1
+                _void(sp, WHY_RESUME_PAST)
             _at(sp, t, EV_RESUME, fn, op)
             break
         check = 1
@@ -694,7 +710,7 @@ def _then(sp, c, t, fn, op, check):
             op = prim
             fn = FN_COMMIT_IN
         else:
-            st.gi[GI_FULL] = 1  # a continuation of a path not compiled yet
+            _void(sp, WHY_PATH)  # a continuation of a path not compiled yet
             break
     if rel_sh >= 0:
         _release_at(sp, rel_sh, rel_pg, rel_t)
@@ -986,7 +1002,7 @@ def _dispatch(sp, o, sh, op):
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
             return
-        st.gi[GI_FULL] = 1  # reads of written objects: not compiled yet
+        _void(sp, WHY_READ_WRITTEN)  # reads of written objects: not compiled yet
     elif role == CLIENT:
         st.oi[o, OI_OPS + kind] += 1
         _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
@@ -1017,7 +1033,7 @@ def run_until(st, t_end):
         if st.gi[GI_HN] == 0:
             return ST_DONE if st.gi[GI_OUT] == 0 else ST_EMPTY
         if st.gi[GI_HN] > cap:
-            st.gi[GI_FULL] = 1
+            _void(sp, WHY_POOL)
             return ST_FULL
         t = st.ht[0]
         if t > t_end:
@@ -1051,7 +1067,7 @@ def run_until(st, t_end):
                 st.bsf[target, BF_FLUSHT0] = st.gf[GF_NOW]
                 _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, target)
             else:
-                _kv_write(sp, target, 0)
+                _kv_write(sp, target)
         elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
@@ -1072,7 +1088,7 @@ def run_until(st, t_end):
             if st.rqi[target, RQI_LEFT] == 0:
                 schedule(sp, t + 0.0, EV_REQ_DONE, target, 0)
         else:
-            st.gi[GI_FULL] = 1
+            _void(sp, WHY_PATH)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1137,7 +1153,7 @@ def _tx_new(sp):
     st = _ld(sp)
     n = st.gi[GI_TXFREE]
     if n == 0:
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_POOL)
         return 0
     n -= 1
     st.gi[GI_TXFREE] = n
@@ -1182,7 +1198,7 @@ def _dev_submit(sp, d, opk, size, purp, arg, o):
     st = _ld(sp)
     n = st.gi[GI_DEVFREE]
     if n == 0:
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_POOL)
         return
     n -= 1
     st.gi[GI_DEVFREE] = n
@@ -1329,9 +1345,9 @@ def _kv_wanted(sp, o):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _kv_write(sp, o, inner):
+def _kv_write(sp, o):
     """BlueStore._kv_write: throttle_bytes released for the batch (waiters resumed), then the WAL
-    write. ``inner``: unused (kept for symmetry)."""
+    write."""
     st = _ld(sp)
     costs = 0
     x = st.bsi[o, BS_KVB_H]
@@ -1408,7 +1424,7 @@ def _kv_start(sp, o):
         st.bsf[o, BF_FLUSHT0] = st.gf[GF_NOW]
         _dev_submit(sp, b[BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, o)
     else:
-        _kv_write(sp, o, 0)
+        _kv_write(sp, o)
 
 
 @njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
@@ -1423,7 +1439,7 @@ def _kv_kick_in(sp, o):
     """_kv_kick from inside a kv cycle (kv_sync is busy: nothing to start; flagged if it were not)."""
     st = _ld(sp)
     if st.bsi[o, BS_KVBUSY] == 0 and _kv_wanted(sp, o):
-        st.gi[GI_FULL] = 1
+        _void(sp, WHY_KV_INNER)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1513,8 +1529,7 @@ def _bs_txc(sp, o, op, base, cb):
     st.txi[x, TX_COST] = st.opi[op, OPI_COST]
     st.txi[x, TX_CB] = cb
     st.txi[x, TX_OSD] = o
-    st.txi[x, TX_IMG] = st.opi[op, OPI_IMG]
-    st.txi[x, TX_OBJNO] = st.opi[op, OPI_OBJNO]
+    st.txi[x, TX_KEY] = st.imi[st.opi[op, OPI_IMG], II_KB] + st.opi[op, OPI_OBJNO]
     st.txi[x, TX_OFF] = st.opi[op, OPI_OFF]
     st.txi[x, TX_LEN] = st.opi[op, OPI_LEN]
     st.osi[osr, OS_LIVE] += 1
@@ -1631,7 +1646,7 @@ def _write_admitted_in(sp, o, op):
     if role == CLIENT:
         _send_repops(sp, o, op)
     if _bs_txc(sp, o, op, _base(sp, o, op), role):
-        st.gi[GI_FULL] = 1  # cannot happen: kv_sync is busy while it wakes waiters
+        _void(sp, WHY_KV_INNER)  # cannot happen: kv_sync is busy while it wakes waiters
     _free(sp, o, sh, pg)
 
 
@@ -1850,7 +1865,7 @@ def _dev_done(sp, d, r):
         _kv_done(sp, o)
     elif purp == DP_DATA_FLUSH:  # after the data-device FLUSH (kv_flush_lat)
         st.bsf[o, BF_FLUSHTIME] += st.gf[GF_NOW] - st.bsf[o, BF_FLUSHT0]
-        _kv_write(sp, o, 0)
+        _kv_write(sp, o)
     else:
         _direct_done(sp, o, arg)
 
