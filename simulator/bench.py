@@ -195,3 +195,34 @@ def run_bench(ios: int, cases: list[str] | None, console: Any) -> dict[str, floa
         table.add_row(c, desc, f"{best:,.0f}", note)
     console.print(table)
     return results
+
+
+# ---- the compiled Ceph core (simulator.core.ceph_*; differential tests: tests/test_core_ceph.py)
+def _ceph_core_case(name: str, compiled: bool) -> Callable[[int], Any]:
+    def run(n: int) -> Any:
+        from simulator.core import ceph_bench
+
+        return getattr(ceph_bench, name)(n, compiled)
+
+    return run
+
+
+CASES.update({
+    "ceph-book": ("Ceph CpuPool.book on the croit OSD host (Python; bookings per second)", _ceph_core_case("bench_book", False)),
+    "ceph-book-compiled": ("Ceph CpuPool.book, compiled kernel (bookings per second)", _ceph_core_case("bench_book", True)),
+    "ceph-newread": ("Ceph croit, open-loop 4KiB reads of never-written objects, 20k/s (Python; client reads)",
+                     _ceph_core_case("bench_newread", False)),
+    "ceph-newread-compiled": ("Ceph croit, open-loop 4KiB reads of never-written objects, 20k/s (compiled Ceph core)",
+                              _ceph_core_case("bench_newread", True)),
+})  # fmt: skip
+CASES.update({
+    "ceph-qd64write": ("Ceph croit MACH.2 pool, stand-in queue devices, no block layer, 4KiB randwrite QD64 (Python; client IOs)",
+                       _ceph_core_case("bench_qd64write", False)),
+    "ceph-qd64write-compiled": ("the same through the compiled Ceph core (client IOs)", _ceph_core_case("bench_qd64write", True)),
+})  # fmt: skip
+CASES.update({
+    "ceph-fio-qd64write": ("Ceph croit MACH.2 pool, stand-in devices, no block layer, fio 4KiB randwrite QD64 via run_fio (Python)",
+                           _ceph_core_case("bench_fio_qd64write", False)),
+    "ceph-fio-qd64write-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",
+                                    _ceph_core_case("bench_fio_qd64write", True)),
+})  # fmt: skip

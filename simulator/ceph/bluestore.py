@@ -50,6 +50,7 @@ import numpy as np
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_at, call_later
 from simulator.ceph.store import ObjectStore
+from simulator.core.ceph_arith import align_up, alloc_offset, throttle_should_wait, txc_cost, wal_extent
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -78,9 +79,7 @@ class Throttle:
         self.peak = 0
 
     def should_wait(self, c: int) -> bool:
-        m = self.max
-        cur = self.cur
-        return m > 0 and ((c <= m and cur + c > m) or (c >= m and cur > m))
+        return throttle_should_wait(self.max, self.cur, c)
 
     def take(self, c: int) -> None:
         self.cur += c
@@ -124,8 +123,7 @@ class Txc:
         self.io_done = False
 
 
-def _align_up(x: int, a: int) -> int:
-    return -(-x // a) * a
+_align_up = align_up
 
 
 class BlueStore(ObjectStore):
@@ -203,6 +201,7 @@ class BlueStore(ObjectStore):
         self._kv_unstable: list[list[Txc]] = []
         self._kv_bytes = 0
         self._kv_t0 = 0.0
+        self._flush_t0 = 0.0
         self._wal_t0 = 0.0
         self.io_since_flush = False  # data-device writes completed since its last FLUSH
         # deferred apply: one pending and at most one running batch per OpSequencer
@@ -222,14 +221,7 @@ class BlueStore(ObjectStore):
         """Allocate ``nbytes`` (rounded to min_alloc_size) of data space; returns the device offset."""
         a = self.cfg.min_alloc_size
         n = _align_up(nbytes, a)
-        cap = self.dev.capacity
-        off = self.cursor
-        if self.bluefs_start >= 0 and off < self.bluefs_end and off + n > self.bluefs_start:
-            off = _align_up(self.bluefs_end, a)
-        if off + n > cap:
-            off = self.data_start  # wrap: reuse space freed by copy-on-write
-            if self.bluefs_start >= 0 and off + n > self.bluefs_start and off < self.bluefs_end:
-                off = _align_up(self.bluefs_end, a)
+        off = alloc_offset(self.cursor, n, a, self.dev.capacity, self.data_start, self.bluefs_start, self.bluefs_end)
         self.cursor = off + n
         self.allocated += n
         return off
@@ -265,6 +257,7 @@ class BlueStore(ObjectStore):
         self.kv_batches = 0
         self.kv_txcs = 0
         self.kv_time = 0.0
+        self.flush_time = 0.0
         self.wal_time = 0.0
         self.kv_data_flushes = 0
         self.deferred_batches = 0
@@ -291,8 +284,13 @@ class BlueStore(ObjectStore):
         return {
             "kv_batches": nb,
             "kv_txcs_per_batch": self.kv_txcs / nb if nb else 0.0,
-            "kv_cycle_s": self.kv_time / nb if nb else 0.0,
-            "kv_commit_s": self.wal_time / nb if nb else 0.0,
+            # per kv_sync cycle, as Ceph's counters (BlueStore::_kv_sync_thread): kv_sync_lat = the whole cycle,
+            # kv_flush_lat = its data-device FLUSH, kv_commit_lat = the rest (the cycle's own CPU with its wait for
+            # a core, the WAL write and flush); kv_wal_s = the WAL write + flush alone (device time)
+            "kv_sync_s": self.kv_time / nb if nb else 0.0,
+            "kv_flush_s": self.flush_time / nb if nb else 0.0,
+            "kv_commit_s": (self.kv_time - self.flush_time) / nb if nb else 0.0,
+            "kv_wal_s": self.wal_time / nb if nb else 0.0,
             "kv_data_flushes": self.kv_data_flushes,
             "deferred_ops": self.deferred_ops,
             "deferred_batches": self.deferred_rounds,
@@ -358,25 +356,14 @@ class BlueStore(ObjectStore):
     def txc_cost(self, op: Any) -> tuple[int, bool]:
         """(cost, deferred) of the transaction of ``op``: BlueStore's txc->cost = (1 + data aios) x
         throttle_cost_per_io + bytes; a small write is deferred (no data aio)."""
-        n = op.length
-        if op.kind == _WRITE and n > 0:
-            if n <= self.cfg.prefer_deferred_size:
-                return self.cost_per_io + n, True
-            return 2 * self.cost_per_io + n, False
-        return self.cost_per_io, False
+        return txc_cost(op.kind, op.length, self.cfg.prefer_deferred_size, self.cost_per_io)
 
     def admit(self, op: Any, resume: Any) -> bool:
         """queue_transactions' throttles, in the op thread: throttle_bytes.get(cost), then for a
         deferred write throttle_deferred_bytes (on failure: deferred_aggressive, submit everything
         pending, wait). True = go on; False = the op thread blocks and ``resume(op)`` is called once
         both are acquired."""
-        n = op.length
-        if op.kind == _WRITE and n > 0:
-            deferred = n <= self.cfg.prefer_deferred_size
-            cost = (self.cost_per_io if deferred else 2 * self.cost_per_io) + n
-        else:
-            deferred = False
-            cost = self.cost_per_io
+        cost, deferred = txc_cost(op.kind, op.length, self.cfg.prefer_deferred_size, self.cost_per_io)
         op.cost = cost
         tb = self.tb
         m = tb.max
@@ -571,19 +558,22 @@ class BlueStore(ObjectStore):
             # the cycle's own CPU (kv_commit_cost), once per batch, before its device work
             call_at(self.env, self._cpu.book(self.env._now, self._kv_cpu), self._kv_io, flush)
         elif flush:
+            self._flush_t0 = self.env._now
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
         else:
             self._kv_write(None)
 
     def _kv_io(self, ev: Any) -> None:
         if ev._value:
+            self._flush_t0 = self.env._now
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
         else:
             self._kv_write(None)
 
     def _kv_write(self, ev: Any) -> None:
-        if ev is not None:
+        if ev is not None:  # after the data-device FLUSH (kv_flush_lat)
             ev._value.event = None
+            self.flush_time += self.env._now - self._flush_t0
         # throttle_bytes is released before the commit (the next ops can be prepared meanwhile)
         costs = 0
         for t in self._kv_batch:
@@ -592,18 +582,8 @@ class BlueStore(ObjectStore):
             self.tb.put(costs)
             if self._tb_waiters:
                 self._wake_kv_throttle()
-        bs = self.block
-        pos = self.wal_pos
-        nb = max(self._kv_bytes, 1)
-        start = pos - pos % bs if self.cfg.wal_rewrite_tail else _align_up(pos, bs)
-        end = _align_up(start + (pos - start if pos > start else 0) + nb, bs)
-        self.wal_pos = (pos if pos > start else start) + nb
-        ring = self.wal_ring
-        rel = start % ring
-        n = end - start
-        if rel + n > ring:  # wrap to the start of the ring (next recycled log file)
-            rel = 0
-            self.wal_pos = n
+        rel, n, self.wal_pos = wal_extent(self.wal_pos, max(self._kv_bytes, 1), self.block, self.wal_ring,
+                                          self.cfg.wal_rewrite_tail)
         self._wal_t0 = self.env._now
         self.wal_dev.submit(Request(_WRITE, self.wal_base + rel, n)).callbacks.append(self._kv_flush)
 

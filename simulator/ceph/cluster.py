@@ -562,7 +562,9 @@ class Cluster(Component):
         * ``db_util_max`` / ``db_util_mean``: utilisation of the shared DB/WAL devices (0 if none),
           ``db_qd_mean``: their mean number of requests inside, ``db_iops``: IOs per second per device
         * ``data_util_max`` / ``data_util_mean`` / ``data_qd_mean``: the OSD data drives
-        * ``kv_commit_ms``: mean WAL write + flush time of a kv_sync batch over the OSDs (BlueStore)
+        * ``kv_commit_ms``: mean kv commit latency of a kv_sync batch over the OSDs (BlueStore), as Ceph's
+          kv_commit_lat: the cycle after its data-device flush (its CPU with any wait for a core, the WAL write
+          and flush); the WAL write + flush alone when bluestore.kv_commit_cost is 0
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
         * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool

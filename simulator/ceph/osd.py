@@ -28,6 +28,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from simulator.ceph.resources import call_at, then
+from simulator.core.ceph_arith import lognormal_cost
 from simulator.devices.base import Op
 from simulator.engine import Component
 
@@ -171,8 +172,8 @@ class Osd(Component):
         if not self._jitter or mean <= 0.0:
             return mean
         r = self.rand
-        z = math.sqrt(-2.0 * math.log(1.0 - r.random())) * math.cos(2.0 * math.pi * r.random())
-        return mean * math.exp(self._ln_mu + self._ln_s * z)
+        u1 = r.random()
+        return lognormal_cost(mean, self._ln_mu, self._ln_s, u1, r.random())
 
     def reset_stats(self) -> None:
         self.ops = [0, 0, 0, 0]  # client ops by kind

@@ -1,0 +1,688 @@
+"""Build the compiled Ceph core's state arrays from a built Python cluster, and write the final
+state back into it.
+
+The Python objects (``ceph.cluster.Cluster`` and its hosts, CPU pools, links, OSDs, PGs, images)
+stay the model's description and its state between runs: :func:`build_state` reads them into a
+:class:`~simulator.core.ceph_layout.CephState`, the compiled loop advances that state, and
+:func:`write_back` puts it back (counters, CPU and link free times, shard workers, PG locks, object
+allocations, and each random stream's unconsumed uniforms), so a run can go on in Python or in
+compiled code from where the other stopped. :func:`unsupported` names what the compiled path does
+not cover yet (the caller then keeps the Python model).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simulator.core import ceph_layout as L
+
+__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "write_back"]
+
+
+def obj_base_of(img: Any) -> np.ndarray:
+    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated), as a
+    2-D int64 copy (the one place the compiled core reads RbdImage's storage, its ``rbd.BaseTable``)."""
+    return img.bases()
+
+
+class Streams:
+    """The random streams handed to the compiled core: one row per Python component's ``rand``
+    (a ``BufferedRandom``). Uniforms are taken from the component's stream in its order; those not
+    consumed are given back at :func:`write_back`, so the stream continues exactly."""
+
+    def __init__(self) -> None:
+        self.rands: list[Any] = []
+        self._index: dict[int, int] = {}
+
+    def row(self, comp: Any) -> int:
+        key = id(comp)
+        r = self._index.get(key)
+        if r is None:
+            r = self._index[key] = len(self.rands)
+            self.rands.append(comp.rand)
+        return r
+
+
+def unsupported(cluster: Any) -> str | None:
+    """Why the compiled Ceph core cannot run ``cluster`` (None = it can)."""
+    from simulator.ceph.bluestore import BlueStore
+
+    if cluster.recovery is not None:
+        return "failure/recovery events are configured (simulator.ceph.recovery is Python only)"
+    if cluster.autotune is not None:
+        return "bluestore.autotune is enabled (Python only)"
+    if cluster.tracer is not None:
+        return "a tracer is attached"
+    for pool in cluster.pools.values():
+        if pool.ec is not None:
+            return f"pool {pool.name}: erasure-coded pools are Python only"
+        for pg in pool.pgs:
+            if pg.ppos < 0:
+                return f"pool {pool.name}: PG {pg.pgid} is inactive (blocked IO is Python only)"
+            if pg.blocked:
+                return f"pool {pool.name}: PG {pg.pgid} holds blocked ops"
+    for o in cluster.osds:
+        if not isinstance(o.bs, BlueStore):
+            return f"osd.{o.id}: object store {type(o.bs).__name__} (only BlueStore is compiled)"
+        for sh in o.shards:
+            if sh.q or sh.rq or sh.inflight or sh.wake_at >= 0:
+                return f"osd.{o.id}: ops are queued or on their way (state of a run in progress)"
+    return None
+
+
+def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
+                images: list[Any] | None = None) -> tuple[L.CephState, dict[str, Any]]:
+    """The state arrays of ``cluster``; ``n_ops`` object-op rows, ``n_req`` client-request rows;
+    ``images``: the images the run drives (default all; the others' object tables stay out).
+    Returns (state, meta): meta maps rows back to the Python objects (for write_back)."""
+    env = cluster.env
+    streams = Streams()
+    # ---- hosts: OSD hosts, then client hosts not already listed
+    hosts: list[Any] = list(cluster.hosts)
+    for h, _cc in cluster.clients.values():
+        if all(h is not x for x in hosts):
+            hosts.append(h)
+    hidx = {id(h): i for i, h in enumerate(hosts)}
+    nh = len(hosts)
+    maxsrv = max(h.cpu.servers for h in hosts)
+    ci = np.zeros((nh, L.NCI), np.int64)
+    cf = np.zeros((nh, L.NCF), np.float64)
+    cfree = np.full((nh, maxsrv), np.inf)
+    lf = np.zeros((2 * nh, L.NLF), np.float64)
+    hoi = np.zeros((nh, L.NHI), np.int64)
+    for i, h in enumerate(hosts):
+        c = h.cpu
+        ci[i, L.CI_SERVERS] = c.servers
+        ci[i, L.CI_STALLED] = int(c.stalled)
+        ci[i, L.CI_JOBS] = c.jobs
+        ci[i, L.CI_STALLS] = c.stalls
+        ci[i, L.CI_PLAIN] = int(c._wake == 0.0 and c._stall_p == 0.0 and c._bg == 0.0 and c._fg_gap == 0.0)
+        ci[i, L.CI_STREAM] = streams.row(c) if not ci[i, L.CI_PLAIN] and (c._stall_p or c._fg_gap) else -1
+        cf[i, L.CF_INV] = c._inv
+        cf[i, L.CF_WAKE] = c._wake
+        cf[i, L.CF_STALLP] = c._stall_p
+        cf[i, L.CF_STALLMEAN] = c._stall_mean
+        cf[i, L.CF_BG] = c._bg
+        cf[i, L.CF_FGSLICE] = c._fg_slice
+        cf[i, L.CF_FGGAP] = c._fg_gap
+        cf[i, L.CF_FGNEXT] = c._fg_next
+        cf[i, L.CF_BUSY] = c._busy
+        cf[i, L.CF_FGBUSY] = c.foreign_busy
+        cfree[i, : c.servers] = sorted(c._free)  # a sorted list is a valid min-heap
+        hoi[i] = (i, 2 * i, 2 * i + 1)
+        for k, link in ((2 * i, h.tx), (2 * i + 1, h.rx)):
+            lf[k] = (link.bandwidth, link._free, link._busy, link.bytes)
+    # ---- OSDs and their shards
+    osds = cluster.osds
+    no = len(osds)
+    oi = np.zeros((no, L.NOI), np.int64)
+    of = np.zeros((no, L.NOF), np.float64)
+    nsh = sum(o.nshards for o in osds)
+    maxthr = max((max(sh.free + len(sh.lazy) for sh in o.shards) for o in osds), default=1)
+    maxthr = max(maxthr, max(o.cfg.op_num_threads_per_shard for o in osds))
+    shi = np.zeros((nsh, L.NSHI), np.int64)
+    shf = np.full((nsh, L.NSHF), -1.0)
+    shl = np.zeros((nsh, maxthr), np.float64)
+    shp = np.full((nsh, maxthr), -1, np.int64)
+    # PG rows first (lazy workers name their PG by row)
+    pools = list(cluster.pools.values())
+    pgrow: dict[int, int] = {}
+    pg_list: list[Any] = []
+    pool_pg0: dict[int, int] = {}
+    for _pi, pool in enumerate(pools):
+        pool_pg0[id(pool)] = len(pg_list)
+        for pg in pool.pgs:
+            pgrow[id(pg)] = len(pg_list)
+            pg_list.append(pg)
+    npg = len(pg_list)
+    maxsize = max((len(pg.acting) for pg in pg_list), default=1)
+    pgi = np.zeros((npg, L.NPGI), np.int64)
+    pga = np.full((npg, maxsize), -1, np.int64)
+    pgb = np.zeros((npg, maxsize), np.int64)
+    for r, pg in enumerate(pg_list):
+        pgi[r, L.PGI_POOL] = next(i for i, p in enumerate(pools) if p is pg.pool)
+        pgi[r, L.PGI_PS] = pg.ps
+        pgi[r, L.PGI_PPOS] = pg.ppos
+        pgi[r, L.PGI_SEED] = pg.shard_seed
+        pgi[r, L.PGI_NACT] = len(pg.acting)
+        pga[r, : len(pg.acting)] = [a.id for a in pg.acting]
+        for i, a in enumerate(pg.acting):
+            pgb[r, i] = int(pg in a.busy_pgs)
+    row = 0
+    for j, o in enumerate(osds):
+        assert o.id == j
+        c = o.cfg
+        oi[j, L.OI_HOST] = hidx[id(o.host)]
+        oi[j, L.OI_CPU] = hidx[id(o.host)]
+        oi[j, L.OI_NSHARDS] = o.nshards
+        oi[j, L.OI_SHARD0] = row
+        oi[j, L.OI_JITTER] = int(o._jitter)
+        oi[j, L.OI_STREAM] = streams.row(o) if o._jitter else -1
+        oi[j, L.OI_UP] = int(o.up)
+        oi[j, L.OI_OPS : L.OI_OPS + 4] = o.ops
+        oi[j, L.OI_SUBOPS] = o.subops
+        oi[j, L.OI_REPLIES] = o.replies
+        oi[j, L.OI_BS] = j
+        of[j] = (c.read_cost, c.write_cost, c.subop_cost, c.reply_cost, c.commit_cost, c.msgr_send_cost,
+                 c.msgr_recv_cost, c.msgr_cost_per_byte, o._ln_s, o._ln_mu)
+        for sh in o.shards:
+            shi[row, L.SHI_OSD] = j
+            shi[row, L.SHI_FREE] = sh.free
+            shi[row, L.SHI_INFLIGHT] = sh.inflight
+            shi[row, L.SHI_QHEAD] = -1
+            shi[row, L.SHI_QTAIL] = -1
+            shi[row, L.SHI_NLAZY] = len(sh.lazy)
+            for k, (t, pg) in enumerate(sh.lazy):
+                shl[row, k] = t
+                shp[row, k] = pgrow[id(pg)]
+            shf[row, L.SHF_WAKE_AT] = sh.wake_at
+            row += 1
+    # ---- images
+    imgs = list(cluster.images.values()) if images is None else list(images)
+    ni = len(imgs)
+    imi = np.zeros((max(ni, 1), L.NII), np.int64)
+    imf = np.zeros((max(ni, 1), L.NIF), np.float64)
+    ps_parts: list[np.ndarray] = []
+    base_parts: list[np.ndarray] = []
+    off = 0
+    boff = 0
+    for k, img in enumerate(imgs):
+        cc = img.client_cfg
+        imi[k, L.II_POOL] = next(i for i, p in enumerate(pools) if p is img.pool)
+        imi[k, L.II_ORDER] = img.order
+        imi[k, L.II_PG0] = pool_pg0[id(img.pool)]
+        imi[k, L.II_CLIENT] = hidx[id(img.client)]
+        imi[k, L.II_NOBJ] = img.n_objects
+        imi[k, L.II_PS0] = off
+        imi[k, L.II_SIZE] = img.pool.size
+        imi[k, L.II_KEY] = boff  # offset of its rows in obj_base (flattened: object * size + position)
+        imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost)
+        ps_parts.append(np.asarray(img.obj_ps_array, np.int32))
+        base_parts.append(obj_base_of(img).reshape(-1))
+        off += img.n_objects
+        boff += img.n_objects * img.pool.size
+    obj_ps = np.concatenate(ps_parts) if ps_parts else np.zeros(1, np.int32)
+    obj_base = np.concatenate(base_parts).astype(np.int64) if base_parts else np.zeros(1, np.int64)
+    # ---- ops, requests, heap
+    opi = np.zeros((n_ops, L.NOPI), np.int64)
+    opf = np.zeros((n_ops, L.NOPF), np.float64)
+    opfree = np.arange(n_ops - 1, -1, -1, dtype=np.int64)
+    rqi = np.zeros((max(n_req, 1), L.NRQI), np.int64)
+    rqf = np.zeros((max(n_req, 1), L.NRQF), np.float64)
+    hcap = heap or (4 * n_ops + 2 * nsh + max(n_req, 1) + 64)
+    gi = np.zeros(L.NGI, np.int64)
+    gf = np.zeros(L.NGF, np.float64)
+    gi[L.GI_OPFREE] = n_ops
+    gi[L.GI_OVH] = cluster.net.overhead
+    gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
+    gf[L.GF_NOW] = env.now
+    gf[L.GF_LAT] = cluster.net.latency
+    gf[L.GF_LOOP] = cluster.net.loopback
+    bsi, bsf, osi, dvi, dvf, dev_objs = _bluestore_tables(cluster, osds, npg, maxsize, streams)
+    n_tx = 2 * n_ops
+    txi = np.zeros((n_tx, L.NTXI), np.int64)
+    txfree = np.arange(n_tx - 1, -1, -1, dtype=np.int64)
+    n_dr = 2 * n_ops + 4 * no
+    dri = np.zeros((n_dr, L.NDRI), np.int64)
+    drfree = np.arange(n_dr - 1, -1, -1, dtype=np.int64)
+    gi[L.GI_TXFREE] = n_tx
+    gi[L.GI_DEVFREE] = n_dr
+    ns = max(len(streams.rands), 1)
+    su = np.zeros((ns, L.SLEN), np.float64)
+    si = np.zeros((ns, L.NSI), np.int64)
+    st = L.CephState(
+        gi=gi, gf=gf,
+        ht=np.zeros(hcap), hs=np.zeros(hcap, np.int64), hk=np.zeros(hcap, np.int64),
+        hg=np.zeros(hcap, np.int64), ha=np.zeros(hcap, np.int64),
+        su=su, si=si, ci=ci, cf=cf, cfree=cfree, lf=lf, hoi=hoi, oi=oi, of=of,
+        shi=shi, shf=shf, shl=shl, shp=shp, pgi=pgi, pga=pga, pgb=pgb,
+        imi=imi, imf=imf, obj_ps=obj_ps, obj_base=obj_base,
+        opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
+        bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
+        scr=np.zeros((2, n_tx), np.int64),
+    )  # fmt: skip
+    meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs}
+    refill(st, meta)
+    return st, meta
+
+
+def _queue_device(dev: Any) -> Any:
+    """The QueueDevice behind ``dev`` (itself, or a Partition's base), None for any other kind."""
+    from simulator.devices.partition import Partition
+    from simulator.devices.simple import QueueDevice
+
+    if type(dev) is Partition:
+        dev = dev.base
+    return dev if type(dev) is QueueDevice else None
+
+
+#: BlueStore statistics counters kept in its row (copied in at build, back at write back)
+_BS_COUNTERS = (
+    (L.BS_KVBATCHES, "kv_batches"), (L.BS_KVTXCS, "kv_txcs"), (L.BS_DEFOPS, "deferred_ops"),
+    (L.BS_DEFIOS, "deferred_ios"), (L.BS_DEFBATCHES, "deferred_batches"), (L.BS_DEFROUNDS, "deferred_rounds"),
+    (L.BS_THROTTLED, "throttled"), (L.BS_THR_KV, "throttled_kv"), (L.BS_THR_DEF, "throttled_deferred"),
+    (L.BS_AGGSUB, "aggressive_submits"), (L.BS_MAXTXCSUB, "max_txc_submits"), (L.BS_DIRECT, "direct_writes"),
+    (L.BS_DATAFLUSH, "kv_data_flushes"),
+)
+
+
+def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, streams: Streams) -> tuple:
+    """BlueStore rows (one per OSD), OpSequencer rows (one per PG and acting position) and the queue
+    devices below them (rows only when every OSD's data and WAL devices are queue devices)."""
+    from simulator.distributions import Deterministic, Exponential
+
+    no = len(osds)
+    bsi = np.zeros((no, L.NBSI), np.int64)
+    bsf = np.zeros((no, L.NBSF), np.float64)
+    osi = np.zeros((max(npg * maxsize, 1), L.NOSI), np.int64)
+    osi[:, [L.OS_QH, L.OS_QT, L.OS_PH, L.OS_PT, L.OS_RH, L.OS_DQPREV, L.OS_DQNEXT]] = -1
+    devs: list[Any] = []
+    didx: dict[int, int] = {}
+    ok = True
+    for o in osds:
+        for d in (getattr(o.bs, "dev", None), getattr(o.bs, "wal_dev", None)):
+            q = _queue_device(d) if d is not None else None
+            if q is None or not isinstance(q._dist, (Deterministic, Exponential)):
+                ok = False
+            elif id(q) not in didx:
+                didx[id(q)] = len(devs)
+                devs.append(q)
+    nd = len(devs) if ok else 0
+    dvi = np.zeros((max(nd, 1), L.NDVI), np.int64)
+    dvf = np.zeros((max(nd, 1), L.NDVF), np.float64)
+    for k, q in enumerate(devs[:nd]):
+        det = isinstance(q._dist, Deterministic)
+        dvi[k] = (q.cfg.servers, q._free, -1, -1, 0, 0 if det else 1, -1 if det else streams.row(q), 0)
+        dvf[k] = (q._dist.value if det else q._dist.mean_, q._bw or 0.0, q.cfg.flush_time, 0.0)
+    for j, o in enumerate(osds):
+        bs = o.bs
+        if not hasattr(bs, "tb"):  # not a BlueStore
+            continue
+        c = bs.cfg
+        b = bsi[j]
+        for k in (L.BS_KVQ_H, L.BS_KVQ_T, L.BS_KVB_H, L.BS_DONE_H, L.BS_DONE_T, L.BS_STAB_H, L.BS_STAB_T, L.BS_KVSTAB_H,
+                  L.BS_KVSTAB_T, L.BS_KVUNST_H, L.BS_KVUNST_T, L.BS_DQ_H, L.BS_DQ_T, L.BS_TBW_H, L.BS_TBW_T,
+                  L.BS_DTW_H, L.BS_DTW_T):
+            b[k] = -1
+        b[L.BS_DQSIZE] = bs.deferred_queue_size
+        b[L.BS_DTXCS] = bs.deferred_txcs
+        b[L.BS_AGGR] = bs.aggressive
+        b[L.BS_IOSF] = int(bs.io_since_flush)
+        b[L.BS_TBCUR], b[L.BS_TBMAX], b[L.BS_TBPEAK] = bs.tb.cur, bs.tb.max, bs.tb.peak
+        b[L.BS_DTCUR], b[L.BS_DTMAX], b[L.BS_DTPEAK] = bs.dt.cur, bs.dt.max, bs.dt.peak
+        b[L.BS_WALPOS] = bs.wal_pos
+        b[L.BS_WALRING] = bs.wal_ring
+        b[L.BS_BLOCK] = bs.block
+        b[L.BS_PREFER] = c.prefer_deferred_size
+        b[L.BS_CPIO] = bs.cost_per_io
+        b[L.BS_KVTXCB] = c.kv_txc_bytes
+        b[L.BS_CLEANB] = c.kv_cleanup_bytes
+        b[L.BS_BATCHOPS] = c.deferred_batch_ops
+        b[L.BS_MAXTXC] = c.max_deferred_txc
+        b[L.BS_SAMEDEV] = int(bs.same_device)
+        b[L.BS_FBC] = int(c.flush_before_commit)
+        b[L.BS_TAIL] = int(c.wal_rewrite_tail)
+        b[L.BS_DEV] = didx.get(id(_queue_device(bs.dev)), -1) if nd else -1
+        b[L.BS_WALDEV] = didx.get(id(_queue_device(bs.wal_dev)), -1) if nd else -1
+        b[L.BS_CURSOR] = bs.cursor
+        b[L.BS_ALLOCATED] = bs.allocated
+        b[L.BS_MINALLOC] = c.min_alloc_size
+        b[L.BS_CAP] = bs.dev.capacity
+        b[L.BS_DSTART] = bs.data_start
+        b[L.BS_BFS] = bs.bluefs_start
+        b[L.BS_BFE] = bs.bluefs_end
+        b[L.BS_PEAKDTXCS] = bs.peak_deferred_txcs
+        for col, name in _BS_COUNTERS:
+            b[col] = getattr(bs, name)
+        bsf[j, L.BF_TWAIT] = bs.throttle_wait
+        bsf[j, L.BF_KVTIME] = bs.kv_time
+        bsf[j, L.BF_WALTIME] = bs.wal_time
+        bsf[j, L.BF_KVCPU] = bs._kv_cpu
+        bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
+    for r in range(npg):
+        for i in range(maxsize):
+            osi[r * maxsize + i, L.OS_OSD] = -1
+    return bsi, bsf, osi, dvi, dvf, devs[:nd]
+
+
+def unsupported_writes(cluster: Any) -> str | None:
+    """Why the compiled write path cannot run ``cluster`` (None = it can): what it does not cover yet."""
+    why = unsupported(cluster)
+    if why:
+        return why
+    from simulator.distributions import Deterministic, Exponential
+
+    for o in cluster.osds:
+        bs = o.bs
+        for d in (bs.dev, bs.wal_dev):
+            q = _queue_device(d)
+            if q is None:
+                return f"osd.{o.id}: device {d.path} ({type(d).__name__}): the write path covers queue devices only"
+            if not isinstance(q._dist, (Deterministic, Exponential)):
+                return f"{q.path}: service distribution {type(q._dist).__name__} (covered: deterministic, exponential)"
+            if q._queue or q._free != q.cfg.servers:
+                return f"{q.path}: requests in the device (state of a run in progress)"
+        if bs.kv_busy or bs.kv_queue or bs._dq or bs.deferred_done or bs.deferred_stable or bs._tb_waiters \
+                or bs._dt_waiters or bs.tb.cur or bs.dt.cur or any(x.live for x in bs.osrs.values()):
+            return f"osd.{o.id}: BlueStore holds transactions (state of an earlier run)"
+        if bs.cfg.cache.buffered_write or len(bs.cache):
+            return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
+    # every object's onode must stay cached (onode misses are DB reads, not compiled yet)
+    per_osd = np.zeros(len(cluster.osds), np.int64)
+    for img in cluster.images.values():
+        if not img.cfg.prefilled and any(o.bs.cfg.onode_miss_read > 0 for o in cluster.osds):
+            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
+        acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
+        per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
+        np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
+    for o in cluster.osds:
+        if o.bs.cfg.onode_miss_read > 0 and per_osd[o.id] > o.bs.onodes.capacity:
+            return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
+    return None
+
+
+def _draw(rand: Any, need: int) -> np.ndarray:
+    """The next ``need`` values of a BufferedRandom, as ``need`` calls of ``rand.random()`` would
+    return them (the rest of its buffer, then whole blocks from its generator), in bulk."""
+    out = np.empty(need)
+    buf, i = rand._buf, rand._i
+    k = min(need, len(buf) - i)
+    if k > 0:
+        out[:k] = buf[i : i + k]
+        rand._i = i + k
+    else:
+        k = 0
+    while k < need:
+        block = rand.gen.random(rand._block)
+        m = min(need - k, len(block))
+        out[k : k + m] = block[:m]
+        rand._buf = block.tolist()
+        rand._i = m
+        k += m
+    return out
+
+
+def refill(st: L.CephState, meta: dict[str, Any]) -> None:
+    """Top every random stream up to SLEN uniforms (drawn from its Python component's stream, in order)."""
+    su, si = st.su, st.si
+    for r, rand in enumerate(meta["streams"].rands):
+        p, n = int(si[r, L.SI_POS]), int(si[r, L.SI_LEN])
+        left = n - p
+        if left == L.SLEN:
+            continue
+        su[r, :left] = su[r, p:n]
+        su[r, left:] = _draw(rand, L.SLEN - left)
+        si[r, L.SI_POS] = 0
+        si[r, L.SI_LEN] = L.SLEN
+    st.gi[L.GI_LOW] = 0
+
+
+def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> None:
+    """Put the compiled state back into the Python objects (after a drained run: no op in flight)."""
+    gi = st.gi
+    if gi[L.GI_FULL]:
+        raise RuntimeError("compiled Ceph core: a pool or a random stream overflowed (state is void)")
+    for i, h in enumerate(meta["hosts"]):
+        c = h.cpu
+        c.stalled = bool(st.ci[i, L.CI_STALLED])
+        c.jobs = int(st.ci[i, L.CI_JOBS])
+        c.stalls = int(st.ci[i, L.CI_STALLS])
+        c._fg_next = float(st.cf[i, L.CF_FGNEXT])
+        c._busy = float(st.cf[i, L.CF_BUSY])
+        c.foreign_busy = float(st.cf[i, L.CF_FGBUSY])
+        c._free = sorted(float(x) for x in st.cfree[i, : c.servers])
+        for k, link in ((2 * i, h.tx), (2 * i + 1, h.rx)):
+            link._free = float(st.lf[k, L.LF_FREE])
+            link._busy = float(st.lf[k, L.LF_BUSY])
+            link.bytes = int(st.lf[k, L.LF_BYTES])
+    pgs = meta["pgs"]
+    for j, o in enumerate(meta["osds"]):
+        o.ops = [int(x) for x in st.oi[j, L.OI_OPS : L.OI_OPS + 4]]
+        o.subops = int(st.oi[j, L.OI_SUBOPS])
+        o.replies = int(st.oi[j, L.OI_REPLIES])
+        o.busy_pgs = set()
+        r0 = int(st.oi[j, L.OI_SHARD0])
+        for k, sh in enumerate(o.shards):
+            r = r0 + k
+            if st.shi[r, L.SHI_QCNT] or st.shi[r, L.SHI_INFLIGHT]:
+                raise RuntimeError(f"osd.{o.id}: ops still queued; write back needs a drained run")
+            sh.free = int(st.shi[r, L.SHI_FREE])
+            sh.inflight = 0
+            sh.lazy = [(float(st.shl[r, m]), pgs[int(st.shp[r, m])]) for m in range(int(st.shi[r, L.SHI_NLAZY]))]
+            sh.wake_at = float(st.shf[r, L.SHF_WAKE_AT])
+    for r, pg in enumerate(pgs):
+        for i, a in enumerate(pg.acting):
+            if st.pgb[r, i]:
+                a.busy_pgs.add(pg)
+    for k, img in enumerate(meta["images"]):
+        o0 = int(st.imi[k, L.II_KEY])
+        n = img.n_objects * img.pool.size
+        img.set_bases(slice(None), st.obj_base[o0 : o0 + n].reshape(img.n_objects, img.pool.size))
+    # unconsumed uniforms go back to the front of their stream
+    for r, rand in enumerate(meta["streams"].rands):
+        p, n = int(st.si[r, L.SI_POS]), int(st.si[r, L.SI_LEN])
+        rest = st.su[r, p:n].tolist()
+        rand._buf = rest + rand._buf[rand._i :]
+        rand._i = 0
+        st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
+    if set_now:
+        env = meta["osds"][0].env if meta["osds"] else None
+        if env is not None and st.gf[L.GF_NOW] > env._now:
+            env._now = float(st.gf[L.GF_NOW])
+
+
+def run_kernel(kernel: Any, st: L.CephState, meta: dict[str, Any], n: int, *args: Any) -> None:
+    """Run a standalone kernel of ceph_loop over ``n`` items, refilling the random streams whenever
+    it stops for them."""
+    i = 0
+    while i < n:
+        i = kernel(st, i, *args)
+        if st.gi[L.GI_FULL]:
+            raise RuntimeError("compiled Ceph core: a random stream ran dry")
+        if st.gi[L.GI_LOW]:
+            refill(st, meta)
+
+
+def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, offsets: np.ndarray,
+             sizes: np.ndarray, n_ops: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
+    """Issue requests to ``image`` at ``times`` (open loop: each arrival schedules the next, then
+    submits) through the compiled core, run until all complete, write the state back. Returns each
+    request's completion time and run figures (events, wall seconds)."""
+    import time
+
+    from simulator.core import ceph_loop as K
+
+    writes = bool(np.any(np.asarray(kinds) != 0))
+    why = unsupported_writes(cluster) if writes else unsupported(cluster)
+    if why:
+        raise ValueError(f"compiled Ceph core: {why}")
+    n = len(times)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 4 * n), n_req=n, images=[image])
+    k = next(i for i, img in enumerate(meta["images"]) if img is image)
+    st.rqi[:n, L.RQI_IMG] = k
+    st.rqi[:n, L.RQI_KIND] = kinds
+    st.rqi[:n, L.RQI_OFF] = offsets
+    st.rqi[:n, L.RQI_SIZE] = sizes
+    st.rqf[:n, L.RQF_TISSUE] = times
+    st.gi[L.GI_NREQ] = n
+    st.gi[L.GI_OUT] = n
+    if n:
+        st.gi[L.GI_NEXTREQ] = 1
+        K.schedule_at(st, float(times[0]), L.EV_ARRIVAL, 0, 0)
+    w0 = time.perf_counter()
+    while True:
+        status = K.run_until(st, np.inf)
+        if status == L.ST_REFILL:
+            refill(st, meta)
+            continue
+        break
+    wall = time.perf_counter() - w0
+    if status != L.ST_DONE:
+        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]})")
+    if writes:
+        write_back_bluestore(st, meta)
+    write_back(st, meta)
+    return st.rqf[:n, L.RQF_TDONE].copy(), {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall}
+
+
+def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, depth: int,
+               n_ops: int = 0) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """A closed loop of ``depth`` requests to ``image`` through the compiled core: the first
+    ``depth`` are issued now, in order, each completion issues the next. Writes need
+    :func:`unsupported_writes` to be None. Returns issue and completion times and run figures
+    (events, wall seconds, BlueStore counters). The run drains (every event processed); its state,
+    BlueStore's included, is written back, so the Python model can go on from it."""
+    import time
+
+    from simulator.core import ceph_loop as K
+
+    writes = bool(np.any(np.asarray(kinds) != 0))
+    why = unsupported_writes(cluster) if writes else unsupported(cluster)
+    if why:
+        raise ValueError(f"compiled Ceph core: {why}")
+    n = len(kinds)
+    st, meta = build_state(cluster, n_ops=n_ops or max(4096, 8 * depth), n_req=n, images=[image])
+    k = next(i for i, img in enumerate(meta["images"]) if img is image)
+    st.rqi[:n, L.RQI_IMG] = k
+    st.rqi[:n, L.RQI_KIND] = kinds
+    st.rqi[:n, L.RQI_OFF] = offsets
+    st.rqi[:n, L.RQI_SIZE] = sizes
+    st.gi[L.GI_NREQ] = n
+    st.gi[L.GI_OUT] = n
+    st.gi[L.GI_CLOSED] = 1
+    first = min(depth, n)
+    st.gi[L.GI_NEXTREQ] = first
+    w0 = time.perf_counter()
+    c0 = time.process_time()
+    for r in range(first):
+        K.issue_now(st, r)
+    while True:
+        status = K.run_until(st, np.inf)
+        if status == L.ST_REFILL:
+            refill(st, meta)
+            continue
+        break
+    wall = time.perf_counter() - w0
+    cpu = time.process_time() - c0
+    if status not in (L.ST_DONE, L.ST_EMPTY) or st.gi[L.GI_OUT]:
+        raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
+                           f"{st.gi[L.GI_OUT]} requests outstanding)")
+    info = {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall, "cpu_s": cpu,
+            "bluestore": {name: int(st.bsi[:, col].sum()) for name, col in (
+                ("kv_batches", L.BS_KVBATCHES), ("kv_txcs", L.BS_KVTXCS), ("deferred_ops", L.BS_DEFOPS),
+                ("deferred_ios", L.BS_DEFIOS), ("throttled", L.BS_THROTTLED), ("direct_writes", L.BS_DIRECT))}}
+    if writes:
+        write_back_bluestore(st, meta)
+    write_back(st, meta)
+    info["done_order"] = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
+    return st.rqf[:n, L.RQF_TISSUE].copy(), st.rqf[:n, L.RQF_TDONE].copy(), info
+
+
+def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
+    """Put each BlueStore's state back after a drained write run (no kv cycle, no IO, no waiter):
+    throttles, allocation, WAL position, counters, and the transactions still held — applied or
+    stable deferred batches awaiting cleanup, pending deferred batches per sequencer (with their
+    ``writing`` buffers) — as Python Txc / _Osr objects, so the Python model goes on from there."""
+    from simulator.ceph.bluestore import Txc, _Osr
+
+    pgs = meta["pgs"]
+    imgs = meta["images"]
+    maxsize = st.pga.shape[1]
+    txi = st.txi
+
+    class _OpRef:  # what a Txc's op is asked for after its commit: its object key and range
+        __slots__ = ("length", "objkey", "off")
+
+        def __init__(self, objkey: int, off: int, length: int):
+            self.objkey, self.off, self.length = objkey, off, length
+
+    for j, o in enumerate(meta["osds"]):
+        bs = o.bs
+        b = st.bsi[j]
+        if b[L.BS_KVBUSY] or b[L.BS_KVQ_H] >= 0 or b[L.BS_TBW_H] >= 0 or b[L.BS_DTW_H] >= 0:
+            raise RuntimeError(f"osd.{o.id}: BlueStore busy (kv cycle, queue or waiters): write back needs a drained run")
+        osrs: dict[int, Any] = {}
+
+        def osr_of(row: int, _bs: Any = bs, _osrs: dict = osrs) -> Any:
+            x = _osrs.get(row)
+            if x is None:
+                pg = pgs[row // maxsize]
+                x = _bs.osrs.get(pg)
+                if x is None:
+                    x = _bs.osrs[pg] = _Osr()
+                _osrs[row] = x
+            return x
+
+        def txc_of(x: int, _osr_of: Any = osr_of) -> Any:
+            img = imgs[int(txi[x, L.TX_IMG])]
+            t = Txc(_OpRef(img.key_base + int(txi[x, L.TX_OBJNO]), int(txi[x, L.TX_OFF]), int(txi[x, L.TX_LEN])),
+                    None, _osr_of(int(txi[x, L.TX_OSR])))
+            t.cost = int(txi[x, L.TX_COST])
+            t.doff = int(txi[x, L.TX_DOFF])
+            t.dlen = int(txi[x, L.TX_DLEN])
+            t.wal_bytes = int(txi[x, L.TX_WALB])
+            t.had_io = bool(txi[x, L.TX_HADIO])
+            t.io_done = bool(txi[x, L.TX_IODONE])
+            return t
+
+        def batches(h: int, _txc_of: Any = txc_of) -> list:
+            out = []
+            while h >= 0:
+                batch = []
+                x = h
+                while x >= 0:
+                    batch.append(_txc_of(x))
+                    x = int(txi[x, L.TX_NEXT])
+                out.append(batch)
+                h = int(txi[h, L.TX_NEXTB])
+            return out
+
+        bs.kv_busy = False
+        bs.kv_queue = []
+        bs._kv_batch, bs._kv_stable, bs._kv_unstable = [], [], []
+        bs.deferred_done = batches(int(b[L.BS_DONE_H]))
+        bs.deferred_stable = batches(int(b[L.BS_STAB_H]))
+        # sequencers: live counts, pending batches in _dq order, their writing buffers
+        r0 = int(st.pgi.shape[0]) * maxsize
+        for row in np.nonzero(st.osi[:r0, L.OS_LIVE] != 0)[0].tolist():
+            if int(st.pga[row // maxsize, row % maxsize]) == j:
+                osr_of(row).live = int(st.osi[row, L.OS_LIVE])
+        bs._dq = {}
+        u = bs.unit
+        row = int(b[L.BS_DQ_H])
+        while row >= 0:
+            x = osr_of(row)
+            if st.osi[row, L.OS_RUNNING] or st.osi[row, L.OS_QH] >= 0:
+                raise RuntimeError(f"osd.{o.id}: a deferred batch or a direct write is running: not drained")
+            pend = batches(int(st.osi[row, L.OS_PH]))[0]
+            x.pending = pend
+            x.running = False
+            bs._dq[x] = None
+            for t in pend:
+                op = t.op
+                bs.writing.setdefault(op.objkey, []).append((op.off // u, (op.off + op.length - 1) // u + 1))
+            row = int(st.osi[row, L.OS_DQNEXT])
+        bs.deferred_queue_size = int(b[L.BS_DQSIZE])
+        bs.deferred_txcs = int(b[L.BS_DTXCS])
+        bs.peak_deferred_txcs = int(b[L.BS_PEAKDTXCS])
+        bs.aggressive = int(b[L.BS_AGGR])
+        bs.io_since_flush = bool(b[L.BS_IOSF])
+        bs._timer_armed = bool(b[L.BS_TIMER])
+        bs.tb.cur, bs.tb.peak = int(b[L.BS_TBCUR]), int(b[L.BS_TBPEAK])
+        bs.dt.cur, bs.dt.peak = int(b[L.BS_DTCUR]), int(b[L.BS_DTPEAK])
+        bs.wal_pos = int(b[L.BS_WALPOS])
+        bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
+        for col, name in _BS_COUNTERS:
+            setattr(bs, name, int(b[col]))
+        bs.throttle_wait = float(st.bsf[j, L.BF_TWAIT])
+        bs.kv_time = float(st.bsf[j, L.BF_KVTIME])
+        bs.wal_time = float(st.bsf[j, L.BF_WALTIME])
+        bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
+    for k, q in enumerate(meta["devices"]):
+        if st.dvi[k, L.DV_QN]:
+            raise RuntimeError(f"{q.path}: requests queued: write back needs a drained run")
+        q._free = int(st.dvi[k, L.DV_FREE])
+        q._busy_acc += float(st.dvf[k, L.DVF_BUSY])
+        st.dvf[k, L.DVF_BUSY] = 0.0

@@ -1,0 +1,388 @@
+"""Array layout of the compiled Ceph core: column indices of its state tables and its event kinds.
+
+A row is one component (CPU pool, NIC link, host, OSD, op-queue shard, PG, image, object op, client
+request, random stream), a column one field. These names are the only place the indices are
+defined (``ceph_build`` and ``ceph_loop`` import them). See docs/design.md, "Compiled core: Ceph".
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+# ---- run status returned by the loop
+ST_TIME = 0  # reached the time limit
+ST_DONE = 1  # every client request completed (and nothing is left in the heap)
+ST_REFILL = 2  # a random stream is low: Python refills it, then the loop goes on
+ST_EMPTY = 3  # no event left although requests are outstanding (a modelling bug)
+ST_FULL = 4  # the op pool or the heap is full (sized too small by the builder)
+
+# ---- event kinds (heap column "kind"; target and argument per kind)
+EV_ARRIVAL = 0  # target client request: it is issued (open loop) -> librbd submit
+EV_RESUME = 1  # target continuation (FN_*), argument op: ``then`` after a stalled CPU job
+EV_OSD_OP = 2  # argument op: a decoded message joins its shard's queue (Osd.on_op)
+EV_WAKE = 3  # target shard: release the lazily finishing workers (Osd._wake)
+EV_REQ_DONE = 4  # target client request: it completes (RbdImage._complete_after)
+EV_EXTENT_DONE = 5  # argument op: one object op of a multi-object request is in (RbdImage._extent_done)
+EV_PREPARED = 6  # argument op: a write's / repop's CPU job is over (Osd._write_prepared)
+EV_DEV_DONE = 7  # target device, argument device request: a queue device completed it
+EV_KV_IO = 8  # target OSD: kv_sync's CPU is over, its device work starts (BlueStore._kv_io)
+EV_DEFER_TIMER = 9  # target OSD: BlueStore's deferred_max_interval timer
+
+# ---- continuations of ``then`` (resources.then): what a stalled chain resumes with
+FN_SEND_CLIENT_OP = 0  # Cluster.send_client_op
+FN_REPLY_CLIENT = 1  # Osd._reply_client
+FN_TO_CLIENT = 2  # Osd._to_client
+FN_COMMIT_IN = 3  # Osd._commit_in (argument: the primary op)
+FN_SEND_SUB = 4  # Osd._send_sub
+FN_SEND_REPLY = 5  # Osd._send_reply
+
+# ---- op roles (simulator.ceph.osd)
+CLIENT = 0
+SUBOP = 1
+REPLY = 2
+
+# ---- global integers / floats
+GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
+GI_HN = 1  # events in the heap
+GI_EVENTS = 2  # events processed
+GI_LOW = 3  # 1 = a random stream is low: return to Python
+GI_OPFREE = 4  # free op rows (stack size)
+GI_OUT = 5  # client requests not completed
+GI_OVH = 6  # network message overhead, bytes
+GI_FULL = 7  # 1 = a pool overflowed
+GI_NEXTREQ = 8  # open loop: next request to issue (rows are issued in order)
+GI_NREQ = 9  # open loop: requests in the table
+GI_DEVFREE = 10  # free device-request rows (stack size)
+GI_RECORD = 11  # closed loop: 1 = completions are recorded
+GI_NDONE = 12  # completions recorded (closed loop log)
+GI_NOFOLD = 13  # 1 = recovery configured: no dispatch on arrival
+GI_CLOSED = 14  # 1 = closed loop: a completion issues the next request (GI_NEXTREQ)
+GI_TXFREE = 15  # free txc rows (stack size)
+GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's shard / PG (see _deliver)
+GI_RELPG = 17
+GI_NCOMP = 18  # client requests completed so far (their rank: RQI_DSEQ)
+NGI = 20
+GF_NOW = 0
+GF_LAT = 1  # network latency, s
+GF_LOOP = 2  # loopback latency, s
+GF_RELT = 3  # scratch: the end of that commit reply's CPU job
+NGF = 4
+
+# ---- random streams (one per Python component using ``self.rand``; rows of ``su``)
+SI_POS = 0
+SI_LEN = 1
+NSI = 2
+#: uniforms kept per stream (a refill tops it up); an event draws far fewer than SLOW
+SLEN = 4096
+SLOW = 256
+
+# ---- CPU pools (resources.CpuPool)
+CI_SERVERS = 0
+CI_STALLED = 1
+CI_JOBS = 2
+CI_STALLS = 3
+CI_STREAM = 4  # random stream row, -1 = none
+CI_PLAIN = 5  # 1 = no wakeup, stall, background or foreign work (CpuPool._book_plain)
+NCI = 6
+CF_INV = 0
+CF_WAKE = 1
+CF_STALLP = 2
+CF_STALLMEAN = 3
+CF_BG = 4
+CF_FGSLICE = 5
+CF_FGGAP = 6
+CF_FGNEXT = 7
+CF_BUSY = 8
+CF_FGBUSY = 9
+NCF = 10
+
+# ---- links (resources.Link): one direction of a NIC
+LF_BW = 0
+LF_FREE = 1
+LF_BUSY = 2
+LF_BYTES = 3
+NLF = 4
+
+# ---- hosts
+HI_CPU = 0
+HI_TX = 1
+HI_RX = 2
+NHI = 3
+
+# ---- OSDs (osd.Osd) and their configs
+OI_HOST = 0
+OI_CPU = 1
+OI_NSHARDS = 2
+OI_SHARD0 = 3  # first row of its shards
+OI_JITTER = 4
+OI_STREAM = 5  # random stream row of the OSD (cost jitter)
+OI_UP = 6
+OI_OPS = 7  # 4 columns: client ops by kind
+OI_SUBOPS = 11
+OI_REPLIES = 12
+OI_BS = 13  # BlueStore row (= the OSD's row), -1 = none
+NOI = 14
+OF_READ = 0
+OF_WRITE = 1
+OF_SUBOP = 2
+OF_REPLY = 3
+OF_COMMIT = 4
+OF_SEND = 5
+OF_RECV = 6
+OF_PERBYTE = 7
+OF_LN_S = 8
+OF_LN_MU = 9
+NOF = 10
+
+# ---- op-queue shards (osd._Shard)
+SHI_OSD = 0
+SHI_FREE = 1
+SHI_INFLIGHT = 2
+SHI_QHEAD = 3  # queued ops: singly linked through OPI_NEXT, -1 = empty
+SHI_QTAIL = 4
+SHI_QCNT = 5
+SHI_NLAZY = 6  # lazily finishing workers (rows of shl / shp)
+NSHI = 7
+SHF_WAKE_AT = 0  # -1 = no wake-up armed
+NSHF = 1
+
+# ---- PGs (osd.PG): rows of all pools, pool by pool
+PGI_POOL = 0
+PGI_PS = 1
+PGI_PPOS = 2
+PGI_SEED = 3
+PGI_MAXPOS = 4  # unused (columns of pgb: one per acting position)
+PGI_NACT = 5
+PGI_OSR = 6  # BlueStore OpSequencer row of this PG on each acting OSD: base row (see pga)
+NPGI = 7
+
+#: ``pgb[pg, i]``: 1 = a worker of the OSD at acting position i holds the PG (its Osd.busy_pgs)
+
+# ---- images (rbd.RbdImage)
+II_POOL = 0
+II_ORDER = 1
+II_PG0 = 2  # row of the pool's PG ps=0
+II_CLIENT = 3  # client host row
+II_NOBJ = 4
+II_PS0 = 5  # offset of its objects in ``obj_ps`` / ``obj_base``
+II_SIZE = 6  # pool size (columns of its obj_base rows)
+II_KEY = 7  # key_base
+NII = 8
+IF_SUBMIT = 0
+IF_COMPLETE = 1
+IF_PERBYTE = 2
+IF_WRITE = 3
+NIF = 4
+
+# ---- object ops (osd.ObjOp), preallocated rows
+OPI_KIND = 0
+OPI_ROLE = 1
+OPI_PG = 2
+OPI_IMG = 3
+OPI_OBJNO = 4
+OPI_OFF = 5
+OPI_LEN = 6
+OPI_POS = 7
+OPI_OSD = 8
+OPI_PRIM = 9  # the primary op of a repop / reply
+OPI_PENDING = 10
+OPI_REQ = 11  # client request row
+OPI_GROUP = 12  # 1 = part of a multi-object request
+OPI_NEXT = 13  # next op in its shard queue
+OPI_SHARD = 14
+OPI_ONODE = 15
+OPI_COST = 16  # BlueStore throttle cost
+OPI_FN = 17  # continuation of a stalled ``then``
+OPI_NEXTW = 18  # next op in a BlueStore waiter / kv / osr list
+OPI_DEFER = 19  # 1 = deferred transaction
+OPI_DOFF = 20  # deferred data: device offset (-1 none)
+OPI_DLEN = 21
+OPI_WALB = 22  # WAL bytes of its transaction
+OPI_BASE = 23  # object's device offset on this OSD
+NOPI = 24
+OPF_T0 = 0
+OPF_TLOCAL = 1
+OPF_TFN = 2  # time argument of the stalled continuation
+OPF_TWAIT = 3  # throttle wait start
+NOPF = 4
+
+# ---- client requests
+RQI_IMG = 0
+RQI_KIND = 1
+RQI_OFF = 2
+RQI_SIZE = 3
+RQI_LEFT = 4  # object ops not completed (multi-object)
+RQI_THREAD = 5  # unused
+RQI_DSEQ = 6  # its rank in completion order
+NRQI = 7
+RQF_TISSUE = 0
+RQF_TDONE = 1
+NRQF = 2
+
+# ---- BlueStore, one row per OSD (bluestore.BlueStore)
+BS_KVBUSY = 0
+BS_KVQ_H = 1  # kv_queue: txcs linked through TX_NEXT
+BS_KVQ_T = 2
+BS_KVB_H = 3  # the batch being committed
+BS_KVB_N = 4
+BS_DONE_H = 5  # deferred_done: batches linked through TX_NEXTB (a batch: txcs through TX_NEXT)
+BS_DONE_T = 6
+BS_STAB_H = 7  # deferred_stable
+BS_STAB_T = 8
+BS_KVSTAB_H = 9  # _kv_stable
+BS_KVSTAB_T = 10
+BS_KVUNST_H = 11  # _kv_unstable
+BS_KVUNST_T = 12
+BS_DQ_H = 13  # _dq: sequencers with a pending batch, in queueing order (OS_DQPREV / OS_DQNEXT)
+BS_DQ_T = 14
+BS_DQSIZE = 15  # deferred_queue_size
+BS_DTXCS = 16  # deferred_txcs
+BS_AGGR = 17  # aggressive
+BS_IOSF = 18  # io_since_flush
+BS_TIMER = 19  # _timer_armed
+BS_TBW_H = 20  # throttle_bytes waiters: ops through OPI_NEXTW
+BS_TBW_T = 21
+BS_DTW_H = 22  # deferred throttle waiters
+BS_DTW_T = 23
+BS_TBCUR = 24
+BS_TBMAX = 25
+BS_TBPEAK = 26
+BS_DTCUR = 27
+BS_DTMAX = 28
+BS_DTPEAK = 29
+BS_WALPOS = 30
+BS_WALRING = 31
+BS_BLOCK = 32
+BS_PREFER = 33
+BS_CPIO = 34
+BS_KVTXCB = 35
+BS_CLEANB = 36
+BS_BATCHOPS = 37
+BS_MAXTXC = 38
+BS_SAMEDEV = 39
+BS_FBC = 40  # flush_before_commit
+BS_TAIL = 41  # wal_rewrite_tail
+BS_DEV = 42  # device row of the data device
+BS_WALDEV = 43
+BS_CURSOR = 44
+BS_ALLOCATED = 45
+BS_MINALLOC = 46
+BS_CAP = 47
+BS_DSTART = 48
+BS_BFS = 49
+BS_BFE = 50
+BS_KVBYTES = 51
+BS_KVBATCHES = 52  # statistics (BlueStore.stats)
+BS_KVTXCS = 53
+BS_DEFOPS = 54
+BS_DEFIOS = 55
+BS_DEFBATCHES = 56
+BS_DEFROUNDS = 57
+BS_THROTTLED = 58
+BS_THR_KV = 59
+BS_THR_DEF = 60
+BS_AGGSUB = 61
+BS_MAXTXCSUB = 62
+BS_DIRECT = 63
+BS_DATAFLUSH = 64
+BS_PEAKDTXCS = 65
+BS_OBJSIZE = 66  # unused
+BS_KVQ_N = 67
+NBSI = 68
+BF_KVCPU = 0
+BF_MAXINT = 1  # deferred_max_interval, -1 = none
+BF_TWAIT = 2  # throttle_wait
+BF_KVT0 = 3
+BF_WALT0 = 4
+BF_KVTIME = 5
+BF_WALTIME = 6
+BF_FLUSHT0 = 7  # start of the cycle's data-device FLUSH (BlueStore._flush_t0)
+BF_FLUSHTIME = 8  # sum of the cycles' data-device FLUSH times (BlueStore.flush_time)
+NBSF = 9
+
+# ---- BlueStore transactions (bluestore.Txc), preallocated rows
+TX_OP = 0  # the op (until its commit callback)
+TX_OSR = 1
+TX_COST = 2
+TX_DOFF = 3  # deferred data: device offset (-1 none)
+TX_DLEN = 4
+TX_WALB = 5
+TX_HADIO = 6
+TX_IODONE = 7
+TX_NEXT = 8  # next txc of its list (kv queue, batch, sequencer queue / pending / running batch)
+TX_NEXTB = 9  # next batch (on a batch's first txc)
+TX_BLEN = 10  # txcs of the batch (on its first txc)
+TX_CB = 11  # commit callback: CLIENT = Osd._local_committed, SUBOP = Osd._subop_committed
+TX_OSD = 12
+TX_IMG = 13  # image row, object number, offset and length of its write (BlueStore.writing, write back)
+TX_OBJNO = 14
+TX_OFF = 15
+TX_LEN = 16
+NTXI = 17
+
+# ---- OpSequencers (bluestore._Osr): one per (PG, acting position): row pg * pga.shape[1] + position
+OS_QH = 0  # txcs waiting for their data IO (direct writes), in order
+OS_QT = 1
+OS_PH = 2  # pending deferred batch, -1 = none
+OS_PT = 3
+OS_PN = 4
+OS_RUNNING = 5
+OS_RH = 6  # running batch
+OS_RN = 7
+OS_RLEFT = 8  # its device IOs not completed
+OS_LIVE = 9
+OS_INDQ = 10
+OS_DQPREV = 11
+OS_DQNEXT = 12
+OS_OSD = 13
+NOSI = 14
+
+# ---- queue devices (devices.simple.QueueDevice; a Partition of one maps to its base device's row)
+DV_SERVERS = 0
+DV_FREE = 1
+DV_QH = 2  # FIFO of device requests through DR_NEXT
+DV_QT = 3
+DV_QN = 4
+DV_DIST = 5  # 0 deterministic, 1 exponential
+DV_STREAM = 6
+DV_DONE = 7  # requests completed (statistics)
+NDVI = 8
+DVF_P0 = 0  # deterministic value / exponential mean
+DVF_BW = 1  # bytes per second, 0 = none
+DVF_FLUSH = 2
+DVF_BUSY = 3  # server-seconds of service
+NDVF = 4
+
+# ---- device requests
+DR_DEV = 0
+DR_OP = 1
+DR_SIZE = 2
+DR_PURP = 3  # what completes with it (DP_*)
+DR_ARG = 4  # sequencer row (deferred), txc row (direct)
+DR_OSD = 5
+DR_NEXT = 6
+NDRI = 7
+DP_DATA_FLUSH = 0  # kv_sync's flush of the data device -> _kv_write
+DP_WAL = 1  # the WAL write -> _kv_flush
+DP_WAL_FLUSH = 2  # the WAL device's flush -> _kv_done
+DP_DEFERRED = 3  # a deferred batch's in-place write -> _deferred_io_done
+DP_DIRECT = 4  # a direct write to a new allocation -> _direct_done
+
+#: every array of one compiled Ceph run (numba takes the namedtuple as one argument)
+CephState = namedtuple(
+    "CephState",
+    [
+        "gi", "gf",
+        "ht", "hs", "hk", "hg", "ha",
+        "su", "si",
+        "ci", "cf", "cfree",
+        "lf", "hoi",
+        "oi", "of",
+        "shi", "shf", "shl", "shp",
+        "pgi", "pga", "pgb",
+        "imi", "imf", "obj_ps", "obj_base",
+        "opi", "opf", "opfree",
+        "rqi", "rqf",
+        "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
+    ],
+)  # fmt: skip

@@ -1,0 +1,1871 @@
+"""The compiled Ceph core (numba): CPU pools, NIC links, OSD op-queue shards, PGs, librbd's object
+ops, and an event loop for client reads (issue 13, stage 2).
+
+The handlers mirror the Python reference model line by line (``ceph.resources.CpuPool`` /
+``Link`` / ``Network`` / ``then``, ``ceph.osd.Osd``, ``ceph.cluster.Cluster.send_client_op`` /
+``client_reply``, ``ceph.rbd.RbdImage``) and schedule their events in the same order, so ties break
+as SimPy breaks them (event id order) and results are identical where the random streams are the
+same ones (each Python component's ``rand`` stream is handed over as a buffer of its next uniforms
+and given back unconsumed, see ceph_build). The event heap is the one of the device core
+(``core.loop.schedule`` / ``_pop``: the same binary heap on (time, sequence); a copy, as numba
+cannot cache one function compiled for two state types); the pure arithmetic is
+``core.ceph_arith``, which the Python model calls too.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from simulator import nbcache
+from simulator.core import ceph_arith as _arith
+from simulator.core import ceph_layout as _clayout
+from simulator.core import loop as _loop
+from simulator.core.ceph_arith import (
+    align_up_nb,
+    alloc_offset_nb,
+    lognormal_cost_nb,
+    throttle_should_wait_nb,
+    txc_cost_nb,
+    wal_extent_nb,
+)
+from simulator.core.ceph_layout import (
+    BF_FLUSHT0,
+    BF_FLUSHTIME,
+    BF_KVCPU,
+    BF_KVT0,
+    BF_KVTIME,
+    BF_MAXINT,
+    BF_TWAIT,
+    BF_WALT0,
+    BF_WALTIME,
+    BS_AGGR,
+    BS_AGGSUB,
+    BS_ALLOCATED,
+    BS_BATCHOPS,
+    BS_BFE,
+    BS_BFS,
+    BS_BLOCK,
+    BS_CAP,
+    BS_CLEANB,
+    BS_CPIO,
+    BS_CURSOR,
+    BS_DATAFLUSH,
+    BS_DEFBATCHES,
+    BS_DEFIOS,
+    BS_DEFOPS,
+    BS_DEFROUNDS,
+    BS_DEV,
+    BS_DIRECT,
+    BS_DONE_H,
+    BS_DONE_T,
+    BS_DQ_H,
+    BS_DQ_T,
+    BS_DQSIZE,
+    BS_DSTART,
+    BS_DTCUR,
+    BS_DTMAX,
+    BS_DTPEAK,
+    BS_DTW_H,
+    BS_DTW_T,
+    BS_DTXCS,
+    BS_FBC,
+    BS_IOSF,
+    BS_KVB_H,
+    BS_KVB_N,
+    BS_KVBATCHES,
+    BS_KVBUSY,
+    BS_KVBYTES,
+    BS_KVQ_H,
+    BS_KVQ_N,
+    BS_KVQ_T,
+    BS_KVSTAB_H,
+    BS_KVSTAB_T,
+    BS_KVTXCB,
+    BS_KVTXCS,
+    BS_KVUNST_H,
+    BS_KVUNST_T,
+    BS_MAXTXC,
+    BS_MAXTXCSUB,
+    BS_MINALLOC,
+    BS_PEAKDTXCS,
+    BS_PREFER,
+    BS_SAMEDEV,
+    BS_STAB_H,
+    BS_STAB_T,
+    BS_TAIL,
+    BS_TBCUR,
+    BS_TBMAX,
+    BS_TBPEAK,
+    BS_TBW_H,
+    BS_TBW_T,
+    BS_THR_DEF,
+    BS_THR_KV,
+    BS_THROTTLED,
+    BS_TIMER,
+    BS_WALDEV,
+    BS_WALPOS,
+    BS_WALRING,
+    CF_BG,
+    CF_BUSY,
+    CF_FGBUSY,
+    CF_FGGAP,
+    CF_FGNEXT,
+    CF_FGSLICE,
+    CF_INV,
+    CF_STALLMEAN,
+    CF_STALLP,
+    CF_WAKE,
+    CI_JOBS,
+    CI_PLAIN,
+    CI_SERVERS,
+    CI_STALLED,
+    CI_STALLS,
+    CI_STREAM,
+    CLIENT,
+    DP_DATA_FLUSH,
+    DP_DEFERRED,
+    DP_DIRECT,
+    DP_WAL,
+    DP_WAL_FLUSH,
+    DR_ARG,
+    DR_DEV,
+    DR_NEXT,
+    DR_OP,
+    DR_OSD,
+    DR_PURP,
+    DR_SIZE,
+    DV_DIST,
+    DV_DONE,
+    DV_FREE,
+    DV_QH,
+    DV_QN,
+    DV_QT,
+    DV_STREAM,
+    DVF_BUSY,
+    DVF_BW,
+    DVF_FLUSH,
+    DVF_P0,
+    EV_ARRIVAL,
+    EV_DEFER_TIMER,
+    EV_DEV_DONE,
+    EV_EXTENT_DONE,
+    EV_KV_IO,
+    EV_OSD_OP,
+    EV_PREPARED,
+    EV_REQ_DONE,
+    EV_RESUME,
+    EV_WAKE,
+    FN_COMMIT_IN,
+    FN_REPLY_CLIENT,
+    FN_SEND_CLIENT_OP,
+    FN_SEND_REPLY,
+    FN_SEND_SUB,
+    FN_TO_CLIENT,
+    GF_LAT,
+    GF_LOOP,
+    GF_NOW,
+    GF_RELT,
+    GI_CLOSED,
+    GI_DEVFREE,
+    GI_EVENTS,
+    GI_FULL,
+    GI_HN,
+    GI_LOW,
+    GI_NCOMP,
+    GI_NEXTREQ,
+    GI_NOFOLD,
+    GI_NREQ,
+    GI_OPFREE,
+    GI_OUT,
+    GI_OVH,
+    GI_RELPG,
+    GI_RELSH,
+    GI_SEQ,
+    GI_TXFREE,
+    HI_CPU,
+    HI_RX,
+    HI_TX,
+    IF_COMPLETE,
+    IF_PERBYTE,
+    IF_SUBMIT,
+    IF_WRITE,
+    II_CLIENT,
+    II_KEY,
+    II_ORDER,
+    II_PG0,
+    II_PS0,
+    II_SIZE,
+    LF_BUSY,
+    LF_BW,
+    LF_BYTES,
+    LF_FREE,
+    OF_COMMIT,
+    OF_LN_MU,
+    OF_LN_S,
+    OF_PERBYTE,
+    OF_READ,
+    OF_RECV,
+    OF_REPLY,
+    OF_SEND,
+    OF_SUBOP,
+    OF_WRITE,
+    OI_CPU,
+    OI_HOST,
+    OI_JITTER,
+    OI_NSHARDS,
+    OI_OPS,
+    OI_REPLIES,
+    OI_SHARD0,
+    OI_STREAM,
+    OI_SUBOPS,
+    OI_UP,
+    OPF_T0,
+    OPF_TLOCAL,
+    OPF_TWAIT,
+    OPI_COST,
+    OPI_DEFER,
+    OPI_DOFF,
+    OPI_GROUP,
+    OPI_IMG,
+    OPI_KIND,
+    OPI_LEN,
+    OPI_NEXT,
+    OPI_NEXTW,
+    OPI_OBJNO,
+    OPI_OFF,
+    OPI_ONODE,
+    OPI_OSD,
+    OPI_PENDING,
+    OPI_PG,
+    OPI_POS,
+    OPI_PRIM,
+    OPI_REQ,
+    OPI_ROLE,
+    OPI_SHARD,
+    OS_DQNEXT,
+    OS_DQPREV,
+    OS_INDQ,
+    OS_LIVE,
+    OS_PH,
+    OS_PN,
+    OS_PT,
+    OS_QH,
+    OS_QT,
+    OS_RH,
+    OS_RLEFT,
+    OS_RN,
+    OS_RUNNING,
+    PGI_NACT,
+    PGI_PPOS,
+    PGI_SEED,
+    REPLY,
+    RQF_TDONE,
+    RQF_TISSUE,
+    RQI_DSEQ,
+    RQI_IMG,
+    RQI_KIND,
+    RQI_LEFT,
+    RQI_OFF,
+    RQI_SIZE,
+    SHF_WAKE_AT,
+    SHI_FREE,
+    SHI_INFLIGHT,
+    SHI_NLAZY,
+    SHI_QCNT,
+    SHI_QHEAD,
+    SHI_QTAIL,
+    SI_LEN,
+    SI_POS,
+    SLOW,
+    ST_DONE,
+    ST_EMPTY,
+    ST_FULL,
+    ST_REFILL,
+    ST_TIME,
+    SUBOP,
+    TX_BLEN,
+    TX_CB,
+    TX_COST,
+    TX_DLEN,
+    TX_DOFF,
+    TX_HADIO,
+    TX_IMG,
+    TX_IODONE,
+    TX_LEN,
+    TX_NEXT,
+    TX_NEXTB,
+    TX_OBJNO,
+    TX_OFF,
+    TX_OP,
+    TX_OSD,
+    TX_OSR,
+    TX_WALB,
+)  # fmt: skip
+from simulator.core.loop import _ld, _state_ptr
+
+# the loop inlines the heap of core.loop, the arithmetic and the layout: a change there must recompile it
+nbcache.invalidate_stale(__file__, _loop.__file__, _arith.__file__, _clayout.__file__)
+
+#: cache the loop's compilation (the handlers must not call each other in a cycle: see ``_then``)
+_CACHE_LOOP = True
+
+_READ = 0
+_WRITE = 1
+_FLUSH = 3
+_INF = math.inf
+
+
+# =============================================================================== event heap (as core.loop's)
+@njit(cache=True, inline="always", _nrt=False)
+def _move(sp, src, dst):
+    st = _ld(sp)
+    st.ht[dst] = st.ht[src]
+    st.hs[dst] = st.hs[src]
+    st.hk[dst] = st.hk[src]
+    st.hg[dst] = st.hg[src]
+    st.ha[dst] = st.ha[src]
+
+
+@njit(cache=True, _nrt=False)
+def schedule(sp, t, kind, target, arg):
+    """Push an event at absolute time ``t`` (sequence = order of scheduling). A binary heap on
+    (time, sequence) as core.loop's, sifting a hole instead of swapping (the same order: the key is total)."""
+    st = _ld(sp)
+    n = st.gi[GI_HN]
+    seq = st.gi[GI_SEQ]
+    st.gi[GI_SEQ] = seq + 1
+    st.gi[GI_HN] = n + 1
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        tp = st.ht[p]
+        if t < tp or (t == tp and seq < st.hs[p]):
+            _move(sp, p, i)
+            i = p
+        else:
+            break
+    st.ht[i] = t
+    st.hs[i] = seq
+    st.hk[i] = kind
+    st.hg[i] = target
+    st.ha[i] = arg
+
+
+@njit(cache=True, _nrt=False)
+def _pop(sp):
+    """Remove the root (the caller has read it)."""
+    st = _ld(sp)
+    n = st.gi[GI_HN] - 1
+    st.gi[GI_HN] = n
+    if n == 0:
+        return
+    t = st.ht[n]
+    seq = st.hs[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        r = c + 1
+        tc = st.ht[c]
+        if r < n:
+            tr = st.ht[r]
+            if tr < tc or (tr == tc and st.hs[r] < st.hs[c]):
+                c = r
+                tc = tr
+        if tc < t or (tc == t and st.hs[c] < seq):
+            _move(sp, c, i)
+            i = c
+        else:
+            break
+    _move(sp, n, i)
+
+
+# =============================================================================== random streams
+@njit(cache=True, inline="always", _nrt=False)
+def _u(sp, s):
+    """The next uniform of stream ``s`` (a Python component's ``rand``, handed over as a buffer)."""
+    st = _ld(sp)
+    p = st.si[s, SI_POS]
+    n = st.si[s, SI_LEN]
+    if p >= n:  # cannot happen while refills keep SLOW in reserve: flag it, the run is void
+        st.gi[GI_FULL] = 1
+        return 0.5
+    st.si[s, SI_POS] = p + 1
+    if n - p - 1 < SLOW:
+        st.gi[GI_LOW] = 1
+    return st.su[s, p]
+
+
+# =============================================================================== CPU pools
+@njit(cache=True, inline="always", _nrt=False)
+def _heapreplace(a, n, v):
+    """heapq.heapreplace on the min-heap a[:n]: the smallest element is replaced by ``v``."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        r = c + 1
+        if r < n and a[r] < a[c]:
+            c = r
+        if a[c] < v:
+            a[i] = a[c]
+            i = c
+        else:
+            break
+    a[i] = v
+
+
+@njit(cache=True, _nrt=False)
+def _foreign(sp, c, t):
+    """CpuPool._foreign: book the foreign jobs that arrived up to ``t``."""
+    st = _ld(sp)
+    free = st.cfree[c]
+    n = st.ci[c, CI_SERVERS]
+    s = st.ci[c, CI_STREAM]
+    sl = st.cf[c, CF_FGSLICE]
+    gap = st.cf[c, CF_FGGAP]
+    ta = st.cf[c, CF_FGNEXT]
+    while ta <= t:
+        size = -sl * math.log(1.0 - _u(sp, s))
+        f = free[0]
+        _heapreplace(free, n, (ta if ta > f else f) + size)
+        st.cf[c, CF_FGBUSY] += size
+        ta -= gap * math.log(1.0 - _u(sp, s))
+    st.cf[c, CF_FGNEXT] = ta
+
+
+@njit(cache=True, _nrt=False)
+def _book(sp, c, t, cost):
+    """CpuPool.book (or _book_plain) on pool ``c``: a job of ``cost`` arriving at ``t``; the time
+    its result is out."""
+    st = _ld(sp)
+    if st.ci[c, CI_PLAIN]:
+        if cost <= 0.0:
+            return t
+        cost *= st.cf[c, CF_INV]
+        free = st.cfree[c]
+        f = free[0]
+        end = (t if t >= f else f) + cost
+        _heapreplace(free, st.ci[c, CI_SERVERS], end)
+        st.cf[c, CF_BUSY] += cost
+        st.ci[c, CI_JOBS] += 1
+        return end
+    wake = st.cf[c, CF_WAKE]
+    if cost <= 0.0 and wake == 0.0:
+        st.ci[c, CI_STALLED] = 0
+        return t
+    if st.cf[c, CF_FGGAP] != 0.0 and st.cf[c, CF_FGNEXT] <= t:
+        _foreign(sp, c, t)
+    cost *= st.cf[c, CF_INV]
+    bg = cost * st.cf[c, CF_BG]
+    free = st.cfree[c]
+    f = free[0]
+    if t >= f:
+        cost += wake
+        end = t + cost
+    else:
+        end = f + cost
+    _heapreplace(free, st.ci[c, CI_SERVERS], end)
+    st.cf[c, CF_BUSY] += cost
+    st.ci[c, CI_JOBS] += 1
+    end -= bg
+    p = st.cf[c, CF_STALLP]
+    if p != 0.0:
+        s = st.ci[c, CI_STREAM]
+        if _u(sp, s) < p:
+            st.ci[c, CI_STALLS] += 1
+            st.ci[c, CI_STALLED] = 1
+            return end - st.cf[c, CF_STALLMEAN] * math.log(1.0 - _u(sp, s))
+        st.ci[c, CI_STALLED] = 0
+    return end
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _idle(sp, c, t):
+    return _ld(sp).cfree[c, 0] <= t
+
+
+# =============================================================================== network
+@njit(cache=True, inline="always", _nrt=False)
+def _link_book(sp, k, t, nbytes):
+    """Link.book: a FIFO server serialising ``nbytes`` at the link's bandwidth."""
+    st = _ld(sp)
+    s = nbytes / st.lf[k, LF_BW]
+    f = st.lf[k, LF_FREE]
+    end = (t if t > f else f) + s
+    st.lf[k, LF_FREE] = end
+    st.lf[k, LF_BUSY] += s
+    st.lf[k, LF_BYTES] += nbytes
+    return end
+
+
+@njit(cache=True, _nrt=False)
+def _arrival(sp, src, dst, t, payload):
+    """Network.arrival: a message sent at ``t`` from host ``src`` is fully received by ``dst``."""
+    st = _ld(sp)
+    if src == dst:
+        return t + st.gf[GF_LOOP]
+    n = payload + st.gi[GI_OVH]
+    t = _link_book(sp, st.hoi[src, HI_TX], t, n) + st.gf[GF_LAT]
+    return _link_book(sp, st.hoi[dst, HI_RX], t, n)
+
+
+# =============================================================================== OSD
+@njit(cache=True, inline="always", _nrt=False)
+def _cost(sp, o, mean):
+    """Osd._cost: ``mean``, or log-normal with mean ``mean`` and cv ``cost_cv``."""
+    st = _ld(sp)
+    if st.oi[o, OI_JITTER] == 0 or mean <= 0.0:
+        return mean
+    s = st.oi[o, OI_STREAM]
+    u1 = _u(sp, s)
+    u2 = _u(sp, s)
+    return lognormal_cost_nb(mean, st.of[o, OF_LN_MU], st.of[o, OF_LN_S], u1, u2)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _pg_of(sp, img, objno):
+    """The PG row of object ``objno`` of image ``img`` (RbdImage.pg_of)."""
+    st = _ld(sp)
+    return st.imi[img, II_PG0] + st.obj_ps[st.imi[img, II_PS0] + objno]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _shard_of(sp, o, pg):
+    st = _ld(sp)
+    return st.oi[o, OI_SHARD0] + st.pgi[pg, PGI_SEED] % st.oi[o, OI_NSHARDS]
+
+
+# =============================================================================== standalone kernels (tests, bench)
+# Each processes items from ``i0`` on and returns the next index: it stops early when a random stream
+# runs low (the caller refills, see ``ceph_build.run_kernel``).
+@njit(cache=True, _nrt=False)
+def book_many(st, i0, c, ts, costs, out):
+    """``out[i] = CpuPool.book(ts[i], costs[i])`` on pool ``c``, in order."""
+    sp = _state_ptr(st)
+    for i in range(i0, ts.shape[0]):
+        out[i] = _book(sp, c, ts[i], costs[i])
+        if st.gi[GI_LOW]:
+            return i + 1
+    return ts.shape[0]
+
+
+@njit(cache=True, _nrt=False)
+def arrival_many(st, i0, src, dst, ts, payloads, out):
+    sp = _state_ptr(st)
+    for i in range(i0, ts.shape[0]):
+        out[i] = _arrival(sp, src[i], dst[i], ts[i], payloads[i])
+    return ts.shape[0]
+
+
+@njit(cache=True, _nrt=False)
+def cost_many(st, i0, o, means, out):
+    sp = _state_ptr(st)
+    for i in range(i0, means.shape[0]):
+        out[i] = _cost(sp, o[i], means[i])
+        if st.gi[GI_LOW]:
+            return i + 1
+    return means.shape[0]
+
+
+@njit(cache=True, _nrt=False)
+def pg_many(st, i0, img, objnos, out):
+    sp = _state_ptr(st)
+    for i in range(i0, objnos.shape[0]):
+        out[i] = _pg_of(sp, img, objnos[i])
+    return objnos.shape[0]
+
+
+# =============================================================================== ops and requests
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _op_new(sp, kind, role, pg, img, objno, off, length):
+    """A new object op row (ObjOp.__init__)."""
+    st = _ld(sp)
+    n = st.gi[GI_OPFREE]
+    if n == 0:
+        st.gi[GI_FULL] = 1
+        return 0
+    n -= 1
+    st.gi[GI_OPFREE] = n
+    op = st.opfree[n]
+    for k in range(st.opi.shape[1]):
+        st.opi[op, k] = 0
+    for k in range(st.opf.shape[1]):
+        st.opf[op, k] = 0.0
+    st.opi[op, OPI_KIND] = kind
+    st.opi[op, OPI_ROLE] = role
+    st.opi[op, OPI_PG] = pg
+    st.opi[op, OPI_IMG] = img
+    st.opi[op, OPI_OBJNO] = objno
+    st.opi[op, OPI_OFF] = off
+    st.opi[op, OPI_LEN] = length
+    st.opi[op, OPI_OSD] = -1
+    st.opi[op, OPI_PRIM] = -1
+    st.opi[op, OPI_NEXT] = -1
+    st.opi[op, OPI_SHARD] = -1
+    st.opi[op, OPI_ONODE] = 1
+    st.opi[op, OPI_NEXTW] = -1
+    st.opi[op, OPI_DOFF] = -1
+    return op
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _op_free(sp, op):
+    st = _ld(sp)
+    st.opfree[st.gi[GI_OPFREE]] = op
+    st.gi[GI_OPFREE] += 1
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _at(sp, t, kind, target, arg):
+    """call_at: an event at ``t``, or now if ``t`` is in the past."""
+    now = _ld(sp).gf[GF_NOW]
+    schedule(sp, t if t > now else now, kind, target, arg)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _then(sp, c, t, fn, op, check):
+    """resources.then and the chain it continues, as one loop: ``fn(op, t)`` at once, or from an
+    event at ``t`` when the job just booked on pool ``c`` stalled (``check`` = 0: call ``fn`` at
+    once, as an event's resume does). Each continuation that ends with another ``then`` sets the
+    next (pool, time, fn) and goes round; written as a loop, not as calls, because numba cannot
+    compile functions that call each other in a cycle."""
+    st = _ld(sp)
+    rel_sh = -1
+    rel_pg = 0
+    rel_t = 0.0
+    while True:
+        if check and st.ci[c, CI_STALLED]:
+            st.ci[c, CI_STALLED] = 0
+            if t < st.gf[GF_NOW]:  # the event's time is then not the chain's time: not covered (flagged)
+                st.gi[GI_FULL] = 1
+            _at(sp, t, EV_RESUME, fn, op)
+            break
+        check = 1
+        if fn == FN_SEND_CLIENT_OP:
+            _send_client_op(sp, op, t)
+            break
+        elif fn == FN_REPLY_CLIENT:  # Osd._reply_client
+            o = st.opi[op, OPI_OSD]
+            cost = st.of[o, OF_SEND]
+            if st.opi[op, OPI_KIND] == _READ:
+                cost += st.of[o, OF_PERBYTE] * st.opi[op, OPI_LEN]
+            c = st.oi[o, OI_CPU]
+            t = _book(sp, c, t, cost)
+            fn = FN_TO_CLIENT
+        elif fn == FN_TO_CLIENT:  # Osd._to_client
+            _client_reply(sp, st.oi[st.opi[op, OPI_OSD], OI_HOST], op, t)
+            break
+        elif fn == FN_COMMIT_IN:  # Osd._commit_in (op: the client write at its primary)
+            if t > st.opf[op, OPF_TLOCAL]:
+                st.opf[op, OPF_TLOCAL] = t
+            st.opi[op, OPI_PENDING] -= 1
+            if st.opi[op, OPI_PENDING] != 0:
+                break
+            t = st.opf[op, OPF_TLOCAL]  # the last commit answers the client: Osd._reply_client
+            fn = FN_REPLY_CLIENT
+            check = 0
+        elif fn == FN_SEND_SUB:  # Osd._send_sub (op: the repop; its sender is its primary op's OSD)
+            r = st.opi[op, OPI_OSD]
+            src = st.opi[st.opi[op, OPI_PRIM], OPI_OSD]
+            payload = st.opi[op, OPI_LEN] if st.opi[op, OPI_KIND] == _WRITE else 0
+            t = _arrival(sp, st.oi[src, OI_HOST], st.oi[r, OI_HOST], t, payload)
+            _deliver(sp, r, t, op, st.of[src, OF_RECV] + st.of[src, OF_PERBYTE] * payload)
+            break
+        elif fn == FN_SEND_REPLY:  # Osd._send_reply (op: the repop turned reply, at its replica)
+            r = st.opi[op, OPI_OSD]
+            prim = st.opi[op, OPI_PRIM]
+            posd = st.opi[prim, OPI_OSD]
+            t = _arrival(sp, st.oi[r, OI_HOST], st.oi[posd, OI_HOST], t, 0)
+            if _deliver(sp, posd, t, op, st.of[r, OF_RECV]) == 0:
+                break
+            # dispatched on arrival: its processing ended at GF_RELT; the chain goes on with the
+            # primary's commit, and the worker is released after it (Osd._dispatch_at)
+            rel_sh = st.gi[GI_RELSH]
+            rel_pg = st.gi[GI_RELPG]
+            rel_t = st.gf[GF_RELT]
+            c = st.oi[posd, OI_CPU]
+            t = rel_t
+            _op_free(sp, op)
+            op = prim
+            fn = FN_COMMIT_IN
+        else:
+            st.gi[GI_FULL] = 1  # a continuation of a path not compiled yet
+            break
+    if rel_sh >= 0:
+        _release_at(sp, rel_sh, rel_pg, rel_t)
+
+
+# =============================================================================== librbd (RbdImage)
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _img_start(sp, r, now):
+    """RbdImage._start: client CPU, then one object op per object the request spans."""
+    st = _ld(sp)
+    img = st.rqi[r, RQI_IMG]
+    kind = st.rqi[r, RQI_KIND]
+    size = st.rqi[r, RQI_SIZE]
+    c = st.hoi[st.imi[img, II_CLIENT], HI_CPU]
+    cost = st.imf[img, IF_SUBMIT]
+    if kind == _WRITE:
+        cost += st.imf[img, IF_PERBYTE] * size + st.imf[img, IF_WRITE]
+    if kind == _FLUSH or size <= 0:
+        t = _book(sp, c, now, cost)
+        schedule(sp, now + (t - now), EV_REQ_DONE, r, 0)
+        return
+    order = st.imi[img, II_ORDER]
+    off = st.rqi[r, RQI_OFF]
+    end = off + size
+    first = off >> order
+    last = (end - 1) >> order
+    if first == last:
+        st.rqi[r, RQI_LEFT] = 1
+        op = _op_new(sp, kind, CLIENT, _pg_of(sp, img, first), img, first, off - (first << order), size)
+        st.opi[op, OPI_REQ] = r
+        st.opf[op, OPF_T0] = now
+        _then(sp, c, _book(sp, c, now, cost), FN_SEND_CLIENT_OP, op, 1)
+        return
+    st.rqi[r, RQI_LEFT] = last - first + 1
+    osz = 1 << order
+    for objno in range(first, last + 1):
+        lo = max(off, objno << order)
+        hi = min(end, (objno << order) + osz)
+        op = _op_new(sp, kind, CLIENT, _pg_of(sp, img, objno), img, objno, lo - (objno << order), hi - lo)
+        st.opi[op, OPI_REQ] = r
+        st.opi[op, OPI_GROUP] = 1
+        st.opf[op, OPF_T0] = now
+        _then(sp, c, _book(sp, c, now, cost), FN_SEND_CLIENT_OP, op, 1)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _complete_op(sp, op, t):
+    """RbdImage.complete_op: the reply for ``op`` has been processed by the client at ``t``."""
+    st = _ld(sp)
+    now = st.gf[GF_NOW]
+    if st.opi[op, OPI_GROUP] == 0:
+        schedule(sp, now + (t - now), EV_REQ_DONE, st.opi[op, OPI_REQ], 0)
+        _op_free(sp, op)
+    else:
+        _at(sp, t, EV_EXTENT_DONE, st.opi[op, OPI_REQ], op)
+
+
+# =============================================================================== cluster (client side)
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _send_client_op(sp, op, t):
+    """Cluster.send_client_op: the client sends ``op`` at ``t`` to its PG's primary."""
+    st = _ld(sp)
+    pg = st.opi[op, OPI_PG]
+    pos = st.pgi[pg, PGI_PPOS]
+    prim = st.pga[pg, pos]
+    st.opi[op, OPI_POS] = pos
+    st.opi[op, OPI_OSD] = prim
+    kind = st.opi[op, OPI_KIND]
+    payload = st.opi[op, OPI_LEN] if kind != _READ else 0
+    img = st.opi[op, OPI_IMG]
+    t = _arrival(sp, st.imi[img, II_CLIENT], st.oi[prim, OI_HOST], t, payload)
+    if kind != _READ and st.opi[op, OPI_ROLE] == CLIENT:
+        _deliver(sp, prim, t, op, st.of[prim, OF_RECV] + st.of[prim, OF_PERBYTE] * payload)
+    else:
+        _post(sp, prim, _book(sp, st.oi[prim, OI_CPU], t, st.of[prim, OF_RECV] + st.of[prim, OF_PERBYTE] * payload), op)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _client_reply(sp, host, op, t):
+    """Cluster.client_reply: the reply travels to the client, whose CPU completes it."""
+    st = _ld(sp)
+    kind = st.opi[op, OPI_KIND]
+    payload = st.opi[op, OPI_LEN] if kind == _READ else 0
+    img = st.opi[op, OPI_IMG]
+    ch = st.imi[img, II_CLIENT]
+    t = _arrival(sp, host, ch, t, payload)
+    t = _book(sp, st.hoi[ch, HI_CPU], t, st.imf[img, IF_COMPLETE] + st.imf[img, IF_PERBYTE] * payload)
+    _complete_op(sp, op, t)
+
+
+# =============================================================================== OSD op queue
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _bpos(sp, pg, o):
+    """Acting position of OSD ``o`` in PG ``pg`` (the column of its PG lock)."""
+    st = _ld(sp)
+    for i in range(st.pgi[pg, PGI_NACT]):
+        if st.pga[pg, i] == o:
+            return i
+    return 0
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _post(sp, o, t, op):
+    """Osd.post: a decoded message joins its shard's queue at ``t`` (one event)."""
+    st = _ld(sp)
+    st.shi[_shard_of(sp, o, st.opi[op, OPI_PG]), SHI_INFLIGHT] += 1
+    _at(sp, t, EV_OSD_OP, o, op)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _deliver(sp, o, t, op, recv_cost):
+    """Osd.deliver: a write, repop or commit reply arrives at ``t``; dispatched on arrival when its
+    shard is idle (Osd._dispatch_at), else posted. Returns 1 when a commit reply was dispatched on
+    arrival: the caller continues with the primary's commit (a chain of ``then``) and then
+    releases the worker (GI_RELSH, GI_RELPG at GF_RELT); 0 otherwise."""
+    st = _ld(sp)
+    c = st.oi[o, OI_CPU]
+    pg = st.opi[op, OPI_PG]
+    sh = _shard_of(sp, o, pg)
+    if st.shi[sh, SHI_NLAZY]:
+        _settle(sp, sh)
+    if (st.shi[sh, SHI_FREE] > 0 and st.shi[sh, SHI_INFLIGHT] == 0 and st.shi[sh, SHI_QCNT] == 0
+            and st.pgb[pg, _bpos(sp, pg, o)] == 0 and st.gi[GI_NOFOLD] == 0):
+        t = _book(sp, c, t, recv_cost)
+        if st.ci[c, CI_STALLED] == 0 and _idle(sp, c, st.gf[GF_NOW]):
+            return _dispatch_at(sp, o, sh, op, t)
+    else:
+        t = _book(sp, c, t, recv_cost)
+    st.shi[sh, SHI_INFLIGHT] += 1
+    _at(sp, t, EV_OSD_OP, o, op)
+    return 0
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dispatch_at(sp, o, sh, op, t):
+    """Osd._dispatch_at: a write, repop or commit reply whose decoding ends at ``t``."""
+    st = _ld(sp)
+    pg = st.opi[op, OPI_PG]
+    st.shi[sh, SHI_FREE] -= 1
+    st.pgb[pg, _bpos(sp, pg, o)] = 1
+    st.opi[op, OPI_SHARD] = sh
+    role = st.opi[op, OPI_ROLE]
+    c = st.oi[o, OI_CPU]
+    if role == REPLY:
+        st.oi[o, OI_REPLIES] += 1
+        t = _book(sp, c, t, _cost(sp, o, st.of[o, OF_REPLY]))
+        st.gi[GI_RELSH] = sh
+        st.gi[GI_RELPG] = pg
+        st.gf[GF_RELT] = t
+        return 1
+    if role == SUBOP:
+        st.oi[o, OI_SUBOPS] += 1
+        _at(sp, _book(sp, c, t, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
+    else:
+        st.oi[o, OI_OPS + st.opi[op, OPI_KIND]] += 1
+        _at(sp, _book(sp, c, t, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
+    return 0
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _settle(sp, sh):
+    """Osd._settle: release the lazily finishing workers whose job has ended by now."""
+    st = _ld(sp)
+    now = st.gf[GF_NOW]
+    o = st.shi[sh, 0]
+    n = st.shi[sh, SHI_NLAZY]
+    k = 0
+    for m in range(n):
+        t = st.shl[sh, m]
+        pg = st.shp[sh, m]
+        if t <= now:
+            st.shi[sh, SHI_FREE] += 1
+            st.pgb[pg, _bpos(sp, pg, o)] = 0
+        else:
+            st.shl[sh, k] = t
+            st.shp[sh, k] = pg
+            k += 1
+    st.shi[sh, SHI_NLAZY] = k
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _arm(sp, sh):
+    """Osd._arm: make sure an event releases the next lazily finishing worker."""
+    st = _ld(sp)
+    t = _INF
+    for m in range(st.shi[sh, SHI_NLAZY]):
+        if st.shl[sh, m] < t:
+            t = st.shl[sh, m]
+    w = st.shf[sh, SHF_WAKE_AT]
+    if w < 0 or t < w:
+        st.shf[sh, SHF_WAKE_AT] = t
+        _at(sp, t, EV_WAKE, sh, 0)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _release_at(sp, sh, pg, t):
+    """Osd._release_at: the worker holding ``pg`` is busy until ``t``, then free."""
+    st = _ld(sp)
+    n = st.shi[sh, SHI_NLAZY]
+    st.shl[sh, n] = t
+    st.shp[sh, n] = pg
+    st.shi[sh, SHI_NLAZY] = n + 1
+    if st.shi[sh, SHI_QCNT]:
+        _arm(sp, sh)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _enqueue(sp, o, op):
+    """Osd.enqueue."""
+    st = _ld(sp)
+    pg = st.opi[op, OPI_PG]
+    sh = _shard_of(sp, o, pg)
+    if st.shi[sh, SHI_NLAZY]:
+        _settle(sp, sh)
+    if st.shi[sh, SHI_FREE] > 0 and st.shi[sh, SHI_QCNT] == 0 and st.pgb[pg, _bpos(sp, pg, o)] == 0:
+        _dispatch(sp, o, sh, op)
+    else:
+        st.opi[op, OPI_NEXT] = -1
+        tail = st.shi[sh, SHI_QTAIL]
+        if tail < 0:
+            st.shi[sh, SHI_QHEAD] = op
+        else:
+            st.opi[tail, OPI_NEXT] = op
+        st.shi[sh, SHI_QTAIL] = op
+        st.shi[sh, SHI_QCNT] += 1
+        if st.shi[sh, SHI_NLAZY]:
+            _arm(sp, sh)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _next(sp, sh):
+    """Osd._next: workers take the oldest ops whose PG is not held."""
+    st = _ld(sp)
+    o = st.shi[sh, 0]
+    while st.shi[sh, SHI_FREE] > 0 and st.shi[sh, SHI_QCNT] > 0:
+        prev = -1
+        op = st.shi[sh, SHI_QHEAD]
+        while op >= 0:
+            pg = st.opi[op, OPI_PG]
+            if st.pgb[pg, _bpos(sp, pg, o)] == 0:
+                break
+            prev = op
+            op = st.opi[op, OPI_NEXT]
+        if op < 0:
+            return
+        nxt = st.opi[op, OPI_NEXT]
+        if prev < 0:
+            st.shi[sh, SHI_QHEAD] = nxt
+        else:
+            st.opi[prev, OPI_NEXT] = nxt
+        if st.shi[sh, SHI_QTAIL] == op:
+            st.shi[sh, SHI_QTAIL] = prev
+        st.shi[sh, SHI_QCNT] -= 1
+        _dispatch(sp, o, sh, op)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _wake(sp, sh):
+    """Osd._wake."""
+    st = _ld(sp)
+    if st.shf[sh, SHF_WAKE_AT] != st.gf[GF_NOW]:
+        return  # superseded by an earlier wake-up
+    st.shf[sh, SHF_WAKE_AT] = -1.0
+    _settle(sp, sh)
+    if st.shi[sh, SHI_QCNT]:
+        _next(sp, sh)
+    if st.shi[sh, SHI_QCNT] and st.shi[sh, SHI_NLAZY]:
+        _arm(sp, sh)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dispatch(sp, o, sh, op):
+    """Osd._dispatch (client reads of objects not written yet; other roles: see the write path)."""
+    st = _ld(sp)
+    pg = st.opi[op, OPI_PG]
+    st.shi[sh, SHI_FREE] -= 1
+    st.pgb[pg, _bpos(sp, pg, o)] = 1
+    st.opi[op, OPI_SHARD] = sh
+    now = st.gf[GF_NOW]
+    c = st.oi[o, OI_CPU]
+    kind = st.opi[op, OPI_KIND]
+    img = st.opi[op, OPI_IMG]
+    base = st.obj_base[st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]]
+    role = st.opi[op, OPI_ROLE]
+    if role == CLIENT and kind == _READ:
+        st.oi[o, OI_OPS + kind] += 1
+        if base < 0:  # object does not exist: zeros, no IO
+            t = _book(sp, c, now, _cost(sp, o, st.of[o, OF_READ]))
+            _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
+            _release_at(sp, sh, pg, t)
+            return
+        st.gi[GI_FULL] = 1  # reads of written objects: not compiled yet
+    elif role == CLIENT:
+        st.oi[o, OI_OPS + kind] += 1
+        _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
+    elif role == SUBOP:
+        st.oi[o, OI_SUBOPS] += 1
+        _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
+    else:  # a replica's commit reply: the worker holds the PG for reply_cost
+        st.oi[o, OI_REPLIES] += 1
+        t = _book(sp, c, now, _cost(sp, o, st.of[o, OF_REPLY]))
+        prim = st.opi[op, OPI_PRIM]
+        _op_free(sp, op)
+        _then(sp, c, t, FN_COMMIT_IN, prim, 1)
+        _release_at(sp, sh, pg, t)
+
+
+# =============================================================================== the event loop
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def run_until(st, t_end):
+    """Process events in (time, sequence) order until ``t_end``, until every request has completed
+    and the heap is empty, or until Python is needed (a random stream to refill)."""
+    sp = _state_ptr(st)
+    cap = st.ht.shape[0] - 64
+    while True:
+        if st.gi[GI_FULL]:
+            return ST_FULL
+        if st.gi[GI_LOW]:
+            return ST_REFILL
+        if st.gi[GI_HN] == 0:
+            return ST_DONE if st.gi[GI_OUT] == 0 else ST_EMPTY
+        if st.gi[GI_HN] > cap:
+            st.gi[GI_FULL] = 1
+            return ST_FULL
+        t = st.ht[0]
+        if t > t_end:
+            return ST_TIME
+        kind = st.hk[0]
+        target = st.hg[0]
+        arg = st.ha[0]
+        _pop(sp)
+        st.gf[GF_NOW] = t
+        st.gi[GI_EVENTS] += 1
+        if kind == EV_OSD_OP:
+            st.shi[_shard_of(sp, target, st.opi[arg, OPI_PG]), SHI_INFLIGHT] -= 1
+            _enqueue(sp, target, arg)
+        elif kind == EV_PREPARED:
+            _write_prepared(sp, target, arg)
+        elif kind == EV_DEV_DONE:
+            _dev_done(sp, target, arg)
+        elif kind == EV_REQ_DONE:
+            st.rqf[target, RQF_TDONE] = t
+            st.rqi[target, RQI_DSEQ] = st.gi[GI_NCOMP]
+            st.gi[GI_NCOMP] += 1
+            st.gi[GI_OUT] -= 1
+            if st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
+                nxt = st.gi[GI_NEXTREQ]
+                if nxt < st.gi[GI_NREQ]:
+                    st.gi[GI_NEXTREQ] = nxt + 1
+                    st.rqf[nxt, RQF_TISSUE] = t
+                    _img_start(sp, nxt, t)
+        elif kind == EV_KV_IO:  # BlueStore._kv_io
+            if arg:
+                st.bsf[target, BF_FLUSHT0] = st.gf[GF_NOW]
+                _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, target)
+            else:
+                _kv_write(sp, target, 0)
+        elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
+            st.bsi[target, BS_TIMER] = 0
+            if st.bsi[target, BS_DQ_H] >= 0:
+                _deferred_try_submit(sp, target)
+        elif kind == EV_ARRIVAL:
+            nxt = st.gi[GI_NEXTREQ]
+            if nxt < st.gi[GI_NREQ]:
+                st.gi[GI_NEXTREQ] = nxt + 1
+                _at(sp, st.rqf[nxt, RQF_TISSUE], EV_ARRIVAL, nxt, 0)
+            _img_start(sp, target, t)
+        elif kind == EV_WAKE:
+            _wake(sp, target)
+        elif kind == EV_RESUME:
+            _then(sp, 0, t, target, arg, 0)
+        elif kind == EV_EXTENT_DONE:
+            st.rqi[target, RQI_LEFT] -= 1
+            _op_free(sp, arg)
+            if st.rqi[target, RQI_LEFT] == 0:
+                schedule(sp, t + 0.0, EV_REQ_DONE, target, 0)
+        else:
+            st.gi[GI_FULL] = 1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def schedule_at(st, t, kind, target, arg):
+    """Schedule an event from Python (the first arrival of a run)."""
+    sp = _state_ptr(st)
+    schedule(sp, t, kind, target, arg)
+
+
+# =============================================================================== the write path
+# Replicated writes (Osd._write_prepared / _write_admitted, the repops and commit replies) and
+# BlueStore's transaction path (throttles, deferred and direct writes, kv_sync group commit,
+# deferred apply per OpSequencer) on queue devices. numba cannot compile functions that call each
+# other in a cycle; the one cycle of the Python model (kv_sync's _kv_write wakes a throttle waiter
+# whose _write_admitted may start kv_sync) never recurses at run time (kv_sync is busy while it
+# wakes waiters), so the waiters are resumed by ``_write_admitted_in`` / ``_kv_kick_in``, which
+# flag (GI_FULL) instead of starting kv_sync.
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _tx_append(sp, arr, row, ch, ct, x):
+    """Append txc ``x`` to the list whose head / tail are arr[row, ch] / arr[row, ct]."""
+    st = _ld(sp)
+    st.txi[x, TX_NEXT] = -1
+    t = arr[row, ct]
+    if t < 0:
+        arr[row, ch] = x
+    else:
+        st.txi[t, TX_NEXT] = x
+    arr[row, ct] = x
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _batch_append(sp, o, ch, ct, b):
+    """Append batch ``b`` (its first txc) to a list of batches of BlueStore ``o``."""
+    st = _ld(sp)
+    st.txi[b, TX_NEXTB] = -1
+    t = st.bsi[o, ct]
+    if t < 0:
+        st.bsi[o, ch] = b
+    else:
+        st.txi[t, TX_NEXTB] = b
+    st.bsi[o, ct] = b
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _batches_concat(sp, o, ah, at, bh, bt):
+    """List a += list b; b emptied."""
+    st = _ld(sp)
+    h = st.bsi[o, bh]
+    if h < 0:
+        return
+    if st.bsi[o, at] < 0:
+        st.bsi[o, ah] = h
+    else:
+        st.txi[st.bsi[o, at], TX_NEXTB] = h
+    st.bsi[o, at] = st.bsi[o, bt]
+    st.bsi[o, bh] = -1
+    st.bsi[o, bt] = -1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _tx_new(sp):
+    st = _ld(sp)
+    n = st.gi[GI_TXFREE]
+    if n == 0:
+        st.gi[GI_FULL] = 1
+        return 0
+    n -= 1
+    st.gi[GI_TXFREE] = n
+    x = st.txfree[n]
+    for k in range(st.txi.shape[1]):
+        st.txi[x, k] = 0
+    st.txi[x, TX_DOFF] = -1
+    st.txi[x, TX_NEXT] = -1
+    st.txi[x, TX_NEXTB] = -1
+    return x
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _tx_free(sp, x):
+    st = _ld(sp)
+    st.txfree[st.gi[GI_TXFREE]] = x
+    st.gi[GI_TXFREE] += 1
+
+
+# ------------------------------------------------------------------------------- queue devices
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dev_dispatch(sp, d, r):
+    """QueueDevice._dispatch: service from the distribution (+ size / bandwidth), or flush_time."""
+    st = _ld(sp)
+    if st.dri[r, DR_OP] == _FLUSH:
+        s = st.dvf[d, DVF_FLUSH]
+    else:
+        if st.dvi[d, DV_DIST] == 0:
+            s = st.dvf[d, DVF_P0]
+        else:
+            s = -st.dvf[d, DVF_P0] * math.log(1.0 - _u(sp, st.dvi[d, DV_STREAM]))
+        bw = st.dvf[d, DVF_BW]
+        if bw != 0.0:
+            s += st.dri[r, DR_SIZE] / bw
+    st.dvf[d, DVF_BUSY] += s
+    schedule(sp, st.gf[GF_NOW] + s, EV_DEV_DONE, d, r)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dev_submit(sp, d, opk, size, purp, arg, o):
+    """Device.submit of a request to queue device ``d`` (QueueDevice._start)."""
+    st = _ld(sp)
+    n = st.gi[GI_DEVFREE]
+    if n == 0:
+        st.gi[GI_FULL] = 1
+        return
+    n -= 1
+    st.gi[GI_DEVFREE] = n
+    r = st.drfree[n]
+    st.dri[r, DR_DEV] = d
+    st.dri[r, DR_OP] = opk
+    st.dri[r, DR_SIZE] = size
+    st.dri[r, DR_PURP] = purp
+    st.dri[r, DR_ARG] = arg
+    st.dri[r, DR_OSD] = o
+    st.dri[r, DR_NEXT] = -1
+    if st.dvi[d, DV_FREE] > 0:
+        st.dvi[d, DV_FREE] -= 1
+        _dev_dispatch(sp, d, r)
+    else:
+        t = st.dvi[d, DV_QT]
+        if t < 0:
+            st.dvi[d, DV_QH] = r
+        else:
+            st.dri[t, DR_NEXT] = r
+        st.dvi[d, DV_QT] = r
+        st.dvi[d, DV_QN] += 1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dev_finish(sp, d):
+    """QueueDevice._finish: the next queued request starts, or a server becomes free."""
+    st = _ld(sp)
+    st.dvi[d, DV_DONE] += 1
+    h = st.dvi[d, DV_QH]
+    if h >= 0:
+        nx = st.dri[h, DR_NEXT]
+        st.dvi[d, DV_QH] = nx
+        if nx < 0:
+            st.dvi[d, DV_QT] = -1
+        st.dvi[d, DV_QN] -= 1
+        _dev_dispatch(sp, d, h)
+    else:
+        st.dvi[d, DV_FREE] += 1
+
+
+# ------------------------------------------------------------------------------- BlueStore
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _alloc(sp, o, nbytes):
+    """BlueStore.alloc."""
+    st = _ld(sp)
+    a = st.bsi[o, BS_MINALLOC]
+    n = align_up_nb(nbytes, a)
+    off = alloc_offset_nb(st.bsi[o, BS_CURSOR], n, a, st.bsi[o, BS_CAP], st.bsi[o, BS_DSTART], st.bsi[o, BS_BFS],
+                          st.bsi[o, BS_BFE])
+    st.bsi[o, BS_CURSOR] = off + n
+    st.bsi[o, BS_ALLOCATED] += n
+    return off
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _deferred_submit(sp, o, osr):
+    """BlueStore._deferred_submit: the sequencer's pending batch is written in place (sorted,
+    adjacent extents merged, one device request each)."""
+    st = _ld(sp)
+    h = st.osi[osr, OS_PH]
+    cnt = st.osi[osr, OS_PN]
+    st.osi[osr, OS_PH] = -1
+    st.osi[osr, OS_PT] = -1
+    st.osi[osr, OS_PN] = 0
+    # del self._dq[osr]
+    pv = st.osi[osr, OS_DQPREV]
+    nx = st.osi[osr, OS_DQNEXT]
+    if pv < 0:
+        st.bsi[o, BS_DQ_H] = nx
+    else:
+        st.osi[pv, OS_DQNEXT] = nx
+    if nx < 0:
+        st.bsi[o, BS_DQ_T] = pv
+    else:
+        st.osi[nx, OS_DQPREV] = pv
+    st.osi[osr, OS_INDQ] = 0
+    st.osi[osr, OS_RUNNING] = 1
+    st.osi[osr, OS_RH] = h
+    st.osi[osr, OS_RN] = cnt
+    st.bsi[o, BS_DQSIZE] -= cnt
+    st.bsi[o, BS_DEFBATCHES] += 1
+    st.bsi[o, BS_DEFOPS] += cnt
+    d = st.bsi[o, BS_DEV]
+    if cnt == 1:
+        st.bsi[o, BS_DEFIOS] += 1
+        st.osi[osr, OS_RLEFT] = 1
+        _dev_submit(sp, d, _WRITE, st.txi[h, TX_DLEN], DP_DEFERRED, osr, o)
+        return
+    # sorted((doff, dlen)), merged
+    scr = st.scr
+    n = 0
+    x = h
+    while x >= 0:
+        a = st.txi[x, TX_DOFF]
+        b = st.txi[x, TX_DLEN]
+        k = n
+        while k > 0 and (scr[0, k - 1] > a or (scr[0, k - 1] == a and scr[1, k - 1] > b)):
+            scr[0, k] = scr[0, k - 1]
+            scr[1, k] = scr[1, k - 1]
+            k -= 1
+        scr[0, k] = a
+        scr[1, k] = b
+        n += 1
+        x = st.txi[x, TX_NEXT]
+    m = 0
+    for k in range(n):
+        a = scr[0, k]
+        b = scr[1, k]
+        if m > 0 and a <= scr[0, m - 1] + scr[1, m - 1]:
+            e = a + b - scr[0, m - 1]
+            if e > scr[1, m - 1]:
+                scr[1, m - 1] = e
+        else:
+            scr[0, m] = a
+            scr[1, m] = b
+            m += 1
+    st.osi[osr, OS_RLEFT] = m
+    st.bsi[o, BS_DEFIOS] += m
+    for k in range(m):
+        _dev_submit(sp, d, _WRITE, scr[1, k], DP_DEFERRED, osr, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _deferred_try_submit(sp, o):
+    st = _ld(sp)
+    n = 0
+    osr = st.bsi[o, BS_DQ_H]
+    while osr >= 0:
+        nx = st.osi[osr, OS_DQNEXT]
+        if st.osi[osr, OS_RUNNING] == 0:
+            _deferred_submit(sp, o, osr)
+            n += 1
+        osr = nx
+    if n:
+        st.bsi[o, BS_DEFROUNDS] += 1
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _kv_wanted(sp, o):
+    """kv_sync has work: queued txcs, or applied deferred batches while deferred_aggressive."""
+    st = _ld(sp)
+    return st.bsi[o, BS_KVQ_H] >= 0 or (st.bsi[o, BS_AGGR] > 0 and (st.bsi[o, BS_DONE_H] >= 0 or st.bsi[o, BS_STAB_H] >= 0))
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _kv_write(sp, o, inner):
+    """BlueStore._kv_write: throttle_bytes released for the batch (waiters resumed), then the WAL
+    write. ``inner``: unused (kept for symmetry)."""
+    st = _ld(sp)
+    costs = 0
+    x = st.bsi[o, BS_KVB_H]
+    while x >= 0:
+        costs += st.txi[x, TX_COST]
+        x = st.txi[x, TX_NEXT]
+    if costs:
+        st.bsi[o, BS_TBCUR] = max(0, st.bsi[o, BS_TBCUR] - costs)
+        if st.bsi[o, BS_TBW_H] >= 0:
+            _wake_kv_throttle(sp, o)
+    _rel, n, pos = wal_extent_nb(st.bsi[o, BS_WALPOS], max(st.bsi[o, BS_KVBYTES], 1), st.bsi[o, BS_BLOCK],
+                                st.bsi[o, BS_WALRING], st.bsi[o, BS_TAIL] != 0)
+    st.bsi[o, BS_WALPOS] = pos
+    st.bsf[o, BF_WALT0] = st.gf[GF_NOW]
+    _dev_submit(sp, st.bsi[o, BS_WALDEV], _WRITE, n, DP_WAL, 0, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _kv_start(sp, o):
+    """BlueStore._kv_start: a kv_sync cycle takes the queued txcs and the applied deferred batches."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    batch = b[BS_KVQ_H]
+    b[BS_KVQ_H] = -1
+    b[BS_KVQ_T] = -1
+    nb = b[BS_KVQ_N]
+    b[BS_KVQ_N] = 0
+    # done = deferred_done, stable = deferred_stable (moved: the BlueStore's lists are emptied)
+    b[BS_KVSTAB_H] = b[BS_STAB_H]
+    b[BS_KVSTAB_T] = b[BS_STAB_T]
+    b[BS_STAB_H] = -1
+    b[BS_STAB_T] = -1
+    b[BS_KVUNST_H] = b[BS_DONE_H]
+    b[BS_KVUNST_T] = b[BS_DONE_T]
+    b[BS_DONE_H] = -1
+    b[BS_DONE_T] = -1
+    b[BS_KVBUSY] = 1
+    st.bsf[o, BF_KVT0] = st.gf[GF_NOW]
+    aios = False
+    nbytes = 0
+    x = batch
+    while x >= 0:
+        nbytes += st.txi[x, TX_WALB]
+        if st.txi[x, TX_HADIO]:
+            aios = True
+        x = st.txi[x, TX_NEXT]
+    if b[BS_FBC] == 0:
+        force = False
+        _batches_concat(sp, o, BS_KVSTAB_H, BS_KVSTAB_T, BS_KVUNST_H, BS_KVUNST_T)
+    elif b[BS_SAMEDEV]:
+        force = aios or (batch < 0 and b[BS_KVSTAB_H] < 0) or b[BS_AGGR] > 0
+    else:
+        force = True
+    if force:
+        _batches_concat(sp, o, BS_KVSTAB_H, BS_KVSTAB_T, BS_KVUNST_H, BS_KVUNST_T)
+    y = b[BS_KVSTAB_H]
+    while y >= 0:
+        nbytes += st.txi[y, TX_BLEN] * b[BS_CLEANB]
+        y = st.txi[y, TX_NEXTB]
+    b[BS_KVB_H] = batch
+    b[BS_KVB_N] = nb
+    b[BS_KVBYTES] = nbytes
+    b[BS_KVBATCHES] += 1
+    b[BS_KVTXCS] += nb
+    flush = force and b[BS_IOSF] != 0
+    if flush:
+        b[BS_IOSF] = 0
+        b[BS_DATAFLUSH] += 1
+    kvcpu = st.bsf[o, BF_KVCPU]
+    if kvcpu > 0.0:
+        c = st.oi[o, OI_CPU]
+        _at(sp, _book(sp, c, st.gf[GF_NOW], kvcpu), EV_KV_IO, o, 1 if flush else 0)
+    elif flush:
+        st.bsf[o, BF_FLUSHT0] = st.gf[GF_NOW]
+        _dev_submit(sp, b[BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, o)
+    else:
+        _kv_write(sp, o, 0)
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _kv_kick(sp, o):
+    st = _ld(sp)
+    if st.bsi[o, BS_KVBUSY] == 0 and _kv_wanted(sp, o):
+        _kv_start(sp, o)
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _kv_kick_in(sp, o):
+    """_kv_kick from inside a kv cycle (kv_sync is busy: nothing to start; flagged if it were not)."""
+    st = _ld(sp)
+    if st.bsi[o, BS_KVBUSY] == 0 and _kv_wanted(sp, o):
+        st.gi[GI_FULL] = 1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _admit_deferred_core(sp, o, op, cost, t0, first):
+    """BlueStore._admit_deferred up to its failure path: 1 = admitted, 0 = waits (the caller then
+    submits the pending deferred batches and kicks kv_sync)."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    if b[BS_DTW_H] < 0 and not throttle_should_wait_nb(b[BS_DTMAX], b[BS_DTCUR], cost):
+        b[BS_DTCUR] += cost
+        if b[BS_DTCUR] > b[BS_DTPEAK]:
+            b[BS_DTPEAK] = b[BS_DTCUR]
+        b[BS_DTXCS] += 1
+        if b[BS_DTXCS] > b[BS_PEAKDTXCS]:
+            b[BS_PEAKDTXCS] = b[BS_DTXCS]
+        if not first:
+            st.bsf[o, BF_TWAIT] += st.gf[GF_NOW] - t0
+        return 1
+    if first:
+        b[BS_THROTTLED] += 1
+    b[BS_THR_DEF] += 1
+    b[BS_AGGR] += 1
+    st.opi[op, OPI_COST] = cost
+    st.opf[op, OPF_TWAIT] = t0
+    st.opi[op, OPI_NEXTW] = -1
+    t = b[BS_DTW_T]
+    if t < 0:
+        b[BS_DTW_H] = op
+    else:
+        st.opi[t, OPI_NEXTW] = op
+    b[BS_DTW_T] = op
+    b[BS_AGGSUB] += 1
+    return 0
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _admit(sp, o, op):
+    """BlueStore.admit: 1 = go on; 0 = the op thread blocks until the throttles let it in."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    cost, deferred = txc_cost_nb(st.opi[op, OPI_KIND], st.opi[op, OPI_LEN], b[BS_PREFER], b[BS_CPIO])
+    st.opi[op, OPI_COST] = cost
+    if b[BS_TBW_H] >= 0 or throttle_should_wait_nb(b[BS_TBMAX], b[BS_TBCUR], cost):
+        b[BS_THROTTLED] += 1
+        b[BS_THR_KV] += 1
+        st.opi[op, OPI_DEFER] = 1 if deferred else 0
+        st.opf[op, OPF_TWAIT] = st.gf[GF_NOW]
+        st.opi[op, OPI_NEXTW] = -1
+        t = b[BS_TBW_T]
+        if t < 0:
+            b[BS_TBW_H] = op
+        else:
+            st.opi[t, OPI_NEXTW] = op
+        b[BS_TBW_T] = op
+        return 0
+    b[BS_TBCUR] += cost
+    if b[BS_TBCUR] > b[BS_TBPEAK]:
+        b[BS_TBPEAK] = b[BS_TBCUR]
+    if deferred:
+        if b[BS_DTW_H] < 0 and b[BS_DTCUR] + cost <= b[BS_DTMAX]:
+            b[BS_DTCUR] += cost
+            if b[BS_DTCUR] > b[BS_DTPEAK]:
+                b[BS_DTPEAK] = b[BS_DTCUR]
+            b[BS_DTXCS] += 1
+            if b[BS_DTXCS] > b[BS_PEAKDTXCS]:
+                b[BS_PEAKDTXCS] = b[BS_DTXCS]
+            return 1
+        r = _admit_deferred_core(sp, o, op, cost, st.gf[GF_NOW], 1)
+        if r == 0:
+            _deferred_try_submit(sp, o)
+            _kv_kick(sp, o)
+        return r
+    return 1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _bs_txc(sp, o, op, base, cb):
+    """BlueStore.write: the transaction of ``op``; returns 1 when it joined the kv queue of an idle
+    kv_sync (the caller starts a cycle)."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    pg = st.opi[op, OPI_PG]
+    osr = pg * st.pga.shape[1] + _bpos(sp, pg, o)
+    x = _tx_new(sp)
+    st.txi[x, TX_OP] = op
+    st.txi[x, TX_OSR] = osr
+    st.txi[x, TX_COST] = st.opi[op, OPI_COST]
+    st.txi[x, TX_CB] = cb
+    st.txi[x, TX_OSD] = o
+    st.txi[x, TX_IMG] = st.opi[op, OPI_IMG]
+    st.txi[x, TX_OBJNO] = st.opi[op, OPI_OBJNO]
+    st.txi[x, TX_OFF] = st.opi[op, OPI_OFF]
+    st.txi[x, TX_LEN] = st.opi[op, OPI_LEN]
+    st.osi[osr, OS_LIVE] += 1
+    length = st.opi[op, OPI_LEN]
+    off = st.opi[op, OPI_OFF]
+    kind = st.opi[op, OPI_KIND]
+    if kind == 2 or length == 0:  # trim
+        st.txi[x, TX_WALB] = b[BS_KVTXCB]
+        st.txi[x, TX_IODONE] = 1
+    elif length <= b[BS_PREFER]:
+        blk = b[BS_BLOCK]
+        a = off - off % blk
+        dlen = align_up_nb(off + length, blk) - a
+        st.txi[x, TX_DOFF] = base + a
+        st.txi[x, TX_DLEN] = dlen
+        st.txi[x, TX_WALB] = b[BS_KVTXCB] + dlen
+        st.txi[x, TX_IODONE] = 1
+    else:
+        new = _alloc(sp, o, length)
+        img = st.opi[op, OPI_IMG]
+        if off == 0 and length >= (1 << st.imi[img, II_ORDER]):  # ObjOp.relocate
+            st.obj_base[st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]] = new
+        st.txi[x, TX_WALB] = b[BS_KVTXCB]
+        st.txi[x, TX_HADIO] = 1
+        b[BS_DIRECT] += 1
+        _tx_append(sp, st.osi, osr, OS_QH, OS_QT, x)
+        _dev_submit(sp, b[BS_DEV], _WRITE, align_up_nb(length, b[BS_BLOCK]), DP_DIRECT, x, o)
+        return 0
+    if st.osi[osr, OS_QH] >= 0:  # an earlier txc of this PG is still writing data
+        _tx_append(sp, st.osi, osr, OS_QH, OS_QT, x)
+        return 0
+    _tx_append(sp, st.bsi, o, BS_KVQ_H, BS_KVQ_T, x)
+    b[BS_KVQ_N] += 1
+    return 1 if b[BS_KVBUSY] == 0 else 0
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _base(sp, o, op):
+    """Osd._base: the object's device offset on this OSD, allocated on its first write."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    k = st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]
+    bb = st.obj_base[k]
+    if bb < 0:
+        bb = _alloc(sp, o, 1 << st.imi[img, II_ORDER])
+        st.obj_base[k] = bb
+    return bb
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _free(sp, o, sh, pg):
+    """Osd._free: the worker takes its next op."""
+    st = _ld(sp)
+    st.shi[sh, SHI_FREE] += 1
+    st.pgb[pg, _bpos(sp, pg, o)] = 0
+    if st.shi[sh, SHI_QCNT]:
+        if st.shi[sh, SHI_NLAZY]:
+            _settle(sp, sh)
+        _next(sp, sh)
+        if st.shi[sh, SHI_QCNT] and st.shi[sh, SHI_NLAZY]:
+            _arm(sp, sh)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _send_repops(sp, o, op):
+    """Osd._write_admitted of a client write: a repop to every other up OSD of the acting set."""
+    st = _ld(sp)
+    pg = st.opi[op, OPI_PG]
+    now = st.gf[GF_NOW]
+    kind = st.opi[op, OPI_KIND]
+    payload = st.opi[op, OPI_LEN] if kind == _WRITE else 0
+    c = st.oi[o, OI_CPU]
+    pending = 1
+    for i in range(st.pgi[pg, PGI_NACT]):
+        r = st.pga[pg, i]
+        if r == o or st.oi[r, OI_UP] == 0:
+            continue
+        sub = _op_new(sp, kind, SUBOP, pg, st.opi[op, OPI_IMG], st.opi[op, OPI_OBJNO], st.opi[op, OPI_OFF],
+                      st.opi[op, OPI_LEN])
+        st.opi[sub, OPI_POS] = i
+        st.opi[sub, OPI_PRIM] = op
+        st.opi[sub, OPI_OSD] = r
+        per_byte = st.of[o, OF_PERBYTE] * payload
+        t = _book(sp, c, now, st.of[o, OF_SEND] + per_byte)
+        if st.ci[c, CI_STALLED]:
+            _then(sp, c, t, FN_SEND_SUB, sub, 1)
+        else:
+            _deliver(sp, r, _arrival(sp, st.oi[o, OI_HOST], st.oi[r, OI_HOST], t, payload), sub, st.of[o, OF_RECV] + per_byte)
+        pending += 1
+    st.opi[op, OPI_PENDING] = pending
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _write_admitted(sp, o, op):
+    """Osd._write_admitted: repops, the local transaction, then the worker takes its next op."""
+    st = _ld(sp)
+    sh = st.opi[op, OPI_SHARD]
+    pg = st.opi[op, OPI_PG]
+    role = st.opi[op, OPI_ROLE]
+    if role == CLIENT:
+        _send_repops(sp, o, op)
+    if _bs_txc(sp, o, op, _base(sp, o, op), role):
+        _kv_start(sp, o)
+    _free(sp, o, sh, pg)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _write_admitted_in(sp, o, op):
+    """_write_admitted of a throttle waiter resumed inside a kv cycle (kv_sync is busy)."""
+    st = _ld(sp)
+    sh = st.opi[op, OPI_SHARD]
+    pg = st.opi[op, OPI_PG]
+    role = st.opi[op, OPI_ROLE]
+    if role == CLIENT:
+        _send_repops(sp, o, op)
+    if _bs_txc(sp, o, op, _base(sp, o, op), role):
+        st.gi[GI_FULL] = 1  # cannot happen: kv_sync is busy while it wakes waiters
+    _free(sp, o, sh, pg)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _wake_kv_throttle(sp, o):
+    """BlueStore._wake_kv_throttle (inside a kv cycle)."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    while b[BS_TBW_H] >= 0:
+        op = b[BS_TBW_H]
+        cost = st.opi[op, OPI_COST]
+        if throttle_should_wait_nb(b[BS_TBMAX], b[BS_TBCUR], cost):
+            break
+        nx = st.opi[op, OPI_NEXTW]
+        b[BS_TBW_H] = nx
+        if nx < 0:
+            b[BS_TBW_T] = -1
+        b[BS_TBCUR] += cost
+        if b[BS_TBCUR] > b[BS_TBPEAK]:
+            b[BS_TBPEAK] = b[BS_TBCUR]
+        t0 = st.opf[op, OPF_TWAIT]
+        if st.opi[op, OPI_DEFER]:
+            if _admit_deferred_core(sp, o, op, cost, t0, 0) == 0:
+                _deferred_try_submit(sp, o)
+                _kv_kick_in(sp, o)
+                continue
+        else:
+            st.bsf[o, BF_TWAIT] += st.gf[GF_NOW] - t0
+        _write_admitted_in(sp, o, op)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _wake_deferred_throttle(sp, o):
+    """BlueStore._wake_deferred_throttle."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    while b[BS_DTW_H] >= 0:
+        op = b[BS_DTW_H]
+        cost = st.opi[op, OPI_COST]
+        if throttle_should_wait_nb(b[BS_DTMAX], b[BS_DTCUR], cost):
+            break
+        nx = st.opi[op, OPI_NEXTW]
+        b[BS_DTW_H] = nx
+        if nx < 0:
+            b[BS_DTW_T] = -1
+        b[BS_DTCUR] += cost
+        if b[BS_DTCUR] > b[BS_DTPEAK]:
+            b[BS_DTPEAK] = b[BS_DTCUR]
+        b[BS_DTXCS] += 1
+        if b[BS_DTXCS] > b[BS_PEAKDTXCS]:
+            b[BS_PEAKDTXCS] = b[BS_DTXCS]
+        b[BS_AGGR] -= 1
+        st.bsf[o, BF_TWAIT] += st.gf[GF_NOW] - st.opf[op, OPF_TWAIT]
+        _write_admitted(sp, o, op)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _osr_finish(sp, o, x):
+    """BlueStore._txc_finish: the txc is done with; a sequencer pinning too many txcs behind a
+    pending batch submits it."""
+    st = _ld(sp)
+    osr = st.txi[x, TX_OSR]
+    st.osi[osr, OS_LIVE] -= 1
+    _tx_free(sp, x)
+    if st.osi[osr, OS_PH] >= 0 and st.osi[osr, OS_RUNNING] == 0 and st.osi[osr, OS_LIVE] > st.bsi[o, BS_MAXTXC]:
+        st.bsi[o, BS_MAXTXCSUB] += 1
+        _deferred_try_submit(sp, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _kv_done(sp, o):
+    """BlueStore._kv_done: the batch is committed (callbacks), deferred txcs join their sequencer's
+    pending batch, stable batches are finished, then deferred submits and the next cycle."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    now = st.gf[GF_NOW]
+    batch = b[BS_KVB_H]
+    stable = b[BS_KVSTAB_H]
+    b[BS_KVB_H] = -1
+    b[BS_KVB_N] = 0
+    b[BS_KVSTAB_H] = -1
+    b[BS_KVSTAB_T] = -1
+    b[BS_STAB_H] = b[BS_KVUNST_H]
+    b[BS_STAB_T] = b[BS_KVUNST_T]
+    b[BS_KVUNST_H] = -1
+    b[BS_KVUNST_T] = -1
+    b[BS_KVBUSY] = 0
+    st.bsf[o, BF_KVTIME] += now - st.bsf[o, BF_KVT0]
+    st.bsf[o, BF_WALTIME] += now - st.bsf[o, BF_WALT0]
+    c = st.oi[o, OI_CPU]
+    x = batch
+    while x >= 0:
+        nx = st.txi[x, TX_NEXT]
+        op = st.txi[x, TX_OP]
+        if st.txi[x, TX_CB] == CLIENT:  # Osd._local_committed
+            _then(sp, c, _book(sp, c, now, st.of[o, OF_COMMIT]), FN_COMMIT_IN, op, 1)
+        else:  # Osd._subop_committed
+            st.opi[op, OPI_ROLE] = REPLY
+            _then(sp, c, _book(sp, c, now, st.of[o, OF_COMMIT] + st.of[o, OF_SEND]), FN_SEND_REPLY, op, 1)
+        osr = st.txi[x, TX_OSR]
+        if st.txi[x, TX_DOFF] >= 0:  # joins the sequencer's pending deferred batch
+            if st.osi[osr, OS_PH] < 0:
+                st.osi[osr, OS_PH] = x
+                st.osi[osr, OS_PT] = x
+                st.txi[x, TX_NEXT] = -1
+                st.osi[osr, OS_PN] = 1
+                # self._dq[osr] = None (appended)
+                st.osi[osr, OS_INDQ] = 1
+                t = b[BS_DQ_T]
+                st.osi[osr, OS_DQPREV] = t
+                st.osi[osr, OS_DQNEXT] = -1
+                if t < 0:
+                    b[BS_DQ_H] = osr
+                else:
+                    st.osi[t, OS_DQNEXT] = osr
+                b[BS_DQ_T] = osr
+            else:
+                _tx_append(sp, st.osi, osr, OS_PH, OS_PT, x)
+                st.osi[osr, OS_PN] += 1
+            b[BS_DQSIZE] += 1
+            if b[BS_AGGR] and st.osi[osr, OS_RUNNING] == 0:
+                b[BS_DEFROUNDS] += 1
+                _deferred_submit(sp, o, osr)
+        else:
+            _osr_finish(sp, o, x)
+        x = nx
+    y = stable
+    while y >= 0:
+        ny = st.txi[y, TX_NEXTB]
+        x = y
+        while x >= 0:
+            nx = st.txi[x, TX_NEXT]
+            _osr_finish(sp, o, x)
+            x = nx
+        y = ny
+    if b[BS_AGGR] == 0 and b[BS_DQ_H] >= 0 and (b[BS_DQSIZE] >= b[BS_BATCHOPS] or b[BS_DTCUR] >= b[BS_DTMAX] / 2):
+        _deferred_try_submit(sp, o)
+    elif b[BS_DQ_H] >= 0 and st.bsf[o, BF_MAXINT] >= 0.0 and b[BS_TIMER] == 0:
+        b[BS_TIMER] = 1
+        schedule(sp, now + st.bsf[o, BF_MAXINT], EV_DEFER_TIMER, o, 0)
+    if _kv_wanted(sp, o):
+        _kv_start(sp, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _deferred_io_done(sp, o, osr):
+    """BlueStore._deferred_io_done: the batch's last IO is in: its txcs are applied."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    left = st.osi[osr, OS_RLEFT] - 1
+    st.osi[osr, OS_RLEFT] = left
+    if left:
+        return
+    st.osi[osr, OS_RUNNING] = 0
+    b[BS_IOSF] = 1
+    h = st.osi[osr, OS_RH]
+    cnt = st.osi[osr, OS_RN]
+    st.osi[osr, OS_RH] = -1
+    st.osi[osr, OS_RN] = 0
+    costs = 0
+    x = h
+    while x >= 0:
+        costs += st.txi[x, TX_COST]
+        x = st.txi[x, TX_NEXT]
+    b[BS_DTXCS] -= cnt
+    b[BS_DTCUR] -= costs
+    if b[BS_DTCUR] < 0:
+        b[BS_DTCUR] = 0
+    st.txi[h, TX_BLEN] = cnt
+    _batch_append(sp, o, BS_DONE_H, BS_DONE_T, h)
+    if b[BS_AGGR]:
+        if st.osi[osr, OS_PH] >= 0:
+            _deferred_try_submit(sp, o)
+        if b[BS_DTW_H] >= 0:
+            _wake_deferred_throttle(sp, o)
+        _kv_kick(sp, o)
+    elif b[BS_DTW_H] >= 0:
+        _wake_deferred_throttle(sp, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _direct_done(sp, o, x):
+    """BlueStore._direct_done: the data is written; txcs of the sequencer whose IO is done join the kv queue."""
+    st = _ld(sp)
+    b = st.bsi[o]
+    st.txi[x, TX_IODONE] = 1
+    b[BS_IOSF] = 1
+    osr = st.txi[x, TX_OSR]
+    while st.osi[osr, OS_QH] >= 0 and st.txi[st.osi[osr, OS_QH], TX_IODONE]:
+        h = st.osi[osr, OS_QH]
+        nx = st.txi[h, TX_NEXT]
+        st.osi[osr, OS_QH] = nx
+        if nx < 0:
+            st.osi[osr, OS_QT] = -1
+        _tx_append(sp, st.bsi, o, BS_KVQ_H, BS_KVQ_T, h)
+        b[BS_KVQ_N] += 1
+    if b[BS_KVQ_H] >= 0 and b[BS_KVBUSY] == 0:
+        _kv_start(sp, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dev_done(sp, d, r):
+    """A queue device completed request ``r``: the device's bookkeeping first, then BlueStore's callback."""
+    st = _ld(sp)
+    _dev_finish(sp, d)
+    o = st.dri[r, DR_OSD]
+    purp = st.dri[r, DR_PURP]
+    arg = st.dri[r, DR_ARG]
+    st.drfree[st.gi[GI_DEVFREE]] = r
+    st.gi[GI_DEVFREE] += 1
+    if purp == DP_DEFERRED:
+        _deferred_io_done(sp, o, arg)
+    elif purp == DP_WAL:  # BlueStore._kv_flush
+        _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, DP_WAL_FLUSH, 0, o)
+    elif purp == DP_WAL_FLUSH:
+        _kv_done(sp, o)
+    elif purp == DP_DATA_FLUSH:  # after the data-device FLUSH (kv_flush_lat)
+        st.bsf[o, BF_FLUSHTIME] += st.gf[GF_NOW] - st.bsf[o, BF_FLUSHT0]
+        _kv_write(sp, o, 0)
+    else:
+        _direct_done(sp, o, arg)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _write_prepared(sp, o, op):
+    """Osd._write_prepared (the onode is cached: the builder refuses clusters where it may not be)."""
+    if _admit(sp, o, op):
+        _write_admitted(sp, o, op)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def issue_now(st, r):
+    """Issue client request ``r`` at the current time from Python (a closed loop's first requests)."""
+    sp = _state_ptr(st)
+    now = st.gf[GF_NOW]
+    st.rqf[r, RQF_TISSUE] = now
+    _img_start(sp, r, now)
