@@ -131,7 +131,6 @@ from simulator.core.layout import (
     HI_NLIVE,
     HI_OUT,
     HI_OVERWRITES,
-    HI_PG,
     HI_QD,
     HI_READHITS,
     HI_SEQ,

@@ -339,7 +339,9 @@ class CompiledRun:
         hfl = np.zeros((nh, R + 1, L.NFL))
         # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
         cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
-        hidx = np.stack([W.wc_new_index(cap, d._pg) for d in hdds] or [W.wc_new_index(0, 1)])
+        hidx = np.zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
+        for h, d in enumerate(hdds):
+            W.wc_init_index(hidx[h], d._pg)
         hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
         hdq = np.zeros((nh, E), np.int64)
         hbl = np.zeros((nh, R), np.int64)

@@ -47,8 +47,8 @@ FL_ACK = 3  # a FUA write: time its data transfer ends (0 for a FLUSH)
 NFL = 4
 
 # The index (``idx`` int64 ``[3, C + 1, 2]``): three hash maps of C entries each (C a power of two;
-# open addressing, linear probing, deletion by backward shift; an entry is (key, value), key -1 =
-# empty), so that a join, a read of dirty data and an unindex cost the same whatever the number of
+# open addressing, linear probing, deletion by backward shift; an entry is (key + 1, value), 0 =
+# empty, so a fresh index is zeros and costs memory only where it is used), so that a join, a read of dirty data and an unindex cost the same whatever the number of
 # extents. Row C of each map is its header: (entries, parameter).
 M_START = 0  # first sector -> the extent holding that key (E_INS set)
 M_END = 1  # end sector -> the extent holding that key (E_INE set)
@@ -63,10 +63,11 @@ def _h(key, mask):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _find(m, key):
-    """Entry of ``key`` in map ``m``, or the empty entry where it would go (key -1 there)."""
+    """Entry of ``key`` in map ``m``, or the empty entry where it would go (0 there)."""
     mask = m.shape[0] - 2
     i = _h(key, mask)
-    while m[i, 0] != -1 and m[i, 0] != key:
+    k1 = key + 1
+    while m[i, 0] != 0 and m[i, 0] != k1:
         i = (i + 1) & mask
     return i
 
@@ -74,14 +75,14 @@ def _find(m, key):
 @njit(cache=True, inline="always", _nrt=False)
 def _get(m, key):
     i = _find(m, key)
-    return m[i, 1] if m[i, 0] == key else -1
+    return m[i, 1] if m[i, 0] == key + 1 else -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _set(m, key, v):
     i = _find(m, key)
-    if m[i, 0] != key:
-        m[i, 0] = key
+    if m[i, 0] != key + 1:
+        m[i, 0] = key + 1
         m[m.shape[0] - 1, 0] += 1
     m[i, 1] = v
 
@@ -93,15 +94,15 @@ def _del_at(m, i):
     j = i
     while True:
         j = (j + 1) & mask
-        if m[j, 0] == -1:
+        if m[j, 0] == 0:
             break
-        k = _h(m[j, 0], mask)
+        k = _h(m[j, 0] - 1, mask)
         if (i <= j and i < k <= j) or (i > j and (k > i or k <= j)):
             continue  # its home is between the hole and it: it stays
         m[i, 0] = m[j, 0]
         m[i, 1] = m[j, 1]
         i = j
-    m[i, 0] = -1
+    m[i, 0] = 0
     m[i, 1] = 0
     m[m.shape[0] - 1, 0] -= 1
 
@@ -109,7 +110,7 @@ def _del_at(m, i):
 @njit(cache=True, inline="always", _nrt=False)
 def _del(m, key):
     i = _find(m, key)
-    if m[i, 0] == key:
+    if m[i, 0] == key + 1:
         _del_at(m, i)
 
 
@@ -121,30 +122,37 @@ def _pages(idx, e, ext, d):
     s = ext[e, E_LBA]
     for p in range(-(-s // pg), (s + ext[e, E_NS]) // pg):
         i = _find(m, p)
-        if m[i, 0] == p:
+        if m[i, 0] == p + 1:
             v = m[i, 1] + d
             if v > 0:
                 m[i, 1] = v
             else:
                 _del_at(m, i)
         elif d > 0:
-            m[i, 0] = p
+            m[i, 0] = p + 1
             m[i, 1] = d
             m[m.shape[0] - 1, 0] += 1
 
 
-def wc_new_index(cap: int, pg: int):
-    """An empty index of ``cap`` entries per map (rounded up to a power of two, at least 16) for
-    ``pg``-sector pages."""
-    import numpy as np
-
+def wc_index_rows(cap: int) -> int:
+    """Rows of one map of at least ``cap`` entries (a power of two, at least 16) and its header."""
     c = 16
     while c < cap:
         c *= 2
-    idx = np.zeros((3, c + 1, 2), np.int64)
-    idx[:, :c, 0] = -1
-    idx[M_PAGE, c, 1] = pg
+    return c + 1
+
+
+def wc_init_index(idx, pg: int):
+    """Make the zeroed array ``idx`` (``[3, rows, 2]``) an empty index for ``pg``-sector pages."""
+    idx[M_PAGE, -1, 1] = pg
     return idx
+
+
+def wc_new_index(cap: int, pg: int):
+    """An empty index of at least ``cap`` entries per map for ``pg``-sector pages."""
+    import numpy as np
+
+    return wc_init_index(np.zeros((3, wc_index_rows(cap), 2), np.int64), pg)
 
 
 def wc_index_capacity(slots: int, wc_bytes: int, page_bytes: int) -> int:
@@ -225,7 +233,7 @@ def wc_dirty_hit(idx, lba, end):
     """Every page that sectors [lba, end) touch lies wholly inside a live extent."""
     m = idx[M_PAGE]
     pg = m[m.shape[0] - 1, 1]
-    for p in range(lba // pg, -(-end // pg)):
+    for p in range(lba // pg, -(-end // pg)):  # noqa: SIM110 (a loop numba compiles without the runtime)
         if _get(m, p) < 0:
             return False
     return True
