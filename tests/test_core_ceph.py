@@ -650,7 +650,7 @@ def test_closed_loop_reads_of_written_objects_identical(variant):
     offs = rng.integers(0, (img.capacity - 98304) // 4096, n) * 4096
     kinds = np.zeros(n, np.int64)
     _, ref = _py_closed(sim_py, img, kinds, offs, sizes, 16)
-    _, out, info = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
+    _, out, _info = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
     np.testing.assert_array_equal(out, ref)
     assert sum(o.ops[0] for o in cc.osds) > n  # spanning reads: several object ops
     for a, b in zip(py.osds, cc.osds, strict=True):
