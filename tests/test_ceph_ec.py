@@ -204,7 +204,7 @@ def test_ec_image_takes_k_plus_m_over_k_of_its_size() -> None:
     _sim, cl = _cluster(_params())
     img = cl.image("meta", "img")
     assert img.shard_size == (4 << 20) // K
-    assert img.obj_base.shape == (img.n_objects, K + M)
+    assert img.bases().shape == (img.n_objects, K + M)
     allocated = sum(o.bs.allocated for o in cl.osds)
     assert allocated >= img.n_objects * img.shard_size * (K + M)
     assert allocated < img.n_objects * img.shard_size * (K + M) * 1.01 + 64 * (1 << 20)

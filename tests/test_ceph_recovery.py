@@ -60,7 +60,7 @@ def _held(cl: Cluster, osd: int) -> tuple[int, int]:
             if not pos:
                 continue
             rows = np.flatnonzero(img.obj_ps_array == pg.ps)
-            k = int((img.obj_base[rows, pos[0]] >= 0).sum())
+            k = int((img.bases(rows)[:, pos[0]] >= 0).sum())
             n += k
             b += k * img.shard_size
     return n, b
@@ -104,7 +104,7 @@ def test_recovery_moves_exactly_the_failed_osds_data_and_ends(ec: bool) -> None:
     for img in cl.images.values():  # every object has all its shards/replicas again, each once per OSD
         for pg in img.pool.pgs:
             rows = np.flatnonzero(img.obj_ps_array == pg.ps)
-            assert (img.obj_base[rows] >= 0).all()
+            assert (img.bases(rows) >= 0).all()
             assert len({o.id for o in pg.acting}) == img.pool.size
     # moved nothing more: a second look at the mapping gives the acting sets recovery installed
     assert [[o.id for o in pg.acting] for pg in pool.pgs] == after

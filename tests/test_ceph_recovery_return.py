@@ -77,7 +77,7 @@ def test_out_then_in_moves_back_only_the_changed_objects() -> None:
     assert r["pgs_backfilling"] == 0
     # every PG is back on its original OSDs, each object complete on each of them
     assert [[o.id for o in pg.acting] for pg in cl.pools["rbd"].pgs] == orig
-    assert (img.obj_base >= 0).all()
+    assert (img.bases() >= 0).all()
 
 
 def test_a_log_too_short_for_the_absence_turns_recovery_into_backfill() -> None:

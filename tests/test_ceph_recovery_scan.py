@@ -103,9 +103,9 @@ def test_backfill_scans_list_every_object_in_batches_in_hash_order() -> None:
                                recovery={"recovery_sleep": "0.001s", "backfill_scan_max": smax}))
     img = cl.image("rbd", "img")
     pool = cl.pools["rbd"]
-    img.obj_base[:, :] = -1
+    img.set_bases(slice(None), -1)
     n = img.n_objects
-    img.obj_base[: n // 2, :] = np.arange(n // 2)[:, None] * OBJ  # half the objects exist
+    img.set_bases(slice(None, n // 2), np.arange(n // 2)[:, None] * OBJ)  # half the objects exist
     pushed: list[tuple[int, int]] = []
     rec = cl.recovery
     push = rec._push
@@ -135,7 +135,7 @@ def test_backfill_scan_cost_lengthens_recovery_by_at_least_the_listing_cpu() -> 
         sim, cl = _cluster(_params([{"at": "1s", "action": "out", "osd": OSD}],
                                    recovery={"recovery_sleep": "0s", "backfill_scan_cost": cost, "backfill_scan_max": 16}))
         img = cl.image("rbd", "img")
-        img.obj_base[:, :] = np.arange(img.n_objects)[:, None] * OBJ
+        img.set_bases(slice(None), np.arange(img.n_objects)[:, None] * OBJ)
         prims: dict[int, int] = {}
         for pg in cl.pools["rbd"].pgs:
             ids = [o.id for o in pg.acting]
@@ -173,7 +173,7 @@ def test_log_recovery_pushes_only_the_written_extents_with_partial_recovery(part
         assert r["recovered_bytes"] == len(blocks) * OBJ and r["partial_pushes"] == 0
     # the returned OSD holds every object of its PGs again, at its old location (partial pushes overwrite in place)
     img = cl.image("rbd", "img")
-    assert (img.obj_base >= 0).all()
+    assert (img.bases() >= 0).all()
 
 
 def test_clean_region_cap_merges_the_shortest_gap() -> None:
@@ -224,7 +224,7 @@ def test_a_second_out_mid_backfill_cancels_and_restarts_without_copying_twice() 
     r = cl.stats()["recovery"]
     assert r["pgs_backfilling"] == 0 and r["backfills_cancelled"] > 0
     assert [[o.id for o in pg.acting] for pg in pool.pgs] == final_map
-    assert (img.obj_base >= 0).all()
+    assert (img.bases() >= 0).all()
     after = {(objno, o.id) for pg in pool.pgs for objno in np.flatnonzero(img.obj_ps_array == pg.ps).tolist()
              for o in pg.acting}
     need = after - before

@@ -86,7 +86,7 @@ def test_bulk_onode_prefill_equals_one_by_one() -> None:
             got = [int(c._ck[i]) + c._cbase for i in range(len(c._ck)) if c._calive[i]] + list(c._d)
             assert got == want, f"osd.{osd.id}"
             # every replica got its allocation, in object order on each OSD
-            bases = [int(img.obj_base[ob, pos[img.obj_ps[ob]]]) for ob in objs]
+            bases = [img.base_of(ob, pos[img.obj_ps[ob]]) for ob in objs]
             assert bases == sorted(bases) and min(bases) >= 0
             assert len(set(bases)) == len(bases)
 

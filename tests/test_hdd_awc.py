@@ -230,9 +230,7 @@ def test_joining_cached_data_keeps_every_io_once_and_flush_durable(mode):
     def flusher(f, s_at):
         yield dev.submit(f)
         if mode == "volatile":
-            pending = list(dev._dirty) + [e for e in dev._cr if isinstance(e, list)]
-            if isinstance(dev._mech_item, list):
-                pending.append(dev._mech_item)
+            pending = dev.dirty_extents()
             flush_ok.append(all(e[2] > s_at for e in pending))
 
     def gen():
@@ -260,5 +258,5 @@ def test_joining_cached_data_keeps_every_io_once_and_flush_durable(mode):
     # the media cache's DRAM stage empties into the log quickly: fewer chances to join there
     joins, hits = (10, 2) if mode == "media_cache" else (50, 10)
     assert dev.overwrites + dev.coalesced > joins and dev.dirty_read_hits > hits
-    assert dev._dirty_bytes == 0 and not dev._dpg and not dev._dstart and not dev._dend
+    assert dev._dirty_bytes == 0 and not dev.dirty_extents()
     assert dev._inside == 0 and dev._outstanding == 0

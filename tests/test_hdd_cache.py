@@ -51,7 +51,7 @@ def test_flush_waits_until_acknowledged_writes_are_on_media():
         yield sim.env.all_of([w.event for w in writes])
         acked.append(sim.env.now)
         assert dev._dirty_bytes > 0  # acknowledged but not yet on media
-        state["dirty_at_flush"] = dev._ndirty
+        state["dirty_at_flush"] = len(dev.dirty_extents())
         ev = dev.submit(flush)
         yield ev
         state["destaged_at_done"] = dev.destaged
@@ -185,7 +185,7 @@ def test_mach2_luns_have_their_own_write_cache_and_flush():
         for _ in range(n):
             lun.submit(Request(Op.WRITE, int(rng.integers(0, lun.capacity // 4096)) * 4096, 4096))
     sim.run(until=1e-3)  # all acknowledged, nothing destaged yet
-    assert lun0._ndirty == 5 and lun1._ndirty == 200
+    assert len(lun0.dirty_extents()) == 5 and len(lun1.dirty_extents()) == 200
     f = Request(Op.FLUSH)
     ev = lun0.submit(f)
     sim.run(until=ev)
@@ -252,9 +252,7 @@ def test_random_mixes_complete_exactly_once(mode, fua_supported):
             yield ev
             if mode == "volatile":
                 # ... and all of it is on the media when the FLUSH completes
-                pending = list(dev._dirty) + [e for e in dev._cr if isinstance(e, list)]
-                if isinstance(dev._mech_item, list):
-                    pending.append(dev._mech_item)
+                pending = dev.dirty_extents()
                 assert all(e[2] > s_at for e in pending)
 
         sim.env.process(burst())
@@ -265,7 +263,7 @@ def test_random_mixes_complete_exactly_once(mode, fua_supported):
             assert sim.now >= r.t_submit
             assert r.service >= 0 and r.t_start >= r.t_submit - 1e-12
         assert dev._inside == 0 and dev._outstanding == 0 and dev._n == 0
-        assert dev._dirty_bytes == 0 and dev._ndirty == 0 and not dev._blocked and not dev._flushes
+        assert dev._dirty_bytes == 0 and not dev.dirty_extents() and not dev._blocked and not dev._flushes
         assert sum(dev.completed) == len(reqs)
 
     check()

@@ -78,9 +78,9 @@ def test_the_cache_stays_bounded_and_the_queue_within_its_depth():
 
     def watch():
         while not worst.get("stop"):
-            worst["seg"] = max(worst["seg"], dev._ndirty)
+            worst["seg"] = max(worst["seg"], len(dev.dirty_extents()))
             worst["out"] = max(worst["out"], dev._outstanding)
-            if worst["seg"] and not (dev._outstanding or dev._ndirty):
+            if worst["seg"] and not (dev._outstanding or dev.dirty_extents()):
                 break  # drained after the run (closed_loop runs the simulation until nothing is pending)
             yield sim.env.timeout(0.0005)
 
@@ -91,7 +91,7 @@ def test_the_cache_stays_bounded_and_the_queue_within_its_depth():
     assert worst["out"] <= int(dev.cfg.queue.depth)
     assert dev.direct_writes > 100
     # drained: nothing dirty, nothing queued
-    assert dev._ndirty == 0 and dev._dirty_bytes == 0 and not dev._qdw and dev._n == 0
+    assert not dev.dirty_extents() and dev._dirty_bytes == 0 and not dev._qdw and dev._n == 0
 
 
 def test_every_io_once_flush_durable_and_no_write_past_dirty_data():
@@ -113,8 +113,9 @@ def test_every_io_once_flush_durable_and_no_write_past_dirty_data():
         if w and req.op == Op.WRITE and dev._wc == "volatile" and not req.fua:
             # independent of the drive's own check: the 4 KiB pages its dirty extents cover (all IO
             # here is 4 KiB aligned, so every dirty sector is in a wholly covered page)
-            pg = dev._pg
-            direct_overlaps.append(int(any(p in dev._dpg for p in range(lba // pg, -(-(lba + ns) // pg)))))
+            pg = 4096 // dev.sector_size
+            dirty_pages = {p for s, n, _seq in dev.dirty_extents() for p in range(-(-s // pg), (s + n) // pg)}
+            direct_overlaps.append(int(any(p in dirty_pages for p in range(lba // pg, -(-(lba + ns) // pg)))))
         return orig(req, now, lba, ns, w, ready, linkw)
 
     dev._enqueue_host = spy
@@ -124,9 +125,7 @@ def test_every_io_once_flush_durable_and_no_write_past_dirty_data():
 
     def flusher(f, s_at):
         yield dev.submit(f)
-        pending = list(dev._dirty) + [e for e in dev._cr if isinstance(e, list)]
-        if isinstance(dev._mech_item, list):
-            pending.append(dev._mech_item)
+        pending = dev.dirty_extents()
         flush_ok.append(all(e[2] > s_at for e in pending))
 
     def gen():
@@ -155,7 +154,7 @@ def test_every_io_once_flush_durable_and_no_write_past_dirty_data():
     assert flush_ok and all(flush_ok)
     assert dev.direct_writes > 20  # the mechanism was exercised
     assert len(direct_overlaps) > 20 and not any(direct_overlaps)
-    assert dev._dirty_bytes == 0 and not dev._dpg and not dev._qdw
+    assert dev._dirty_bytes == 0 and not dev.dirty_extents() and not dev._qdw
     assert dev._inside == 0 and dev._outstanding == 0
 
 

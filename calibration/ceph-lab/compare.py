@@ -28,6 +28,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+import commit_path  # noqa: E402
 import labparse  # noqa: E402
 
 BOUNDS = {"iops": 0.25, "p50_ms": 0.35, "p99_ms": 0.35}
@@ -104,6 +105,9 @@ def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path,
     for r in runs:
         groups.setdefault((r["sequence"], r["rw"], int(r["qd"])), []).append(r)
     pred, cnt = [], []
+    # the whole host's busy CPU per IO (daemons, fio and the kernel work no process is charged for: commit_path.py)
+    host_us = ({r["id"]: 1e6 * r["busy_cpu_s"] / r["ios"] for r in commit_path.per_run(data) if r["ios"]}
+               if (data / "manifest.json").is_file() else {})
     order = {"croit": 0, "norepeat": 1, "cold": 2, "smallcache": 3}
     for key in sorted(groups, key=lambda k: (order.get(k[0], 9), k[2], k[1])):
         rs = groups[key]
@@ -133,6 +137,8 @@ def build(sim: dict[tuple[str, str, int], dict[str, Any]], data: Path,
             c[f"sim_{m}"] = s.get(m) if s else None
         osd_cpu, fio_cpu = c.get("meas_cpu_osd_us_per_io"), c.get("meas_cpu_fio_us_per_io")
         c["meas_cpu_us_per_io"] = osd_cpu + fio_cpu if osd_cpu is not None and fio_cpu is not None else None
+        hv = [host_us[r["id"]] for r in rs if r["id"] in host_us]
+        c["meas_cpu_host_us_per_io"] = sum(hv) / len(hv) if hv else None
         for m in ("cache_hit_share", "deferred_share"):
             me, si = c[f"meas_{m}"], c[f"sim_{m}"]
             c[f"{m}_ok"] = (None if me is None or si is None

@@ -702,6 +702,10 @@ HDD_QD_NOTES = (
 
 
 # ----------------------------------------------------------------------------------------- Ceph lab
+LAB_RECORD_PROFILE = "clusters/ceph_lab_quiet_kernel_fitted"  # the lab's model of record
+LAB_RECORD_TAG = "quiet_kernel_fitted"  # its tables: data/quiet/prediction_<tag>.csv, counters_<tag>.csv
+
+
 def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str, Any]]]:
     """Model vs the real Ceph 16 cluster of calibration/ceph-lab (committed prediction/counter tables;
     outside quick mode also a fresh replay of the lab's croit sequence)."""
@@ -715,7 +719,9 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
           "(`calibration/ceph-lab`, `lab.py run campaign.yaml`). Every point was measured on 2-5 fresh clusters (3 for most; `n` in prediction.csv); "
           "`range` is (max − min)/mean over them. The acceptance bounds (IOPS ±25 %, p50/p99 ±35 %) apply where the "
           "measured range is below the bound (`testable`). `fit` = the croit sequence's QD1 runs (calibrate.yaml); "
-          "all other rows are predictions of `models/clusters/ceph_lab_fitted`.", ""]
+          "all other rows are predictions of `models/clusters/ceph_lab_fitted`. The lab's model of record is the last one "
+          "below (\"Quiet campaign\": `ceph_lab_quiet_kernel_fitted`, the kernel's CPU per kv commit measured, fitted on the "
+          "quiet campaign's croit QD1 points); the tables before it document the earlier fits on the loaded campaign.", ""]
     summary: list[dict[str, Any]] = []
     pred_p, cnt_p = lab / "data" / "prediction.csv", lab / "data" / "counters.csv"
     if not pred_p.is_file():
@@ -757,17 +763,24 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
             md.append(f"\n{m}: model within ±20 % (abs ±0.1) of the counter at "
                       f"{sum(c[f'{m}_ok'] == 'True' for c in v)} of {len(v)} points.")
     if not quick and (lab / "compare.py").is_file():
+        # the model of record (the kernel fit on the quiet campaign) when its table is committed
+        kern_p = lab / "data" / "quiet" / f"prediction_{LAB_RECORD_TAG}.csv"
+        rec, rec_pred, rec_name = ((LAB_RECORD_PROFILE, _read_csv(kern_p), "the quiet campaign")
+                                   if kern_p.is_file() else (None, pred, "the committed campaign"))
         with tempfile.TemporaryDirectory() as td:
             t0 = time.perf_counter()
             out = Path(td) / "main"
-            r = subprocess.run([sys.executable, "-m", "simulator.cli", "run", str(lab / "experiment.yaml"), "--out",
-                                str(out), "--set", "sweep.axes.variant.values={croit: {}}"],
-                               capture_output=True, text=True, cwd=_root())
+            cmd = [sys.executable, "-m", "simulator.cli", "run", str(lab / "experiment.yaml"), "--out",
+                   str(out), "--set", "sweep.axes.variant.values={croit: {}}"]
+            if rec:
+                cmd += ["--set", f"system.cluster.profile={rec}"]
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=_root())
             if r.returncode == 0 and (out / "summary.csv").is_file():
                 fresh = _read_csv(out / "summary.csv")
-                byk = {(r2["variant"], r2["rw"], r2["qd"]): r2 for r2 in pred}
+                byk = {(r2["variant"], r2["rw"], r2["qd"]): r2 for r2 in rec_pred}
                 errs = []
-                md += ["", f"Fresh replay of the croit sequence ({time.perf_counter() - t0:.0f} s wall): IOPS sim vs measured mean: "]
+                md += ["", f"Fresh replay of the croit sequence on `{rec or 'clusters/ceph_lab_fitted'}` "
+                       f"({time.perf_counter() - t0:.0f} s wall): IOPS sim vs measured mean of {rec_name}: "]
                 cells = []
                 for row in fresh:
                     d = "read" if "read" in row["rw"] else "write"
@@ -854,7 +867,11 @@ def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list
                   f"{_num(r.get('p99_ms'))} / {_num(o.get('p99_ms'))} |")
     for tag, title in (("", "the loaded campaign's fit (`ceph_lab_fitted`) predicting the quiet campaign (every row a prediction)"),
                        ("_quiet", "the same three parameters refitted on the quiet campaign's croit QD1 points "
-                                  "(`ceph_lab_quiet_fitted`, calibrate_quiet.yaml)")):
+                                  "(`ceph_lab_quiet_fitted`, calibrate_quiet.yaml)"),
+                       (f"_{LAB_RECORD_TAG}", "the model of record: the kernel's CPU per kv commit measured "
+                                              "(`bluestore.kv_commit_cost` 237 µs, commit_path.py, not fitted) and the same three "
+                                              "parameters refitted on the croit QD1 points (`ceph_lab_quiet_kernel_fitted`, "
+                                              "calibrate_quiet_kernel.yaml)")):
         p = q / f"prediction{tag}.csv"
         if not p.is_file():
             continue
@@ -867,13 +884,57 @@ def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list
         for r in rows:
             md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
                                           *cell(r, "p99_ms")]) + " |")
-        name = "loaded fit" if not tag else "quiet fit"
+        name = "loaded fit" if not tag else ("quiet fit" if tag == "_quiet" else "kernel fit")
         for s2 in ("fit", "prediction"):
             for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
                 sel = [_f(r.get(f"err_{m}_pct")) for r in rows if r["set"] == s2]
                 if sel:
                     summary.append({"campaign": f"Ceph lab quiet campaign, {name} ({s2}, {lab_m})", "kind": s2,
                                     **_stats([e for e in sel if e is not None])})
+        if tag == f"_{LAB_RECORD_TAG}":
+            pr = [r for r in rows if r["set"] == "prediction"]
+            md += [""] + [f"{lab_m} within {b} at {sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)} predicted points "
+                          f"({sum(r.get(f'{m}_ok') == 'True' for r in pr if r.get(f'{m}_testable') == 'True')} of "
+                          f"{sum(r.get(f'{m}_testable') == 'True' for r in pr)} testable)."
+                          for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %"))]
+            md += _ceph_lab_commit_path(q, tag)
+    return md
+
+
+def _ceph_lab_commit_path(q: Path, tag: str) -> list[str]:
+    """The model of record's counters beside the quiet campaign's, and the measured CPU per kv commit outside
+    the daemons (commit_path.csv)."""
+    md: list[str] = []
+    cnt_p, cp_p = q / f"counters{tag}.csv", q / "commit_path.csv"
+    if cnt_p.is_file():
+        md += ["", "Counters of the quiet campaign (perf dump deltas summed over the OSDs, mean of 3) beside the model of record's "
+               "statistics; kv commit = Ceph's `kv_commit_lat` (the kv_sync cycle after its data flush) and the model's "
+               "`kv_commit_s` measured the same way:", "",
+               "| variant | rw | QD | cache hit share meas | sim | txcs/kv commit meas | sim | kv commit ms meas | sim | "
+               "CPU µs/IO meas: OSDs + fio | whole host | sim (host) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for c in _read_csv(cnt_p):
+            if "write" in c["rw"]:  # the buffer cache's hit share is a read figure
+                c = {**c, "meas_cache_hit_share": None, "sim_cache_hit_share": None}
+            md.append("| " + " | ".join([c["variant"], c["rw"], c["qd"]] + [_num(c.get(k)) for k in (
+                "meas_cache_hit_share", "sim_cache_hit_share", "meas_txc_per_kv_commit", "sim_txc_per_kv_commit",
+                "meas_kv_commit_mean_ms", "sim_kv_commit_mean_ms", "meas_cpu_us_per_io", "meas_cpu_host_us_per_io",
+                "sim_cpu_us_per_io")]) + " |")
+    if cp_p.is_file():
+        rows = [r for r in _read_csv(cp_p) if r["level"] == "point" and r["rw"] == "randwrite"]
+        der = {r["id"]: r for r in _read_csv(cp_p) if r["level"] == "derived"}
+        md += ["", "Host CPU outside the Ceph daemons and fio per kv commit (`calibration/ceph-lab/commit_path.py`: host busy "
+               "CPU from /proc/stat minus the OSDs', mon's, mgr's and fio's own CPU, over the runs' counter windows; "
+               "`data/quiet/commit_path.csv`), write points, mean (sd) of 3 runs:", "",
+               "| sequence | QD | txcs/kv commit | other CPU µs per kv commit | per write |", "|---|---|---|---|---|"]
+        for r in rows:
+            md.append(f"| {r['sequence']} | {r['qd']} | {_num(r.get('txc_per_kv_commit'))} | "
+                      f"{_num(r.get('other_us_per_kv_commit'))} ({_num(r.get('other_us_per_kv_commit_sd'), 2)}) | "
+                      f"{_num(r.get('other_us_per_io'))} |")
+        k, ls = der.get("kv_commit_cost"), der.get("lsq_writes")
+        if k and ls:
+            md += ["", f"`bluestore.kv_commit_cost` = {_num(k.get('other_us_per_kv_commit'))} µs (croit randwrite QD1, the fit "
+                   f"points); least squares over all {ls['n']} write runs: {_num(ls.get('other_us_per_kv_commit'))} µs per kv "
+                   f"commit and {_num(ls.get('other_us_per_io'))} µs per write."]
     return md
 
 

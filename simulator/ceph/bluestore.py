@@ -201,6 +201,7 @@ class BlueStore(ObjectStore):
         self._kv_unstable: list[list[Txc]] = []
         self._kv_bytes = 0
         self._kv_t0 = 0.0
+        self._flush_t0 = 0.0
         self._wal_t0 = 0.0
         self.io_since_flush = False  # data-device writes completed since its last FLUSH
         # deferred apply: one pending and at most one running batch per OpSequencer
@@ -256,6 +257,7 @@ class BlueStore(ObjectStore):
         self.kv_batches = 0
         self.kv_txcs = 0
         self.kv_time = 0.0
+        self.flush_time = 0.0
         self.wal_time = 0.0
         self.kv_data_flushes = 0
         self.deferred_batches = 0
@@ -282,8 +284,13 @@ class BlueStore(ObjectStore):
         return {
             "kv_batches": nb,
             "kv_txcs_per_batch": self.kv_txcs / nb if nb else 0.0,
-            "kv_cycle_s": self.kv_time / nb if nb else 0.0,
-            "kv_commit_s": self.wal_time / nb if nb else 0.0,
+            # per kv_sync cycle, as Ceph's counters (BlueStore::_kv_sync_thread): kv_sync_lat = the whole cycle,
+            # kv_flush_lat = its data-device FLUSH, kv_commit_lat = the rest (the cycle's own CPU with its wait for
+            # a core, the WAL write and flush); kv_wal_s = the WAL write + flush alone (device time)
+            "kv_sync_s": self.kv_time / nb if nb else 0.0,
+            "kv_flush_s": self.flush_time / nb if nb else 0.0,
+            "kv_commit_s": (self.kv_time - self.flush_time) / nb if nb else 0.0,
+            "kv_wal_s": self.wal_time / nb if nb else 0.0,
             "kv_data_flushes": self.kv_data_flushes,
             "deferred_ops": self.deferred_ops,
             "deferred_batches": self.deferred_rounds,
@@ -551,19 +558,22 @@ class BlueStore(ObjectStore):
             # the cycle's own CPU (kv_commit_cost), once per batch, before its device work
             call_at(self.env, self._cpu.book(self.env._now, self._kv_cpu), self._kv_io, flush)
         elif flush:
+            self._flush_t0 = self.env._now
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
         else:
             self._kv_write(None)
 
     def _kv_io(self, ev: Any) -> None:
         if ev._value:
+            self._flush_t0 = self.env._now
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)
         else:
             self._kv_write(None)
 
     def _kv_write(self, ev: Any) -> None:
-        if ev is not None:
+        if ev is not None:  # after the data-device FLUSH (kv_flush_lat)
             ev._value.event = None
+            self.flush_time += self.env._now - self._flush_t0
         # throttle_bytes is released before the commit (the next ops can be prepared meanwhile)
         costs = 0
         for t in self._kv_batch:

@@ -447,8 +447,6 @@ class Cluster(Component):
         starts = starts[ids]
         counts = counts[ids]
         ids = ids - 1
-        # written in place: obj_base is C-ordered (object, position), all -1 (not allocated)
-        base_flat = img.obj_base.reshape(-1)
         for oid, st, cnt in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
             if oid < 0:
                 continue
@@ -458,10 +456,10 @@ class Cluster(Component):
             except ValueError as e:
                 raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
             idx = order[st : st + cnt]
-            base_flat[idx] = offs
+            img.set_bases_flat(idx, offs)  # the image's table is C-ordered (object, position)
             keep = min(cnt, bs.onodes.capacity)
             if keep:
-                bs.onodes.load(img.key_base + idx[cnt - keep :] // size)
+                bs.onodes.load(img.key_base + idx[cnt - keep :].astype(np.int64) // size)
 
     # ================================================================== run time
     def image(self, pool: str, name: str) -> RbdImage:
@@ -564,7 +562,9 @@ class Cluster(Component):
         * ``db_util_max`` / ``db_util_mean``: utilisation of the shared DB/WAL devices (0 if none),
           ``db_qd_mean``: their mean number of requests inside, ``db_iops``: IOs per second per device
         * ``data_util_max`` / ``data_util_mean`` / ``data_qd_mean``: the OSD data drives
-        * ``kv_commit_ms``: mean WAL write + flush time of a kv_sync batch over the OSDs (BlueStore)
+        * ``kv_commit_ms``: mean kv commit latency of a kv_sync batch over the OSDs (BlueStore), as Ceph's
+          kv_commit_lat: the cycle after its data-device flush (its CPU with any wait for a core, the WAL write
+          and flush); the WAL write + flush alone when bluestore.kv_commit_cost is 0
         * ``deferred_txcs_mean``: deferred transactions in flight per OSD at the end of the window
         * ``throttled_share``: client writes and repops that blocked in an object-store throttle, fraction
         * ``cpu_util_max``: busiest host CPU pool

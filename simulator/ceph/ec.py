@@ -178,7 +178,7 @@ def _write_start(ev: Any) -> None:
     su = ec.stripe_unit
     s0, s1, partial = stripe_plan(ec, op.off, op.length)
     op.stripes = (s0, s1)
-    exists = op.image.obj_base[op.objno].max() >= 0
+    exists = op.image.exists(op.objno)
     if op.kind == _TRIM or not partial or not exists:
         st.full_stripe_writes += 1
         _write_phase(op)
@@ -346,7 +346,7 @@ def _local_committed(sub: ObjOp) -> None:
 # ====================================================================== shard: sub-reads
 def _dispatch_subread(osd: Osd, sh: Any, sub: ObjOp) -> None:
     env = osd.env
-    base = int(sub.image.obj_base[sub.objno, sub.pos])
+    base = sub.image.base_of(sub.objno, sub.pos)
     cost = osd._cost(osd.cfg.ec_subread_cost)
     if base < 0:  # the object does not exist: zeros, no IO
         t = osd.cpu.book(env._now, cost)
@@ -370,7 +370,7 @@ def _dispatch_subread(osd: Osd, sh: Any, sub: ObjOp) -> None:
 def _subread_miss(ev: Any) -> None:
     sub = ev._value
     osd = sub.osd
-    osd.bs.read(sub, int(sub.image.obj_base[sub.objno, sub.pos]), sub.onode_hit, _subread_done)
+    osd.bs.read(sub, sub.image.base_of(sub.objno, sub.pos), sub.onode_hit, _subread_done)
 
 
 def _subread_done(sub: ObjOp) -> None:

@@ -374,7 +374,7 @@ class FileStore(ObjectStore):
     def read_onode(self, op: Any, cb: Any) -> None:
         """Load a missed inode (the object context's getxattr), then ``cb(op)``."""
         self.onodes.insert(op.objkey)
-        base = int(op.image.obj_base[op.objno, op.pos])
+        base = op.image.base_of(op.objno, op.pos)
         m = Request(_READ, self._meta_offset(max(base, 0)), _align_up(self.meta_miss_read, _PAGE), tag=op)
         m.parent = cb
         self.dev.submit(m).callbacks.append(self._onode_only_done)

@@ -116,7 +116,7 @@ class ObjOp:
 
     def relocate(self, new_base: int) -> None:
         """A full-object overwrite went to a new extent: later reads go there."""
-        self.image.obj_base[self.objno, self.pos] = new_base
+        self.image.set_base(self.objno, self.pos, new_base)
 
     def __repr__(self) -> str:
         return f"<ObjOp {Op(self.kind).name} role={self.role} pg={self.pg.pgid} obj={self.objno} off={self.off} len={self.length}>"
@@ -334,7 +334,7 @@ class Osd(Component):
             kind = op.kind
             self.ops[kind] += 1
             if kind == _READ:
-                base = op.image.obj_base[op.objno, op.pos]
+                base = op.image.base_of(op.objno, op.pos)
                 bs = self.bs
                 if base < 0:  # object does not exist: zeros, no IO
                     t = self.cpu.book(env._now, self._cost(cfg.read_cost))
@@ -372,7 +372,7 @@ class Osd(Component):
     # ------------------------------------------------------------------ reads
     def _read_miss(self, ev: Any) -> None:
         op = ev._value
-        base = int(op.image.obj_base[op.objno, op.pos])
+        base = op.image.base_of(op.objno, op.pos)
         self.bs.read(op, base, op.onode_hit, self._read_done)
 
     def _read_done(self, op: ObjOp) -> None:
@@ -439,10 +439,10 @@ class Osd(Component):
         r.deliver(t, sub, self.cfg.msgr_recv_cost + self.cfg.msgr_cost_per_byte * payload)
 
     def _base(self, op: ObjOp) -> int:
-        b = int(op.image.obj_base[op.objno, op.pos])
+        b = op.image.base_of(op.objno, op.pos)
         if b < 0:
             b = self.bs.alloc(op.obj_size)
-            op.image.obj_base[op.objno, op.pos] = b
+            op.image.set_base(op.objno, op.pos, b)
         return b
 
     def _local_committed(self, op: ObjOp) -> None:

@@ -425,7 +425,7 @@ def balance_upmap(
 
 
 @njit(cache=True)
-def _group_stable(keys, nkeys):  # pragma: no cover - compiled
+def _group_stable(keys, nkeys, order):  # pragma: no cover - compiled
     counts = np.zeros(nkeys + 1, dtype=np.int64)
     for i in range(keys.shape[0]):
         counts[keys[i] + 1] += 1
@@ -435,7 +435,6 @@ def _group_stable(keys, nkeys):  # pragma: no cover - compiled
         starts[j] = s
         s += counts[j]
     pos = starts.copy()
-    order = np.empty(keys.shape[0], dtype=np.int64)
     for i in range(keys.shape[0]):
         j = keys[i] + 1
         order[pos[j]] = i
@@ -446,5 +445,7 @@ def _group_stable(keys, nkeys):  # pragma: no cover - compiled
 def group_stable(keys: np.ndarray, nkeys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices of ``keys`` (integers in [-1, nkeys)) grouped by key, ascending, in index order within
     a key: ``np.argsort(keys, kind="stable")`` by one counting pass, O(n). Returns (order, counts,
-    starts), counts and starts per key + 1 (index 0: the key -1, an unplaced replica)."""
-    return _group_stable(keys, nkeys)
+    starts), counts and starts per key + 1 (index 0: the key -1, an unplaced replica). ``order`` is int32
+    while the indices fit (half the memory of the pre-fill's largest transient array), else int64."""
+    order = np.empty(keys.shape[0], dtype=np.int32 if keys.shape[0] < (1 << 31) else np.int64)
+    return _group_stable(keys, nkeys, order)

@@ -13,6 +13,7 @@ is nothing dirty to flush.
 from __future__ import annotations
 
 import hashlib
+import math
 from array import array
 from typing import TYPE_CHECKING, Any
 
@@ -28,15 +29,142 @@ if TYPE_CHECKING:
     from simulator.ceph.cluster import Cluster, Pool
     from simulator.ceph.config import ImageConfig
 
-__all__ = ["RbdImage", "default_image_id"]
+__all__ = ["BaseTable", "RbdImage", "alloc_unit", "default_image_id"]
 
 _FLUSH = int(Op.FLUSH)
 _WRITE = int(Op.WRITE)
 
 
+#: the largest entry of a 4-byte location table (allocation units); devices needing more use 8 bytes
+_I32_MAX = (1 << 31) - 1
+_FILESTORE_UNIT = 4096  # FileStore allocates files in 4 KiB pages from 1 MiB-aligned regions
+
+
+def alloc_unit(store: Any) -> int:
+    """The allocation granularity of an object store in bytes: every data offset its ``alloc`` /
+    ``alloc_many`` return is a multiple of it (BlueStore: min_alloc_size, from a min_alloc_size-aligned
+    start; FileStore: 4 KiB pages)."""
+    if store.KIND == "bluestore":
+        return int(store.cfg.min_alloc_size)
+    return _FILESTORE_UNIT
+
+
 def default_image_id(pool: str, name: str) -> str:
     """A stable 12-hex-digit image id (real ids come from the client's instance id)."""
     return hashlib.blake2b(f"{pool}/{name}".encode(), digest_size=6).hexdigest()
+
+
+class BaseTable:
+    """Where each object of an image has its data on each acting-set position's device: one entry per
+    (object, position), in allocation units of the cluster's object stores (the gcd of their units)
+    rather than bytes, so 4 bytes an entry instead of 8 while the largest device has at most 2^31 - 1
+    units (8 TiB at 4 KiB, 128 TiB at 64 KiB), 8 bytes beyond. -1: not allocated. The entries live in
+    an array.array (indexing yields Python ints fast on the per-IO path) with a numpy view of the same
+    memory for bulk accesses. Every access goes through the methods, which take and give bytes and
+    refuse offsets that are negative, not multiples of the unit or not below the largest device."""
+
+    def __init__(self, n_objects: int, width: int, unit: int, limit: int, name: str = "image"):
+        if unit <= 0 or limit <= 0:
+            raise ValueError(f"{name}: allocation unit {unit} and device limit {limit} must be positive")
+        self.name = name
+        self.n_objects = n_objects
+        self.width = width
+        #: bytes per table unit: every stored offset is a multiple
+        self.unit = unit
+        #: every stored offset is below this (bytes): the largest device's capacity
+        self.limit = limit
+        #: "i" (4-byte entries) or "q" (8-byte: the largest device has more than 2^31 - 1 units)
+        self.code = "i" if -(-limit // unit) <= _I32_MAX else "q"
+        self._tab = array(self.code, [-1]) * (n_objects * width)
+        self._np = np.frombuffer(self._tab, dtype=np.int32 if self.code == "i" else np.int64).reshape(n_objects, width)
+
+    @classmethod
+    def for_stores(cls, n_objects: int, width: int, stores: list[Any], name: str = "image") -> BaseTable:
+        """A table whose unit and limit suit every store in ``stores`` (an object may move to any OSD)."""
+        stores = [bs for bs in stores if bs is not None]
+        unit = 0
+        for bs in stores:
+            unit = math.gcd(unit, alloc_unit(bs))
+        limit = max((bs.dev.capacity for bs in stores), default=1 << 62)
+        return cls(n_objects, width, unit or _FILESTORE_UNIT, limit, name)
+
+    @property
+    def nbytes(self) -> int:
+        return self._np.nbytes
+
+    def _index(self, objno: int, pos: int) -> int:
+        if 0 <= objno < self.n_objects and 0 <= pos < self.width:
+            return objno * self.width + pos
+        raise IndexError(f"{self.name}: no object {objno} position {pos} ({self.n_objects} objects x {self.width})")
+
+    def _bad(self, base: int) -> ValueError:
+        why = ("negative" if base < 0 else f"not a multiple of the allocation unit {self.unit}" if base % self.unit
+               else f"not below the largest OSD device's capacity ({self.limit} bytes)")
+        return ValueError(f"{self.name}: device offset {base} is {why}")
+
+    def base_of(self, objno: int, pos: int) -> int:
+        """Device offset (bytes) of object ``objno``'s data at acting-set position ``pos``; -1: not allocated."""
+        if 0 <= objno < self.n_objects and 0 <= pos < self.width:  # _index inlined: the per-IO path
+            u = self._tab[objno * self.width + pos]
+            return u * self.unit if u >= 0 else -1
+        raise IndexError(f"{self.name}: no object {objno} position {pos} ({self.n_objects} objects x {self.width})")
+
+    def set_base(self, objno: int, pos: int, base: int) -> None:
+        """Object ``objno``'s data at position ``pos`` is at device offset ``base`` (bytes)."""
+        i = self._index(objno, pos)
+        q, r = divmod(base, self.unit)
+        if base < 0 or r or base >= self.limit:
+            raise self._bad(base)
+        self._tab[i] = q
+
+    def exists(self, objno: int) -> bool:
+        """Whether object ``objno`` has data at any acting-set position."""
+        i = self._index(objno, 0)
+        return max(self._tab[i : i + self.width]) >= 0
+
+    def allocated(self) -> np.ndarray:
+        """Per object, whether it has data at any acting-set position (bool array)."""
+        return self._np.max(axis=1) >= 0
+
+    def bases(self, rows: Any = slice(None)) -> np.ndarray:
+        """Device offsets (bytes, int64, -1: not allocated) of the objects ``rows`` (a numpy index of
+        objects) at every position: a copy of shape (objects, width)."""
+        u = self._np[rows].astype(np.int64)
+        return np.where(u >= 0, u * self.unit, -1)
+
+    def encode_bases(self, offs: Any) -> np.ndarray:
+        """Byte offsets (-1: not allocated) as table entries (units, the table's dtype). Checked in a few
+        passes (the pre-fill encodes every replica): bounds by min/max; alignment, for a power-of-two
+        unit, by OR-ing the offsets (-1 floors to -1 under the shift and the division)."""
+        b = np.asarray(offs, dtype=np.int64)
+        unit = self.unit
+        if b.size:
+            lo, hi = int(b.min()), int(b.max())
+            if lo < -1 or hi >= self.limit:
+                raise self._bad(lo if lo < -1 else hi)
+            pos = b if lo >= 0 else b[b >= 0]
+            if unit & (unit - 1) == 0:
+                misaligned = pos.size and int(np.bitwise_or.reduce(pos, axis=None)) & (unit - 1)
+            else:
+                misaligned = (pos % unit).any()
+            if misaligned:
+                raise self._bad(int(pos[pos % unit != 0].flat[0]))
+        out = np.empty(b.shape, dtype=self._np.dtype)
+        if unit & (unit - 1) == 0:
+            np.right_shift(b, unit.bit_length() - 1, out=out, casting="unsafe")
+        else:
+            np.floor_divide(b, unit, out=out, casting="unsafe")
+        return out
+
+    def set_bases(self, rows: Any, offs: Any) -> None:
+        """Set the offsets (bytes, -1: not allocated) of the objects ``rows`` at every position (``offs``
+        broadcast to the shape of ``bases(rows)``)."""
+        self._np[rows] = self.encode_bases(offs)
+
+    def set_bases_flat(self, idx: np.ndarray, offs: np.ndarray) -> None:
+        """Set entries ``idx`` of the flattened (object, position) table (C order) to ``offs`` (bytes):
+        the pre-fill writes one OSD's allocations at a time."""
+        self._np.reshape(-1)[idx] = self.encode_bases(offs)
 
 
 class RbdImage(Device):
@@ -68,8 +196,16 @@ class RbdImage(Device):
         # path; obj_ps_array is a numpy view of the same memory)
         self.obj_ps: array = array("i", ps.tobytes())
         self.obj_ps_array = np.frombuffer(self.obj_ps, dtype=np.int32)
-        # device offset of each object's data on each acting-set position; -1 = not allocated
-        self.obj_base = np.full((self.n_objects, pool.size), -1, dtype=np.int64)
+        # where each object's data lies on each acting-set position's device (the accessors below)
+        t = self.base_table = BaseTable.for_stores(self.n_objects, pool.size, [o.bs for o in cluster.osds], cfg.name)
+        self.base_of = t.base_of
+        self.set_base = t.set_base
+        self.exists = t.exists
+        self.allocated = t.allocated
+        self.bases = t.bases
+        self.encode_bases = t.encode_bases
+        self.set_bases = t.set_bases
+        self.set_bases_flat = t.set_bases_flat
 
     def reset_stats(self) -> None:
         """A new statistics window for the image, and for the cluster behind it (fio resets the

@@ -193,7 +193,7 @@ class _Mirror(ObjOp):
     def relocate(self, new_base: int) -> None:
         job = self.job
         if job.finished:
-            self.image.obj_base[self.objno, self.pos] = new_base
+            self.image.set_base(self.objno, self.pos, new_base)
         else:
             job.bases[self.key] = new_base
 
@@ -530,7 +530,7 @@ class Recovery:
             return a.bases.get(id(img), {}).get(objno, -1)
         for i, o in enumerate(pg.acting):
             if o.id == oid:
-                return int(img.obj_base[objno, i])
+                return img.base_of(objno, i)
         return -1
 
     def mirror(self, prim: Osd, op: ObjOp, shard_writes: list[tuple[int, int, int]] | None, t: float) -> int:
@@ -851,7 +851,7 @@ class Recovery:
                 for b in range(32):  # reverse the 32 bits
                     r |= ((h >> np.uint32(b)) & np.uint32(1)) << np.uint32(31 - b)
                 key = self._hashes[id(img)] = r
-            exists = img.obj_base.max(axis=1) >= 0
+            exists = img.allocated()
             objnos = np.flatnonzero(exists)
             ps = img.obj_ps_array[objnos]
             order = np.lexsort((key[objnos], ps))
@@ -874,7 +874,7 @@ class Recovery:
             rows = np.flatnonzero(img.obj_ps_array == pg.ps)
             if rows.size == 0:
                 continue
-            cols = img.obj_base[rows].copy()
+            cols = img.bases(rows)
             out = np.full_like(cols, -1)
             iid = id(img)
             rl = rows.tolist()
@@ -895,7 +895,7 @@ class Recovery:
                             if a.bases is None:
                                 a.bases = {}
                             a.bases[iid] = dict(zip(rl, cols[:, i].tolist(), strict=True))
-            img.obj_base[rows] = out
+            img.set_bases(rows, out)
         pg.acting = new
 
     def _reserve(self) -> None:
@@ -1112,7 +1112,7 @@ class Recovery:
         bs = osd.bs
         n = wop.length
         if n < wop.obj_size:  # a partial push: the written extents go into the target's old copy
-            base = int(wop.image.obj_base[wop.objno, wop.pos])
+            base = wop.image.base_of(wop.objno, wop.pos)
             if base < 0:
                 base = bs.alloc(wop.obj_size)
         elif bs.KIND == "bluestore" and n > bs.cfg.prefer_deferred_size:
@@ -1131,7 +1131,7 @@ class Recovery:
         if job.switch:
             job.bases[(id(wop.image), wop.objno, wop.pos)] = wop.new_base
         else:
-            wop.image.obj_base[wop.objno, wop.pos] = wop.new_base
+            wop.image.set_base(wop.objno, wop.pos, wop.new_base)
         if wop.length < wop.obj_size:
             self.partial_pushes += 1
         self.recovered_bytes += wop.length
@@ -1360,7 +1360,7 @@ def _serve_push(osd: Osd, sh: Any, op: _RecOp) -> None:
     thread, as build_push_op / handle_sub_read read) or the push's transaction at the target."""
     rec = osd.cluster.recovery
     if op.kind == _READ:
-        base = int(op.image.obj_base[op.objno, op.pos])
+        base = op.image.base_of(op.objno, op.pos)
         if base < 0:
             osd._release(op)
             rec._source_done(op)
@@ -1392,7 +1392,7 @@ def _mirror_admitted(m: _Mirror) -> None:
     osd = m.osd
     job = m.job
     if job.finished:
-        base = int(m.image.obj_base[m.objno, m.pos])
+        base = m.image.base_of(m.objno, m.pos)
     else:
         base = job.bases.get(m.key, -1)
     if base < 0:

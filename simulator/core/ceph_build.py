@@ -22,9 +22,9 @@ __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "uns
 
 
 def obj_base_of(img: Any) -> np.ndarray:
-    """The image's (object, acting position) -> device offset table (-1 = not allocated), as a
-    2-D int64 array view (the one place the compiled core reads RbdImage's storage)."""
-    return np.asarray(img.obj_base).reshape(img.n_objects, img.pool.size)
+    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated), as a
+    2-D int64 copy (the one place the compiled core reads RbdImage's storage, its ``rbd.BaseTable``)."""
+    return img.bases()
 
 
 class Streams:
@@ -351,6 +351,7 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         bsf[j, L.BF_TWAIT] = bs.throttle_wait
         bsf[j, L.BF_KVTIME] = bs.kv_time
         bsf[j, L.BF_WALTIME] = bs.wal_time
+        bsf[j, L.BF_FLUSHTIME] = bs.flush_time
         bsf[j, L.BF_KVCPU] = bs._kv_cpu
         bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
     return bsi, bsf, osi, dvi, dvf, devs[:nd]
@@ -577,8 +578,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
     for k, img in enumerate(meta["images"]):
         o0 = int(st.imi[k, L.II_KEY])
         n = img.n_objects * img.pool.size
-        view = obj_base_of(img)
-        view[...] = st.obj_base[o0 : o0 + n].reshape(view.shape)
+        img.set_bases(slice(None), st.obj_base[o0 : o0 + n].reshape(img.n_objects, img.pool.size))
     # unconsumed uniforms go back to the front of their stream
     for r, rand in enumerate(meta["streams"].rands):
         p, n = int(st.si[r, L.SI_POS]), int(st.si[r, L.SI_LEN])
@@ -798,6 +798,7 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         bs.throttle_wait = float(st.bsf[j, L.BF_TWAIT])
         bs.kv_time = float(st.bsf[j, L.BF_KVTIME])
         bs.wal_time = float(st.bsf[j, L.BF_WALTIME])
+        bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
     for k, q in enumerate(meta["devices"]):
         if st.dvi[k, L.DV_QN]:
             raise RuntimeError(f"{q.path}: requests queued: write back needs a drained run")

@@ -312,7 +312,9 @@ BF_KVT0 = 3
 BF_WALT0 = 4
 BF_KVTIME = 5
 BF_WALTIME = 6
-NBSF = 7
+BF_FLUSHT0 = 7  # start of the cycle's data-device FLUSH (BlueStore._flush_t0)
+BF_FLUSHTIME = 8  # sum of the cycles' data-device FLUSH times (BlueStore.flush_time)
+NBSF = 9
 
 # ---- BlueStore transactions (bluestore.Txc), preallocated rows
 TX_OP = 0  # the op (until its commit callback)

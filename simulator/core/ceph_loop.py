@@ -31,6 +31,8 @@ from simulator.core.ceph_arith import (
     wal_extent_nb,
 )
 from simulator.core.ceph_layout import (
+    BF_FLUSHT0,
+    BF_FLUSHTIME,
     BF_KVCPU,
     BF_KVT0,
     BF_KVTIME,
@@ -1070,6 +1072,7 @@ def run_until(st, t_end):
                     _img_start(sp, nxt, t)
         elif kind == EV_KV_IO:  # BlueStore._kv_io
             if arg:
+                st.bsf[target, BF_FLUSHT0] = st.gf[GF_NOW]
                 _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, target)
             else:
                 _kv_write(sp, target)
@@ -1432,6 +1435,7 @@ def _kv_start(sp, o):
         c = st.oi[o, OI_CPU]
         _at(sp, _book(sp, c, st.gf[GF_NOW], kvcpu), EV_KV_IO, o, 1 if flush else 0)
     elif flush:
+        st.bsf[o, BF_FLUSHT0] = st.gf[GF_NOW]
         _dev_submit(sp, b[BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, o)
     else:
         _kv_write(sp, o)
@@ -1878,7 +1882,8 @@ def _dev_done(sp, d, r):
         _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, DP_WAL_FLUSH, 0, o)
     elif purp == DP_WAL_FLUSH:
         _kv_done(sp, o)
-    elif purp == DP_DATA_FLUSH:
+    elif purp == DP_DATA_FLUSH:  # after the data-device FLUSH (kv_flush_lat)
+        st.bsf[o, BF_FLUSHTIME] += st.gf[GF_NOW] - st.bsf[o, BF_FLUSHT0]
         _kv_write(sp, o)
     else:
         _direct_done(sp, o, arg)

@@ -249,12 +249,8 @@ SO_SEQ = 1
 SO_REQ = 2
 NSO = 3
 
-# FLUSH / FUA records (``hfl`` rows, HDD._flushes): waits for the extents dirty when it arrived
-FL_SEQ = 0  # the drive's arrival number then (extents created up to it count)
-FL_LEFT = 1  # extents still to destage
-FL_REQ = 2  # the request
-FL_ACK = 3  # a FUA write: time its data transfer ends (0 for a FLUSH)
-NFL = 4
+# FLUSH / FUA records (``hfl`` rows): the HDD write cache's record table, defined with its kernels
+from simulator.devices.hdd.wcache_kernels import FL_ACK, FL_LEFT, FL_REQ, FL_SEQ, NFL  # noqa: E402,F401
 
 #: every array of one compiled run (numba takes the namedtuple as one argument)
 State = namedtuple(
@@ -268,7 +264,7 @@ State = namedtuple(
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
-        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl",
+        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx",
         "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend", "xi",
     ],
 )  # fmt: skip

@@ -11,9 +11,8 @@ The handlers mirror the Python reference model line by line (``workloads.runner.
 as SimPy breaks them (its event id order). The HDD's mechanism — positioning, SPTF choice, service,
 read look-ahead, read cache segments — is not re-implemented here: the handlers call the same
 kernels (``devices.hdd.kernels``) the Python drive calls. The write cache's decisions (joins,
-index, reads of dirty data) are the kernels of ``devices.hdd.wcache_kernels`` on an extent table;
-the Python drive states them with dicts (a twin pinned by the differential tests, see
-docs/design.md).
+index, reads of dirty data) are the kernels of ``devices.hdd.wcache_kernels`` on an extent table,
+the same table and kernels the Python drive uses (see docs/design.md).
 """
 
 from __future__ import annotations
@@ -694,7 +693,7 @@ def _h_dispatch(sp, d, h, now):
     else:
         st.hi[h, HI_MECH] = -1
         st.hi[h, HI_WIN] -= 1
-        W.wc_unindex(st.hext[h], item)  # in flight: no longer joinable
+        W.wc_unindex(st.hext[h], st.hidx[h], item)  # in flight: no longer joinable
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
         schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
@@ -726,7 +725,7 @@ def _h_fits(sp, h, lba, nbytes):
         return False
     if st.hi[h, HI_MAXSEG] > 0 and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
         ss = st.hi[h, HI_SS]
-        e, _how = W.wc_target(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
+        e, _how = W.wc_target(st.hext[h], st.hidx[h], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
         if e < 0:
             return False
     return True
@@ -759,34 +758,22 @@ def _h_accept(sp, d, h, r, now, lba, end):
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
     live = st.hlive[h]
-    e, how = W.wc_target(ext, live, st.hi[h, HI_NLIVE], lba, ns, st.hi[h, HI_MERGE] // ss)
+    nf = st.hi[h, HI_EFREE] - 1  # the free slot a new extent takes (wc_put, as the Python drive)
+    e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], st.hidx[h], lba, ns, st.hi[h, HI_MERGE] // ss, seq, st.hefree[h, nf])
+    st.hi[h, HI_NLIVE] = nlive
     if how == 0:
         # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
         st.hi[h, HI_OVERWRITES] += 1
     else:
-        if e >= 0:
+        if how > 0:
             st.hi[h, HI_COALESCED] += 1
-            W.wc_unindex(ext, e)
-            if how == 2:
-                ext[e, W.E_LBA] = lba
-            ext[e, W.E_NS] += ns
+            if ext[e, W.E_WIN] != 0:
+                _h_rewindow(sp, h, e, now)
         else:
-            nf = st.hi[h, HI_EFREE] - 1
             st.hi[h, HI_EFREE] = nf
-            e = st.hefree[h, nf]
-            ext[e, W.E_LBA] = lba
-            ext[e, W.E_NS] = ns
-            ext[e, W.E_SEQ] = seq
-            ext[e, W.E_WIN] = 0
-            ext[e, W.E_INS] = 0
-            ext[e, W.E_INE] = 0
             _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
             st.hi[h, HI_NDIRTY] += 1
-            st.hi[h, HI_NLIVE] = W.wc_live_add(ext, live, st.hi[h, HI_NLIVE], e)
-        W.wc_index(ext, live, st.hi[h, HI_NLIVE], e)
         st.hf[h, HF_DIRTY_BYTES] += ns * ss
-        if how > 0 and ext[e, W.E_WIN] != 0:
-            _h_rewindow(sp, h, e, now)
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
     ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_W], dur, now)
@@ -816,30 +803,23 @@ def _h_flush_wait(sp, h, seq, r, ack):
 @njit(cache=True, _nrt=False)
 def _h_count_flushes(sp, d, h, e, now):
     """HDD._count_flushes: extent ``e`` is durable; FLUSH / FUA records waiting for it count it,
-    those done complete (in arrival order)."""
+    those done complete (in arrival order) — the record table's kernels are the Python drive's."""
     st = _ld(sp)
-    fseq = float(st.hext[h, e, W.E_SEQ])
     fl = st.hfl[h]
     n = st.hi[h, HI_FL_N]
-    k = 0
+    if W.wc_flushes_count(fl, n, float(st.hext[h, e, W.E_SEQ])) == 0:
+        return
+    ovh = st.hf[h, HF_OVH_FLUSH]
     for i in range(n):
-        if fseq <= fl[i, FL_SEQ]:
-            fl[i, FL_LEFT] -= 1.0
-            if fl[i, FL_LEFT] <= 0.0:
-                r = int(fl[i, FL_REQ])
-                ovh = st.hf[h, HF_OVH_FLUSH]
-                wait = fl[i, FL_ACK] - now
-                delay = (wait if wait > 0.0 else 0.0) + ovh
-                if st.rqi[r, RI_OP] == _FLUSH:
-                    st.rqf[r, RF_TSTART] = now
-                    st.rqf[r, RF_SERVICE] = ovh
-                _complete_after(sp, d, r, now, delay)
-                continue
-        if k != i:
-            for c in range(fl.shape[1]):
-                fl[k, c] = fl[i, c]
-        k += 1
-    st.hi[h, HI_FL_N] = k
+        if fl[i, FL_LEFT] <= 0.0:
+            r = int(fl[i, FL_REQ])
+            wait = fl[i, FL_ACK] - now
+            delay = (wait if wait > 0.0 else 0.0) + ovh
+            if st.rqi[r, RI_OP] == _FLUSH:
+                st.rqf[r, RF_TSTART] = now
+                st.rqf[r, RF_SERVICE] = ovh
+            _complete_after(sp, d, r, now, delay)
+    st.hi[h, HI_FL_N] = W.wc_flushes_drop(fl, n)
 
 
 @njit(cache=True, _nrt=False)
@@ -874,7 +854,7 @@ def _h_admit(sp, d, h, r, now):
         par = st.hpar[h]
         seg = st.hseg[h]
         nlive = st.hi[h, HI_NLIVE]
-        if nlive > 0 and W.wc_dirty_hit(st.hext[h], st.hlive[h], nlive, lba, end, st.hi[h, HI_PG]):
+        if nlive > 0 and W.wc_dirty_hit(st.hidx[h], lba, end):
             st.hi[h, HI_DIRTY_READ_HITS] += 1  # every page it touches is dirty data in the buffer
             _h_read_hit(sp, d, h, r, now)
             return
@@ -972,7 +952,7 @@ def _h_destage_done(sp, d, h, e, now):
     st.hf[h, HF_DIRTY_BYTES] -= nb
     if st.hi[h, HI_FL_N] > 0:
         _h_count_flushes(sp, d, h, e, now)
-    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], e)
+    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)
     st.hefree[h, st.hi[h, HI_EFREE]] = e
     st.hi[h, HI_EFREE] += 1
     # HDD._release: accept blocked writes that now fit

@@ -337,6 +337,9 @@ class CompiledRun:
         hext = np.zeros((nh, E, W.NE), np.int64)
         hlive = np.zeros((nh, E), np.int64)
         hfl = np.zeros((nh, R + 1, L.NFL))
+        # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
+        cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
+        hidx = np.stack([W.wc_new_index(cap, d._pg) for d in hdds] or [W.wc_new_index(0, 1)])
         hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
         hdq = np.zeros((nh, E), np.int64)
         hbl = np.zeros((nh, R), np.int64)
@@ -435,7 +438,7 @@ class CompiledRun:
             gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
             np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
             hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
-            hlive, hfl, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend, xi,
+            hlive, hfl, hidx, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend, xi,
         )  # fmt: skip
         self.st = st
         self._refill_all(first=True)

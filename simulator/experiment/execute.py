@@ -103,6 +103,7 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
     """Run one fio workload to completion on ``system``; returns (job results, simulated seconds)."""
     import gc
 
+    from simulator.engine.core import gc_quiet
     from simulator.workloads.runner import Workload
 
     # earlier points' dead systems: the event loop freezes what exists at a run's start (gc_quiet), so a
@@ -111,7 +112,8 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
     system.reset_stats()
     t0 = sim.env.now
     wl = Workload(sim, jobs, system.resolve_target)
-    done = wl.start()
+    with gc_quiet():  # the first fill (start issues every job's iodepth requests) with the collector quietened too
+        done = wl.start()
     horizon = _planned_duration(jobs)
     if progress is not None and horizon:
         # fraction of planned simulated time, offset to this workload's start

@@ -47,6 +47,7 @@ from pydantic import Field, model_validator
 from simulator.config.base import ConfigModel
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, Simulation
+from simulator.engine.core import gc_quiet
 from simulator.units import Bytes, BytesPerSecond, Seconds
 from simulator.workloads.runner import DeviceTap, NullStats
 
@@ -514,7 +515,8 @@ def run_app(
     t_begin = sim.env.now
     for m in meters:
         m.start_window(t_begin + ramp)
-    done = wl.start()
+    with gc_quiet():  # the first fill with the collector quietened too, as run_fio
+        done = wl.start()
     sim.run(until=done)  # the engine's run loop (inlined step, gc_quiet), as run_fio
     t_end = sim.env.now
     t0 = t_begin + ramp

@@ -67,6 +67,7 @@ import simpy
 
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, Simulation, succeed_at, succeed_now
+from simulator.engine.core import gc_quiet
 from simulator.errors import ConfigError
 from simulator.workloads.offsets import OffsetGenerator, SeqRandOffsets, make_offsets
 from simulator.workloads.options import FioJob
@@ -1064,5 +1065,7 @@ def run_fio(
     fjobs = resolve_jobs(dict(global_options or {}), [jobs] if isinstance(jobs, dict) else list(jobs), source)
     resolve = targets if callable(targets) else (lambda _job, _t=list(targets): _t)
     wl = Workload(sim, fjobs, resolve, stats_factory=stats_factory)
-    sim.run(until=wl.start())
+    with gc_quiet():  # the first fill (start issues iodepth requests per job) with the collector quietened too
+        done = wl.start()
+    sim.run(until=done)
     return wl.results()

@@ -31,6 +31,7 @@ from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component, succeed_at, succeed_now
 
 from . import kernels as K
+from . import wcache_kernels as W
 from .config import HDDConfig, derive
 
 __all__ = ["HDD", "DualActuatorHDD", "Link", "build_hdd"]
@@ -191,7 +192,7 @@ class HDD(Device):
         # segments bound the DRAM stage (volatile, media_cache), not a non-volatile cache
         dram = c.write_cache in ("volatile", "media_cache")
         self._max_seg = max(1, c.dirty_segments // split) if (c.dirty_segments and dram) else 0
-        self._dram: deque[list] = deque()  # media_cache: dirty DRAM extents not yet appended
+        self._dram: deque[int] = deque()  # media_cache: dirty DRAM extents not yet appended
         self._ndram = 0
         self._mc_bytes = 0  # media_cache: data in the media cache not yet cleaned home
         if self._mc:
@@ -212,18 +213,25 @@ class HDD(Device):
         self._idle_destage = c.destage == "idle"
         self._hw = c.high_watermark * self._wc_size
         self._merge = int(c.destage_merge)
+        self._lim = self._merge // self._ss  # longest extent a join may make, sectors
         self._fua_ok = c.fua_supported
-        self._dirty: deque[list] = deque()  # [lba, nsect, first_seq] not yet in the window
-        # coalescing index of the extents still waiting in the host-facing queue (``_dram`` in
-        # media_cache mode, else ``_dirty``): start sector -> extent, end sector -> extent. A cached
-        # write that overwrites such an extent exactly replaces its data in place; one that is
-        # adjacent to it (either side) extends it, up to ``destage_merge`` bytes
-        self._dstart: dict[int, list] = {}
-        self._dend: dict[int, list] = {}
-        # dirty data in the buffer (DRAM or non-volatile), by 4 KiB page wholly covered -> number of
-        # cached extents covering it: a read whose pages are all here is served from the buffer
+        # the extents: the compiled core's extent table and kernels (wcache_kernels): rows of
+        # (first sector, sectors, first seq, in destage window, index flags, place in live); an
+        # extent is named by its row. ``_live`` holds the extents in the buffer (DRAM or
+        # non-volatile): a cached write that overwrites an indexed one exactly replaces its data in
+        # place, one adjacent to it (either side) extends it up to ``destage_merge`` bytes, and a
+        # read whose 4 KiB pages each lie inside one of them is served from the buffer. Rows not in
+        # use are on the ``_efree`` stack; the table doubles when it runs out (media_cache: extents
+        # waiting in the media cache keep their rows until cleaned home)
+        nslot = 2 + (min(self._max_seg or 64, 64) if self._wc != "off" else 0)
+        self._ext = np.zeros((nslot, W.NE), np.int64)
+        self._live = np.zeros(nslot, np.int64)
+        self._nlive = 0
+        self._efree = list(range(nslot - 1, -1, -1))
         self._pg = max(1, 4096 // d.sector_size)
-        self._dpg: dict[int, int] = {}
+        self._idx = W.wc_new_index(128, self._pg)  # start/end/page hash maps (doubled by _grow_index)
+        self._half = (len(self._idx[0]) - 1) // 2  # entries per map before it doubles
+        self._dirty: deque[int] = deque()  # extents not yet in the window (media_cache: to clean)
         self._ndirty = 0  # extents in the deque, the window and in flight
         self._dirty_bytes = 0
         self._blocked: deque[tuple[Request, bool]] = deque()
@@ -232,7 +240,12 @@ class HDD(Device):
         # when a segment frees
         self._qwc = c.queued_write_candidates and c.write_cache == "volatile"
         self._qdw: dict[int, Request] = {}
-        self._flushes: list[list] = []  # [seq, remaining, req, ack_done]
+        # FLUSH / FUA records waiting for extents to become durable: the core's record table
+        # (wcache_kernels FL_* columns, arrival order); FL_REQ is a key of ``_flreq``
+        self._fl = np.zeros((self._qd + 1, W.NFL))
+        self._nfl = 0
+        self._flreq: dict[int, Request] = {}
+        self._flkey = 0
         self._oncomp = self._on_complete  # bound once (hot path)
         #: set to a list to record every media operation as (t_dispatch, kind, seek, rotation,
         #: media transfer, t_end) — for tests and analysis; None (default) costs nothing
@@ -351,7 +364,7 @@ class HDD(Device):
             if end <= lba:
                 end = lba + 1
             par = self._par
-            if self._dpg and self._dirty_hit(lba, end):
+            if self._nlive and W.wc_dirty_hit(self._idx, lba, end):
                 self.dirty_read_hits += 1
                 self._read_hit(req, now)
                 return
@@ -379,7 +392,7 @@ class HDD(Device):
         elif op == _FLUSH:
             nvol = self._ndram if self._mc else (self._ndirty if self._wc == "volatile" else 0)
             if nvol > 0:
-                self._flushes.append([self._seq, nvol, req, 0.0])
+                self._flush_wait(self._seq, nvol, req, 0.0)
                 if not self._busy:
                     self._dispatch()
             else:
@@ -442,104 +455,53 @@ class HDD(Device):
             return False
         if self._max_seg:
             nseg = self._ndram if self._mc else self._ndirty
-            if nseg >= self._max_seg and self._coalesce_target(lba, nbytes // self._ss) is None:
+            if nseg >= self._max_seg and W.wc_target(self._ext, self._idx, lba, nbytes // self._ss, self._lim)[1] < 0:
                 return False
         return True
 
     def _overlaps_dirty(self, lba: int, end: int) -> bool:
-        """Sectors [lba, end) overlap dirty data still to be destaged (queued, in the window or in flight)."""
-        m = self._mech_item
-        for e in (*self._dirty, *(x for x in self._cr if type(x) is list), *((m,) if type(m) is list else ())):
-            if e[0] < end and lba < e[0] + e[1]:
-                return True
-        return False
+        """Sectors [lba, end) overlap dirty data still to be destaged (queued, in the window or in
+        flight: the live extents of a volatile cache)."""
+        return bool(self._nlive) and W.wc_overlaps(self._ext, self._live, self._nlive, lba, end)
 
-    def _coalesce_target(self, lba: int, ns: int) -> tuple[list, int] | None:
-        """(extent, how) a cached write of ``ns`` sectors at ``lba`` joins without a new segment:
-        how 0 = exact overwrite, 1 = appends to the extent's end, 2 = prepends to its start."""
-        e = self._dstart.get(lba)
-        if e is not None and e[1] == ns:
-            return e, 0
-        lim = self._merge // self._ss
-        e = self._dend.get(lba)
-        if e is not None and e[1] + ns <= lim:
-            return e, 1
-        e = self._dstart.get(lba + ns)
-        if e is not None and e[1] + ns <= lim:
-            return e, 2
-        return None
-
-    def _pages(self, lba: int, end: int) -> range:
-        """4 KiB pages wholly inside sectors [lba, end)."""
-        pg = self._pg
-        return range(-(-lba // pg), end // pg)
-
-    def _dirty_hit(self, lba: int, end: int) -> bool:
-        dp = self._dpg
-        pg = self._pg
-        return all(p in dp for p in range(lba // pg, -(-end // pg)))
-
-    def _pages_add(self, lba: int, end: int) -> None:
-        dp = self._dpg
-        for p in self._pages(lba, end):
-            dp[p] = dp.get(p, 0) + 1
-
-    def _pages_drop(self, lba: int, end: int) -> None:
-        dp = self._dpg
-        for p in self._pages(lba, end):
-            c = dp.get(p, 0) - 1
-            if c > 0:
-                dp[p] = c
-            else:
-                dp.pop(p, None)
-
-    def _rewindow(self, e: list, now: float) -> None:
+    def _rewindow(self, e: int, now: float) -> None:
         """Extent ``e`` grew while in the destage window: rewrite its candidate row."""
         cr = self._cr
+        cq = self._cq
         for i in range(self._n):
-            if cr[i] is e:
-                K.enqueue(self._cq, i, float(e[0]), float(e[1]), 1.0, now, float(e[2]), 1.0, now, 0.0,
-                          self._zt, self._par)
+            if cq[i, K.C_KIND] != 0.0 and cr[i] == e:
+                x = self._ext[e]
+                K.enqueue(cq, i, float(x[W.E_LBA]), float(x[W.E_NS]), 1.0, now, float(x[W.E_SEQ]), 1.0, now,
+                          0.0, self._zt, self._par)
                 return
-
-    def _unindex(self, e: list) -> None:
-        """Extent ``e`` leaves the host-facing queue (into the destage window or an append)."""
-        if self._dstart.get(e[0]) is e:
-            del self._dstart[e[0]]
-        end = e[0] + e[1]
-        if self._dend.get(end) is e:
-            del self._dend[end]
 
     def _accept(self, req: Request, now: float, lba: int, end: int, fua_flush: bool) -> None:
         """Take a write into the write cache and acknowledge it after overhead + link transfer."""
-        self._seq += 1
+        self._seq = seq = self._seq + 1
         ns = end - lba
-        hit = self._coalesce_target(lba, ns)
-        if hit is not None and hit[1] == 0:
+        fr = self._efree
+        if not fr:
+            self._grow()
+        if self._nlive >= self._half or self._idx[W.M_PAGE, -1, 0] + ns // self._pg + 2 > self._half:
+            self._grow_index(ns)
+        e, how, self._nlive = W.wc_put(self._ext, self._live, self._nlive, self._idx, lba, ns, self._lim, seq, fr[-1])
+        if how == 0:
             # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
             self.overwrites += 1
         else:
-            if hit is not None:
-                e, how = hit
+            if how > 0:
                 self.coalesced += 1
-                self._unindex(e)
-                self._pages_drop(e[0], e[0] + e[1])
-                if how == 2:
-                    e[0] = lba
-                e[1] += ns
+                if self._ext[e, W.E_WIN]:
+                    self._rewindow(e, now)
             else:
-                e = [lba, ns, self._seq, 0]  # [first sector, sectors, first seq, in destage window]
-                (self._dram if self._mc else self._dirty).append(e)
+                fr.pop()
                 if self._mc:
+                    self._dram.append(e)
                     self._ndram += 1
                 else:
+                    self._dirty.append(e)
                     self._ndirty += 1
-            self._dstart[e[0]] = e
-            self._dend[e[0] + e[1]] = e
             self._dirty_bytes += ns * self._ss
-            self._pages_add(e[0], e[0] + e[1])
-            if hit is not None and e[3]:
-                self._rewindow(e, now)
         K.seg_put(float(lba), float(end), now, self._seg, self._par)  # reads of it hit the buffer
         dur = req.size / self._lrate
         ls = self.link.reserve(now + self._ovh_w, dur, now)
@@ -547,11 +509,41 @@ class HDD(Device):
         if fua_flush:
             req.t_start = now
             req.service = done - now
-            self._flushes.append([self._seq, self._ndram if self._mc else self._ndirty, req, done])
+            self._flush_wait(seq, self._ndram if self._mc else self._ndirty, req, done)
         else:
             self._ack(req, now, done - now)
         if not self._busy:
             self._dispatch()
+
+    def _grow(self) -> None:
+        """Double the extent table (its rows keep their numbers)."""
+        n = len(self._ext)
+        ext = np.zeros((2 * n, W.NE), np.int64)
+        ext[:n] = self._ext
+        live = np.zeros(2 * n, np.int64)
+        live[:n] = self._live
+        self._ext = ext
+        self._live = live
+        self._efree[:0] = range(2 * n - 1, n - 1, -1)
+
+    def _grow_index(self, ns: int) -> None:
+        """Double the index until a write of ``ns`` sectors leaves every map at most half full."""
+        c = len(self._idx[0]) - 1
+        need = max(self._nlive + 1, int(self._idx[W.M_PAGE, -1, 0]) + ns // self._pg + 2)
+        while c // 2 < need:
+            c *= 2
+        idx = W.wc_new_index(c, self._pg)
+        W.wc_reindex(self._ext, self._live, self._nlive, idx)
+        self._idx = idx
+        self._half = c // 2
+
+    def dirty_extents(self) -> list[tuple[int, int, int]]:
+        """The extents in the write buffer (DRAM or non-volatile; media_cache: not yet appended to
+        the media cache), oldest first: (first sector, sectors, arrival number of the write that
+        created it). What a FLUSH of a volatile cache waits for; for tests and tools."""
+        x = self._ext
+        rows = [(int(x[e, W.E_LBA]), int(x[e, W.E_NS]), int(x[e, W.E_SEQ])) for e in self._live[: self._nlive]]
+        return sorted(rows, key=lambda r: (r[2], r[0]))
 
     def _destage_done(self, ev: simpy.Event) -> None:
         e = ev._value
@@ -559,38 +551,56 @@ class HDD(Device):
         self._busy = False
         self._mech_item = None
         self._ndirty -= 1
-        nb = e[1] * self._ss
+        nb = int(self._ext[e, W.E_NS]) * self._ss
         self.destaged += 1
         self.destaged_bytes += nb
         if self._mc:  # cleaned from the media cache to its home location
             self._mc_bytes -= nb
             if self._mc_owe > 0:
                 self._mc_owe -= 1
+            self._efree.append(e)
             self._release(now)
             return
         self._dirty_bytes -= nb
-        self._pages_drop(e[0], e[0] + e[1])
-        if self._flushes:
+        if self._nfl:
             self._count_flushes(e, now)
+        self._nlive = W.wc_live_drop(self._ext, self._live, self._nlive, self._idx, e)
+        self._efree.append(e)
         self._release(now)
 
-    def _count_flushes(self, e: list, now: float) -> None:
-        """Extent ``e`` is durable: flushes waiting for it count it; complete those that are done."""
-        fseq = e[2]
-        keep = []
-        for f in self._flushes:
-            if fseq <= f[0]:
-                f[1] -= 1
-                if f[1] <= 0:
-                    req = f[2]
-                    delay = max(0.0, f[3] - now) + self._ovh_flush
-                    if req.op == _FLUSH:
-                        req.t_start = now
-                        req.service = self._ovh_flush
-                    self._complete_after(req, delay)
-                    continue
-            keep.append(f)
-        self._flushes = keep
+    @property
+    def _flushes(self) -> int:
+        """FLUSH / FUA records waiting (``core/run.py`` asks whether any are)."""
+        return self._nfl
+
+    def _flush_wait(self, seq: int, left: int, req: Request, ack: float) -> None:
+        """``req`` (a FLUSH, or a FUA write acknowledged at ``ack``) waits for the ``left`` extents
+        in the cache now (those created up to arrival number ``seq``)."""
+        n = self._nfl
+        if n == len(self._fl):
+            self._fl = np.concatenate([self._fl, np.zeros_like(self._fl)])
+        self._flkey = k = self._flkey + 1
+        self._flreq[k] = req
+        self._fl[n] = (seq, left, k, ack)
+        self._nfl = n + 1
+
+    def _count_flushes(self, e: int, now: float) -> None:
+        """Extent ``e`` is durable: flushes waiting for it count it; complete those that are done
+        (in arrival order)."""
+        fl = self._fl
+        n = self._nfl
+        if not W.wc_flushes_count(fl, n, float(self._ext[e, W.E_SEQ])):
+            return
+        ovh = self._ovh_flush
+        for i in range(n):
+            if fl[i, W.FL_LEFT] <= 0.0:
+                req = self._flreq.pop(int(fl[i, W.FL_REQ]))
+                delay = max(0.0, float(fl[i, W.FL_ACK]) - now) + ovh
+                if req.op == _FLUSH:
+                    req.t_start = now
+                    req.service = ovh
+                self._complete_after(req, delay)
+        self._nfl = W.wc_flushes_drop(fl, n)
 
     def _release(self, now: float) -> None:
         """Cache space freed: accept blocked writes that now fit, then go on."""
@@ -626,7 +636,7 @@ class HDD(Device):
         waits for it (a FLUSH, a blocked write, DRAM above the high watermark); only with room."""
         if self._mc_bytes >= self._mc_size:
             return False
-        return not self._nhost or bool(self._flushes or self._blocked) or self._dirty_bytes >= self._hw
+        return not self._nhost or bool(self._nfl or self._blocked) or self._dirty_bytes >= self._hw
 
     def _start_append(self, now: float) -> bool:
         """One media operation: seek to the media cache and append dirty DRAM data (up to
@@ -635,7 +645,7 @@ class HDD(Device):
         write pointer comes under the head: a log append has one place to go, so an append that
         follows another one waits for the pointer to come round (most of a revolution) instead of
         continuing on the next sector. The append takes what is in DRAM when its write begins."""
-        if not self._dram or self._mc_bytes + self._dram[0][1] * self._ss > self._mc_size:
+        if not self._dram or self._mc_bytes + int(self._ext[self._dram[0], W.E_NS]) * self._ss > self._mc_size:
             return False
         par = self._par
         K.finalize_readahead(now, self._seg, par)
@@ -663,16 +673,17 @@ class HDD(Device):
         """The log pointer is under the head: write what is in DRAM now (in arrival order)."""
         dq = self._dram
         ss = self._ss
+        ext = self._ext
         batch = []
         nb = 0
         while dq:
-            b = dq[0][1] * ss
+            b = int(ext[dq[0], W.E_NS]) * ss
             if batch and nb + b > self._mc_batch:
                 break
             if self._mc_bytes + nb + b > self._mc_size:
                 break
             e = dq.popleft()
-            self._unindex(e)
+            W.wc_unindex(ext, self._idx, e)  # in the append: no longer joinable
             batch.append(e)
             nb += b
         xfer = nb / ss / self._mc_sps
@@ -691,13 +702,14 @@ class HDD(Device):
         if batch:
             self._mc_owe = self._mc_ilv
         ss = self._ss
+        ext = self._ext
         for e in batch:
-            nb = e[1] * ss
+            nb = int(ext[e, W.E_NS]) * ss
             self._ndram -= 1
             self._dirty_bytes -= nb
-            self._pages_drop(e[0], e[0] + e[1])
+            self._nlive = W.wc_live_drop(ext, self._live, self._nlive, self._idx, e)  # out of the buffer
             self._mc_bytes += nb
-            if self._flushes:
+            if self._nfl:
                 self._count_flushes(e, now)
             self._dirty.append(e)  # to be cleaned home later
             self._ndirty += 1
@@ -731,18 +743,20 @@ class HDD(Device):
     def _fill_window(self, now: float) -> None:
         dq = self._dirty
         mc = self._mc
+        ext = self._ext
         while dq and self._win < self._window:
             e = dq.popleft()
+            x = ext[e]
             if not mc:
-                e[3] = 1  # in the destage window: still joinable until dispatched
+                x[W.E_WIN] = 1  # in the destage window: still joinable until dispatched
             K.enqueue(
                 self._cq,
                 self._n,
-                float(e[0]),
-                float(e[1]),
+                float(x[W.E_LBA]),
+                float(x[W.E_NS]),
                 1.0,
                 now,
-                float(e[2]),
+                float(x[W.E_SEQ]),
                 1.0,
                 now,
                 0.0,
@@ -774,7 +788,7 @@ class HDD(Device):
             if self._mc:
                 pressure = self._mc_bytes >= self._mc_hw
             else:
-                pressure = bool(self._flushes or self._blocked or self._qdw) or self._dirty_bytes >= self._hw
+                pressure = bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw
             if not pressure:
                 mode = 1
         i, kind, t0, xs, tend = _dispatch_k(
@@ -834,8 +848,7 @@ class HDD(Device):
                 self._mech_end = done
         else:
             self._win -= 1
-            if item[3]:
-                self._unindex(item)  # in flight: no longer joinable
+            W.wc_unindex(self._ext, self._idx, item)  # in flight: no longer joinable
             self._busy_acc += tend - now
             self._mech_end = tend
             ev = simpy.Event(env)

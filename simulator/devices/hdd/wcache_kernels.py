@@ -1,23 +1,28 @@
-"""numba kernels of the HDD's DRAM write cache as arrays (the compiled core's cache state).
-
-The Python drive (``devices.hdd.drive.HDD``) keeps its dirty extents as lists with two dicts as
-their coalescing index (start sector -> extent, end sector -> extent) and a page -> count dict for
-reads served from dirty data. The compiled core keeps the same facts in one extent table:
+"""numba kernels of the HDD's write cache as arrays: the one statement of its extent bookkeeping,
+used by the Python drive (``devices.hdd.drive.HDD``, every cache mode) and the compiled core
+(``core/loop.py``) alike.
 
 * ``ext`` int64 ``[E, NE]``: one row per extent slot, columns ``E_*`` below;
-* ``live`` int64 ``[E]``: the slots of the extents in the cache (accepted, not yet destaged: in the
-  host-facing queue, in the destage window or in flight), ``nlive`` of them, in no order
-  (``ext[e, E_POS]`` is e's place in ``live``, so removal is a swap with the last).
+* ``live`` int64 ``[E]``: the slots of the extents in the buffer (DRAM or non-volatile: accepted,
+  not yet destaged home or appended to the media cache: in the host-facing queue, in the destage
+  window or in flight), ``nlive`` of them, in no order (``ext[e, E_POS]`` is e's place in ``live``,
+  so removal is a swap with the last).
 
-The index flags reproduce the dicts exactly: ``E_INS`` is set for the one extent the start dict
-maps its start sector to (a later extent with the same start takes the key, as a dict assignment
-does), ``E_INE`` likewise for the end sector. A read is served from dirty data when every 4 KiB
-page it touches lies wholly inside some live extent (the page dict's keys).
+The coalescing index (``idx``, hash maps, see ``M_*``) maps a start sector and an end sector to
+one extent each; ``E_INS`` / ``E_INE`` say that an extent holds its key (a later extent with the
+same key takes it, as a dict assignment does). An extent leaves the index when it goes to the
+mechanism (or into a media-cache append), and is no longer joinable then. A read is served from
+dirty data when every 4 KiB page it touches lies wholly inside some live extent: the page map
+counts, per page, the live extents covering it wholly.
 
-These kernels are the decision logic; ``core/loop.py`` calls them. The Python drive has its own
-(dict-based) statement of the same rules: the pair is pinned together by the differential tests
-in ``tests/test_core.py`` (identical fio JSON and device statistics across seeds, queue depths,
-read/write mixes, block sizes, FUA and fsync) — see docs/design.md, "Compiled core".
+The FLUSH records are a table too (``fl``, columns ``FL_*``): ``wc_flushes_count`` counts a
+durable extent for the records that wait for it, the caller completes the records with nothing
+left (in arrival order) and ``wc_flushes_drop`` removes them.
+
+The free slots are the caller's (a stack: the compiled core sizes its table and index once, see
+``core/run.py:_extent_slots`` and ``wc_index_capacity``; the Python drive doubles its table when
+the stack runs out and its index before it could pass half full, ``wc_reindex``). Slot
+numbers never change a result: every decision here depends on the extents' contents only.
 """
 
 from __future__ import annotations
@@ -33,90 +38,276 @@ E_INE = 5  # 1 = the end index maps its end sector to it
 E_POS = 6  # its place in ``live``
 NE = 7
 
+# FLUSH / FUA records (float64 rows of ``fl``, in arrival order): a FLUSH of a volatile cache, or a
+# FUA write the drive does not honour, waits for the extents in the cache when it arrived
+FL_SEQ = 0  # the drive's arrival number then (extents created up to it count)
+FL_LEFT = 1  # extents still to become durable
+FL_REQ = 2  # the request (the core's request row; the Python drive's key of it)
+FL_ACK = 3  # a FUA write: time its data transfer ends (0 for a FLUSH)
+NFL = 4
+
+# The index (``idx`` int64 ``[3, C + 1, 2]``): three hash maps of C entries each (C a power of two;
+# open addressing, linear probing, deletion by backward shift; an entry is (key, value), key -1 =
+# empty), so that a join, a read of dirty data and an unindex cost the same whatever the number of
+# extents. Row C of each map is its header: (entries, parameter).
+M_START = 0  # first sector -> the extent holding that key (E_INS set)
+M_END = 1  # end sector -> the extent holding that key (E_INE set)
+M_PAGE = 2  # page -> number of live extents covering it wholly; its header's parameter: sectors per page
+
 
 @njit(cache=True, inline="always", _nrt=False)
-def wc_target(ext, live, nlive, lba, ns, lim):
+def _h(key, mask):
+    x = key * -7046029254386353131  # Fibonacci hashing (sectors and pages come in runs)
+    return (x ^ (x >> 29)) & mask
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _find(m, key):
+    """Entry of ``key`` in map ``m``, or the empty entry where it would go (key -1 there)."""
+    mask = m.shape[0] - 2
+    i = _h(key, mask)
+    while m[i, 0] != -1 and m[i, 0] != key:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _get(m, key):
+    i = _find(m, key)
+    return m[i, 1] if m[i, 0] == key else -1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _set(m, key, v):
+    i = _find(m, key)
+    if m[i, 0] != key:
+        m[i, 0] = key
+        m[m.shape[0] - 1, 0] += 1
+    m[i, 1] = v
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _del_at(m, i):
+    """Remove entry i, shifting back the entries of its probe run that may not stay behind a hole."""
+    mask = m.shape[0] - 2
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if m[j, 0] == -1:
+            break
+        k = _h(m[j, 0], mask)
+        if (i <= j and i < k <= j) or (i > j and (k > i or k <= j)):
+            continue  # its home is between the hole and it: it stays
+        m[i, 0] = m[j, 0]
+        m[i, 1] = m[j, 1]
+        i = j
+    m[i, 0] = -1
+    m[i, 1] = 0
+    m[m.shape[0] - 1, 0] -= 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _del(m, key):
+    i = _find(m, key)
+    if m[i, 0] == key:
+        _del_at(m, i)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _pages(idx, e, ext, d):
+    """Count (d = 1) or uncount (d = -1) the pages lying wholly inside extent ``e``."""
+    m = idx[M_PAGE]
+    pg = m[m.shape[0] - 1, 1]
+    s = ext[e, E_LBA]
+    for p in range(-(-s // pg), (s + ext[e, E_NS]) // pg):
+        i = _find(m, p)
+        if m[i, 0] == p:
+            v = m[i, 1] + d
+            if v > 0:
+                m[i, 1] = v
+            else:
+                _del_at(m, i)
+        elif d > 0:
+            m[i, 0] = p
+            m[i, 1] = d
+            m[m.shape[0] - 1, 0] += 1
+
+
+def wc_new_index(cap: int, pg: int):
+    """An empty index of ``cap`` entries per map (rounded up to a power of two, at least 16) for
+    ``pg``-sector pages."""
+    import numpy as np
+
+    c = 16
+    while c < cap:
+        c *= 2
+    idx = np.zeros((3, c + 1, 2), np.int64)
+    idx[:, :c, 0] = -1
+    idx[M_PAGE, c, 1] = pg
+    return idx
+
+
+def wc_index_capacity(slots: int, wc_bytes: int, page_bytes: int) -> int:
+    """Entries per map that keep every map at most half full for a table of ``slots`` extents and
+    ``wc_bytes`` of dirty data (a page is counted once it is dirty wholly: at most wc_bytes /
+    page_bytes of them)."""
+    return 2 * (max(slots, wc_bytes // max(1, page_bytes)) + 2)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_target(ext, idx, lba, ns, lim):
     """(extent, how) a cached write of ``ns`` sectors at ``lba`` joins without a new extent:
     how 0 = exact overwrite of an extent starting at lba, 1 = appends to an extent ending at lba,
     2 = prepends to one starting at lba + ns (joins bounded by ``lim`` sectors); (-1, -1) none."""
-    s0 = -1
-    s1 = -1
-    en = -1
-    for k in range(nlive):
-        e = live[k]
-        if ext[e, E_INS] != 0:
-            s = ext[e, E_LBA]
-            if s == lba:
-                s0 = e
-            elif s == lba + ns:
-                s1 = e
-        if ext[e, E_INE] != 0 and ext[e, E_LBA] + ext[e, E_NS] == lba:
-            en = e
-    if s0 >= 0 and ext[s0, E_NS] == ns:
-        return s0, 0
-    if en >= 0 and ext[en, E_NS] + ns <= lim:
-        return en, 1
-    if s1 >= 0 and ext[s1, E_NS] + ns <= lim:
-        return s1, 2
+    e = _get(idx[M_START], lba)
+    if e >= 0 and ext[e, E_NS] == ns:
+        return e, 0
+    e = _get(idx[M_END], lba)
+    if e >= 0 and ext[e, E_NS] + ns <= lim:
+        return e, 1
+    e = _get(idx[M_START], lba + ns)
+    if e >= 0 and ext[e, E_NS] + ns <= lim:
+        return e, 2
     return -1, -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wc_index(ext, live, nlive, e):
+def wc_index(ext, idx, e):
     """Extent ``e`` takes its start and end keys in the index (displacing whoever held them)."""
     s = ext[e, E_LBA]
     t = s + ext[e, E_NS]
-    for k in range(nlive):
-        o = live[k]
-        if o != e:
-            if ext[o, E_INS] != 0 and ext[o, E_LBA] == s:
-                ext[o, E_INS] = 0
-            if ext[o, E_INE] != 0 and ext[o, E_LBA] + ext[o, E_NS] == t:
-                ext[o, E_INE] = 0
+    o = _get(idx[M_START], s)
+    if o >= 0 and o != e:
+        ext[o, E_INS] = 0
+    _set(idx[M_START], s, e)
+    o = _get(idx[M_END], t)
+    if o >= 0 and o != e:
+        ext[o, E_INE] = 0
+    _set(idx[M_END], t, e)
     ext[e, E_INS] = 1
     ext[e, E_INE] = 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wc_unindex(ext, e):
+def wc_unindex(ext, idx, e):
     """Extent ``e`` leaves the index (it goes to the mechanism, or changes its keys)."""
-    ext[e, E_INS] = 0
-    ext[e, E_INE] = 0
+    if ext[e, E_INS] != 0:
+        _del(idx[M_START], ext[e, E_LBA])
+        ext[e, E_INS] = 0
+    if ext[e, E_INE] != 0:
+        _del(idx[M_END], ext[e, E_LBA] + ext[e, E_NS])
+        ext[e, E_INE] = 0
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wc_live_add(ext, live, nlive, e):
-    """Append ``e`` to the live extents; returns the new count."""
+def wc_live_add(ext, live, nlive, idx, e):
+    """Append ``e`` to the live extents (its pages count as dirty); returns the new count."""
     live[nlive] = e
     ext[e, E_POS] = nlive
+    _pages(idx, e, ext, 1)
     return nlive + 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wc_live_drop(ext, live, nlive, e):
-    """Remove ``e`` from the live extents (swap with the last); returns the new count."""
+def wc_live_drop(ext, live, nlive, idx, e):
+    """Remove ``e`` from the live extents (swap with the last) and the index; returns the new count."""
+    wc_unindex(ext, idx, e)
+    _pages(idx, e, ext, -1)
     p = ext[e, E_POS]
     last = live[nlive - 1]
     live[p] = last
     ext[last, E_POS] = p
-    ext[e, E_INS] = 0
-    ext[e, E_INE] = 0
     return nlive - 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wc_dirty_hit(ext, live, nlive, lba, end, pg):
-    """Every ``pg``-sector page that sectors [lba, end) touch lies wholly inside a live extent."""
+def wc_dirty_hit(idx, lba, end):
+    """Every page that sectors [lba, end) touch lies wholly inside a live extent."""
+    m = idx[M_PAGE]
+    pg = m[m.shape[0] - 1, 1]
     for p in range(lba // pg, -(-end // pg)):
-        a = p * pg
-        b = a + pg
-        found = False
-        for k in range(nlive):
-            e = live[k]
-            s = ext[e, E_LBA]
-            if s <= a and b <= s + ext[e, E_NS]:
-                found = True
-                break
-        if not found:
+        if _get(m, p) < 0:
             return False
     return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_put(ext, live, nlive, idx, lba, ns, lim, seq, enew):
+    """A cached write of ``ns`` sectors at ``lba`` (the drive's arrival number ``seq``) enters the
+    table: an exact overwrite of an indexed extent changes nothing (how 0); an append (1) or a prepend
+    (2) within ``lim`` sectors grows that extent; otherwise free slot ``enew`` becomes a new live
+    extent (how -1). A grown or new extent then holds its start and end keys of the index.
+    Returns (extent, how, nlive)."""
+    e, how = wc_target(ext, idx, lba, ns, lim)
+    if how == 0:
+        return e, how, nlive
+    if e >= 0:
+        wc_unindex(ext, idx, e)
+        _pages(idx, e, ext, -1)
+        if how == 2:
+            ext[e, E_LBA] = lba
+        ext[e, E_NS] += ns
+        _pages(idx, e, ext, 1)
+    else:
+        e = enew
+        ext[e, E_LBA] = lba
+        ext[e, E_NS] = ns
+        ext[e, E_SEQ] = seq
+        ext[e, E_WIN] = 0
+        ext[e, E_INS] = 0
+        ext[e, E_INE] = 0
+        nlive = wc_live_add(ext, live, nlive, idx, e)
+    wc_index(ext, idx, e)
+    return e, how, nlive
+
+
+@njit(cache=True, _nrt=False)
+def wc_reindex(ext, live, nlive, idx):
+    """Fill the empty index ``idx`` from the table (the Python drive's growth: a larger index)."""
+    for k in range(nlive):
+        e = live[k]
+        if ext[e, E_INS] != 0:
+            _set(idx[M_START], ext[e, E_LBA], e)
+        if ext[e, E_INE] != 0:
+            _set(idx[M_END], ext[e, E_LBA] + ext[e, E_NS], e)
+        _pages(idx, e, ext, 1)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_overlaps(ext, live, nlive, lba, end):
+    """Sectors [lba, end) overlap a live extent (dirty data not yet destaged)."""
+    for k in range(nlive):
+        e = live[k]
+        s = ext[e, E_LBA]
+        if s < end and lba < s + ext[e, E_NS]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_flushes_count(fl, n, fseq):
+    """An extent created by arrival number ``fseq`` is durable: each of the ``n`` records that waits
+    for it (arrived at or after ``fseq``) counts it. Returns how many records have nothing left to
+    wait for (the caller completes them, in row order, then calls ``wc_flushes_drop``)."""
+    done = 0
+    for i in range(n):
+        if fseq <= fl[i, FL_SEQ]:
+            fl[i, FL_LEFT] -= 1.0
+        if fl[i, FL_LEFT] <= 0.0:
+            done += 1
+    return done
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_flushes_drop(fl, n):
+    """Remove the records with nothing left to wait for, the others keeping their order; returns
+    how many remain."""
+    k = 0
+    for i in range(n):
+        if fl[i, FL_LEFT] <= 0.0:
+            continue
+        if k != i:
+            for c in range(fl.shape[1]):
+                fl[k, c] = fl[i, c]
+        k += 1
+    return k
