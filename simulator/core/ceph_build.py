@@ -718,6 +718,13 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         def __init__(self, objkey: int, off: int, length: int):
             self.objkey, self.off, self.length = objkey, off, length
 
+    # the sequencers with live transactions, by OSD (the OSD at the row's acting position)
+    r0 = int(st.pgi.shape[0]) * maxsize
+    live = np.nonzero(st.osi[:r0, L.OS_LIVE] != 0)[0]
+    owner = st.pga[live // maxsize, live % maxsize]
+    live_by_osd: dict[int, list[int]] = {}
+    for row, j in zip(live.tolist(), owner.tolist(), strict=True):
+        live_by_osd.setdefault(j, []).append(row)
     for j, o in enumerate(meta["osds"]):
         bs = o.bs
         b = st.bsi[j]
@@ -764,10 +771,8 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         bs.deferred_done = batches(int(b[L.BS_DONE_H]))
         bs.deferred_stable = batches(int(b[L.BS_STAB_H]))
         # sequencers: live counts, pending batches in _dq order, their writing buffers
-        r0 = int(st.pgi.shape[0]) * maxsize
-        for row in np.nonzero(st.osi[:r0, L.OS_LIVE] != 0)[0].tolist():
-            if int(st.pga[row // maxsize, row % maxsize]) == j:
-                osr_of(row).live = int(st.osi[row, L.OS_LIVE])
+        for row in live_by_osd.get(j, ()):
+            osr_of(row).live = int(st.osi[row, L.OS_LIVE])
         bs._dq = {}
         u = bs.unit
         row = int(b[L.BS_DQ_H])
