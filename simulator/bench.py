@@ -226,3 +226,9 @@ CASES.update({
     "ceph-fio-qd64write-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",
                                     _ceph_core_case("bench_fio_qd64write", True)),
 })  # fmt: skip
+CASES.update({
+    "ceph-fio-qd64read": ("Ceph croit MACH.2 pool, stand-in devices, no block layer, no BlueStore data cache, fio 4KiB "
+                          "randread QD64 via run_fio (Python)", _ceph_core_case("bench_fio_qd64read", False)),
+    "ceph-fio-qd64read-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",
+                                   _ceph_core_case("bench_fio_qd64read", True)),
+})  # fmt: skip

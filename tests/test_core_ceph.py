@@ -623,3 +623,51 @@ def test_closed_loop_writes_identical_on_devices_with_bandwidth_and_flush_time()
     _, out, info = run_closed(cc, cc.image("p", "img"), *req, 16)
     np.testing.assert_array_equal(out, ref)
     assert info["bluestore"]["deferred_ios"] < info["bluestore"]["deferred_ops"]  # adjacent extents merged
+
+
+_CACHELESS = {"cache": {"buffered_read": False, "buffered_write": False}}
+
+
+@pytest.mark.parametrize("variant", ["plain", "stalls-pglock"])
+def test_closed_loop_reads_of_written_objects_identical(variant):
+    """Reads of pre-filled objects on BlueStore without a data cache (every read a device read of
+    its aligned range, the worker blocked through it): identical completion times, closed loop QD16,
+    4 KiB and spanning 96 KiB reads."""
+    from simulator.core.ceph_build import run_closed, unsupported_reads
+
+    cpu = {"cores": 2, **({"stall_share": 0.1, "stall_mean": 150 * US} if variant != "plain" else {})}
+    p = _params(cpu=cpu, cv=0.4, pg_num=8, extra={"block_layer": {"enabled": False}, "bluestore": _CACHELESS,
+                                                  "images": [{"pool": "p", "name": "img", "size": "1GiB", "order": 16}]})
+    if variant != "plain":
+        p["osd"].update({"op_num_shards": 1, "op_num_threads_per_shard": 3})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    assert unsupported_reads(cc) is None
+    rng = np.random.default_rng(71)
+    img = py.image("p", "img")
+    n = 2500
+    sizes = np.where(rng.random(n) < 0.2, 98304, 4096).astype(np.int64)
+    offs = rng.integers(0, (img.capacity - 98304) // 4096, n) * 4096
+    kinds = np.zeros(n, np.int64)
+    _, ref = _py_closed(sim_py, img, kinds, offs, sizes, 16)
+    _, out, _info = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
+    np.testing.assert_array_equal(out, ref)
+    assert sum(o.ops[0] for o in cc.osds) > n  # spanning reads: several object ops
+    for a, b in zip(py.osds, cc.osds, strict=True):
+        assert a.ops == b.ops
+
+
+def test_run_fio_ceph_randread_equals_run_fio():
+    """A fio randread job on pre-filled objects, BlueStore without a data cache: run_fio_ceph's
+    results equal run_fio's."""
+    from simulator.core.ceph_fio import run_fio_ceph
+    from simulator.workloads.runner import run_fio
+
+    p = _params(cpu={"cores": 2}, cv=0.4, pg_num=16, extra={"block_layer": {"enabled": False}, "bluestore": _CACHELESS})
+    job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "norandommap": 1, "rw": "randread", "bs": 4096,
+           "iodepth": 32, "number_ios": 2500, "randseed": 7}
+    sim_py, py = _cluster(p, seed=7)
+    ref = run_fio(sim_py, [py.image("p", "img")], job)
+    sim_cc, cc = _cluster(p, seed=7)
+    out = run_fio_ceph(sim_cc, cc.image("p", "img"), job)
+    assert repr(out[0]) == repr(ref[0])

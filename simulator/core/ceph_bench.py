@@ -10,7 +10,7 @@ import numpy as np
 
 from simulator.engine import Simulation
 
-__all__ = ["bench_book", "bench_fio_qd64write", "bench_newread", "bench_qd64write", "py_closed", "scale_writes"]
+__all__ = ["bench_book", "bench_fio_qd64read", "bench_fio_qd64write", "bench_newread", "bench_qd64write", "py_closed", "scale_writes"]
 
 
 def _croit(seed: int = 1, prefilled: bool = True) -> tuple[Simulation, Any]:
@@ -183,3 +183,23 @@ def bench_fio_qd64write(n: int, compiled: bool) -> tuple[float, str]:
     res = (run_fio_ceph if compiled else run_fio)(sim, img if compiled else [img], job)
     wall = time.perf_counter() - t0
     return n / wall, f"fio: {res[0].write.iops:,.0f} IOPS" if hasattr(res[0], "write") else ""
+
+
+def bench_fio_qd64read(n: int, compiled: bool) -> tuple[float, str]:
+    """The fio path: croit MACH.2 pool (stand-in queue devices, no block layer, BlueStore without a
+    data cache), fio job 4 KiB randread QD64 through run_fio or run_fio_ceph (the same results);
+    client reads per wall second; note: fio's IOPS."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.core.ceph_fio import run_fio_ceph
+    from simulator.workloads.runner import run_fio
+
+    sim = Simulation(seed=1)
+    cl = build_cluster_from_profile(sim, stand_in=True, overrides={
+        "block_layer.enabled": False, "bluestore.cache.buffered_read": False})
+    img = cl.image("test-mach2", "test")
+    job = {"name": "bench", "ioengine": "libaio", "sim_slat": 0, "rw": "randread", "bs": 4096, "iodepth": 64,
+           "number_ios": n, "norandommap": 1, "randseed": 1}
+    t0 = time.perf_counter()
+    res = (run_fio_ceph if compiled else run_fio)(sim, img if compiled else [img], job)
+    wall = time.perf_counter() - t0
+    return n / wall, f"fio: {res[0].read.iops:,.0f} IOPS"

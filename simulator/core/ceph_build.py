@@ -218,6 +218,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_OPFREE] = n_ops
     gi[L.GI_OVH] = cluster.net.overhead
     gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
+    gi[L.GI_CACHELESS] = int(_cacheless(cluster))
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
@@ -344,6 +345,7 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         b[L.BS_BFS] = bs.bluefs_start
         b[L.BS_BFE] = bs.bluefs_end
         b[L.BS_PEAKDTXCS] = bs.peak_deferred_txcs
+        b[L.BS_UNIT] = bs.unit
         for col, name in _BS_COUNTERS:
             b[col] = getattr(bs, name)
         bsf[j, L.BF_TWAIT] = bs.throttle_wait
@@ -435,6 +437,46 @@ def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow:
         bsi[j, L.BS_TIMER] = int(bs._timer_armed)
 
 
+def _cacheless(cluster: Any) -> bool:
+    """Every OSD reads without a data cache: BlueStore, buffered reads and writes off, nothing cached,
+    no deferred write waiting to be applied (its data would be read from memory), every data
+    device a queue device (so a read of a written object is one device read)."""
+    for o in cluster.osds:
+        bs = o.bs
+        if not hasattr(bs, "writing") or bs.buffered_read or bs.buffered_write or len(bs.cache) or bs.writing:
+            return False
+        if _queue_device(bs.dev) is None:
+            return False
+    return True
+
+
+def unsupported_reads(cluster: Any) -> str | None:
+    """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
+    it covers BlueStore without a data cache on queue devices, every onode cached."""
+    why = unsupported(cluster)
+    if why:
+        return why
+    if not _cacheless(cluster):
+        return ("reads of written objects need BlueStore without a data cache (cache.buffered_read and "
+                "buffered_write off, nothing cached or waiting to be applied) on queue devices")
+    return _onode_coverage(cluster)
+
+
+def _onode_coverage(cluster: Any) -> str | None:
+    """Every object's onode stays cached (onode misses are DB reads, not compiled yet)."""
+    per_osd = np.zeros(len(cluster.osds), np.int64)
+    for img in cluster.images.values():
+        if not img.cfg.prefilled and any(o.bs.cfg.onode_miss_read > 0 for o in cluster.osds):
+            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
+        acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
+        per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
+        np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
+    for o in cluster.osds:
+        if o.bs.cfg.onode_miss_read > 0 and per_osd[o.id] > o.bs.onodes.capacity:
+            return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
+    return None
+
+
 def unsupported_writes(cluster: Any) -> str | None:
     """Why the compiled write path cannot run ``cluster`` (None = it can): what it does not cover yet."""
     why = unsupported(cluster)
@@ -457,18 +499,7 @@ def unsupported_writes(cluster: Any) -> str | None:
             return f"osd.{o.id}: BlueStore is mid-cycle (kv_sync, waiters, running IO: a run in progress)"
         if bs.cfg.cache.buffered_write or len(bs.cache):
             return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
-    # every object's onode must stay cached (onode misses are DB reads, not compiled yet)
-    per_osd = np.zeros(len(cluster.osds), np.int64)
-    for img in cluster.images.values():
-        if not img.cfg.prefilled and any(o.bs.cfg.onode_miss_read > 0 for o in cluster.osds):
-            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
-        acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
-        per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
-        np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
-    for o in cluster.osds:
-        if o.bs.cfg.onode_miss_read > 0 and per_osd[o.id] > o.bs.onodes.capacity:
-            return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
-    return None
+    return _onode_coverage(cluster)
 
 
 def _draw(rand: Any, need: int) -> np.ndarray:
@@ -628,6 +659,8 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
 
     writes = bool(np.any(np.asarray(kinds) != 0))
     why = unsupported_writes(cluster) if writes else unsupported(cluster)
+    if not why and not writes and bool((obj_base_of(image) >= 0).any()):
+        why = unsupported_reads(cluster)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(kinds)
@@ -685,6 +718,13 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         def __init__(self, objkey: int, off: int, length: int):
             self.objkey, self.off, self.length = objkey, off, length
 
+    # the sequencers with live transactions, by OSD (the OSD at the row's acting position)
+    r0 = int(st.pgi.shape[0]) * maxsize
+    live = np.nonzero(st.osi[:r0, L.OS_LIVE] != 0)[0]
+    owner = st.pga[live // maxsize, live % maxsize]
+    live_by_osd: dict[int, list[int]] = {}
+    for row, j in zip(live.tolist(), owner.tolist(), strict=True):
+        live_by_osd.setdefault(j, []).append(row)
     for j, o in enumerate(meta["osds"]):
         bs = o.bs
         b = st.bsi[j]
@@ -731,10 +771,8 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         bs.deferred_done = batches(int(b[L.BS_DONE_H]))
         bs.deferred_stable = batches(int(b[L.BS_STAB_H]))
         # sequencers: live counts, pending batches in _dq order, their writing buffers
-        r0 = int(st.pgi.shape[0]) * maxsize
-        for row in np.nonzero(st.osi[:r0, L.OS_LIVE] != 0)[0].tolist():
-            if int(st.pga[row // maxsize, row % maxsize]) == j:
-                osr_of(row).live = int(st.osi[row, L.OS_LIVE])
+        for row in live_by_osd.get(j, ()):
+            osr_of(row).live = int(st.osi[row, L.OS_LIVE])
         bs._dq = {}
         u = bs.unit
         row = int(b[L.BS_DQ_H])

@@ -45,7 +45,7 @@ def unsupported_job(th: Any) -> str | None:
 
 def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "run_fio_ceph") -> list:
     """Run one fio job on RBD ``image`` through the compiled Ceph core; returns run_fio's results."""
-    from simulator.core.ceph_build import obj_base_of, run_closed, unsupported_writes
+    from simulator.core.ceph_build import obj_base_of, run_closed, unsupported_reads, unsupported_writes
     from simulator.errors import ConfigError
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
@@ -57,7 +57,7 @@ def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "ru
     th = wl.threads[0]
     why = unsupported_job(th) or (unsupported_writes(image.cluster) if th._ddir0 == 1 else None)
     if not why and th._ddir0 == 0 and bool((obj_base_of(image) >= 0).any()):
-        why = "reads of written objects (buffer and onode caches, device reads) are not compiled yet"
+        why = unsupported_reads(image.cluster)
     if why:
         raise ConfigError(f"compiled Ceph core: {why}", source=source)
     ddir = th._ddir0

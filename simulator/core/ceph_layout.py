@@ -27,6 +27,7 @@ EV_PREPARED = 6  # argument op: a write's / repop's CPU job is over (Osd._write_
 EV_DEV_DONE = 7  # target device, argument device request: a queue device completed it
 EV_KV_IO = 8  # target OSD: kv_sync's CPU is over, its device work starts (BlueStore._kv_io)
 EV_DEFER_TIMER = 9  # target OSD: BlueStore's deferred_max_interval timer
+EV_READ_MISS = 10  # target OSD, argument op: a read's CPU job is over, its device read starts (Osd._read_miss)
 
 # ---- continuations of ``then`` (resources.then): what a stalled chain resumes with
 FN_SEND_CLIENT_OP = 0  # Cluster.send_client_op
@@ -62,7 +63,8 @@ GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's sha
 GI_RELPG = 17
 GI_NCOMP = 18  # client requests completed so far (their rank: RQI_DSEQ)
 GI_WHY = 19  # why the run was flagged void (GI_FULL): WHY_*
-NGI = 20
+GI_CACHELESS = 20  # 1 = every BlueStore reads without a data cache (empty, no buffered reads): reads of written objects go to the device
+NGI = 21
 WHY_POOL = 1  # the op, transaction or device-request rows or the heap ran out
 WHY_STREAM = 2  # a random stream ran dry
 WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
@@ -301,7 +303,8 @@ BS_DIRECT = 63
 BS_DATAFLUSH = 64
 BS_PEAKDTXCS = 65
 BS_KVQ_N = 66
-NBSI = 67
+BS_UNIT = 67  # read_unit
+NBSI = 68
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -378,6 +381,7 @@ DP_WAL = 1  # the WAL write -> _kv_flush
 DP_WAL_FLUSH = 2  # the WAL device's flush -> _kv_done
 DP_DEFERRED = 3  # a deferred batch's in-place write -> _deferred_io_done
 DP_DIRECT = 4  # a direct write to a new allocation -> _direct_done
+DP_READ = 5  # a client read's data -> Osd._read_done
 
 #: every array of one compiled Ceph run (numba takes the namedtuple as one argument)
 CephState = namedtuple(

@@ -104,6 +104,7 @@ from simulator.core.ceph_layout import (
     BS_THR_KV,
     BS_THROTTLED,
     BS_TIMER,
+    BS_UNIT,
     BS_WALDEV,
     BS_WALPOS,
     BS_WALRING,
@@ -127,6 +128,7 @@ from simulator.core.ceph_layout import (
     DP_DATA_FLUSH,
     DP_DEFERRED,
     DP_DIRECT,
+    DP_READ,
     DP_WAL,
     DP_WAL_FLUSH,
     DR_ARG,
@@ -154,6 +156,7 @@ from simulator.core.ceph_layout import (
     EV_KV_IO,
     EV_OSD_OP,
     EV_PREPARED,
+    EV_READ_MISS,
     EV_REQ_DONE,
     EV_RESUME,
     EV_WAKE,
@@ -167,6 +170,7 @@ from simulator.core.ceph_layout import (
     GF_LOOP,
     GF_NOW,
     GF_RELT,
+    GI_CACHELESS,
     GI_CLOSED,
     GI_DEVFREE,
     GI_EVENTS,
@@ -1002,7 +1006,11 @@ def _dispatch(sp, o, sh, op):
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
             return
-        _void(sp, WHY_READ_WRITTEN)  # reads of written objects: not compiled yet
+        if st.gi[GI_CACHELESS] == 0:
+            _void(sp, WHY_READ_WRITTEN)
+            return
+        # a miss (no data cache; the onode is cached): the worker stays blocked through the device read
+        _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_READ])), EV_READ_MISS, o, op)  # reads of written objects: not compiled yet
     elif role == CLIENT:
         st.oi[o, OI_OPS + kind] += 1
         _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
@@ -1068,6 +1076,12 @@ def run_until(st, t_end):
                 _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, target)
             else:
                 _kv_write(sp, target)
+        elif kind == EV_READ_MISS:  # Osd._read_miss -> BlueStore.read (the onode is cached)
+            u = st.bsi[target, BS_UNIT]  # (a queue device's service does not depend on the offset)
+            off = st.opi[arg, OPI_OFF]
+            first = off // u
+            last = (off + st.opi[arg, OPI_LEN] - 1) // u
+            _dev_submit(sp, st.bsi[target, BS_DEV], _READ, (last - first + 1) * u, DP_READ, arg, target)
         elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
@@ -1857,7 +1871,12 @@ def _dev_done(sp, d, r):
     arg = st.dri[r, DR_ARG]
     st.drfree[st.gi[GI_DEVFREE]] = r
     st.gi[GI_DEVFREE] += 1
-    if purp == DP_DEFERRED:
+    if purp == DP_READ:  # BlueStore's _read_done (no buffered reads), then Osd._read_done
+        sh = st.opi[arg, OPI_SHARD]
+        pg = st.opi[arg, OPI_PG]
+        _then(sp, 0, st.gf[GF_NOW], FN_REPLY_CLIENT, arg, 0)
+        _free(sp, o, sh, pg)
+    elif purp == DP_DEFERRED:
         _deferred_io_done(sp, o, arg)
     elif purp == DP_WAL:  # BlueStore._kv_flush
         _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, DP_WAL_FLUSH, 0, o)

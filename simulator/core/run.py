@@ -77,8 +77,8 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
     from simulator.ceph.rbd import RbdImage
 
     if isinstance(dev, RbdImage):  # the Ceph layer has its own compiled core, not driven by fio's threads yet
-        return -1, (f"{dev.path}: an RBD image (the Ceph cluster runs in the Python model; its compiled core, "
-                    "simulator.core.ceph_*, covers new-object reads and is not yet driven by fio jobs)")
+        return -1, (f"{dev.path}: an RBD image (the Ceph cluster runs in the Python model; its own compiled core, "
+                    "simulator.core.ceph_fio.run_fio_ceph, is not wired into this engine yet)")
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
 
 
