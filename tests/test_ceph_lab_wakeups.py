@@ -126,7 +126,7 @@ def test_resplit_keeps_qd1_cpu_and_the_job_count_is_the_models(rw, jobs):
     cores are busy (parallel replicas and kv commits), which the re-split gives back to write/subop_cost. So the
     CPU per IO of the wakeup profile equals ceph_lab_kernel's within 2 % (without the 30 us given back a write
     is 2.9 % short: this test fails)."""
-    c0, j0 = _cpu("clusters/ceph_lab_kernel", rw, 1)
+    c0, _j0 = _cpu("clusters/ceph_lab_kernel", rw, 1)
     c1, j1 = _cpu("clusters/ceph_lab_quiet_kernel_wakeup", rw, 1)
     assert j1 == pytest.approx(jobs, abs=0.05)
     assert c1 == pytest.approx(c0, rel=0.02)
