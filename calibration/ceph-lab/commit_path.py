@@ -38,7 +38,11 @@ import io
 import json
 import math
 import statistics as st
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from threads import _f, _rows  # the lab scripts' CSV readers, written once
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE / "data" / "quiet"
@@ -47,18 +51,6 @@ COLUMNS = ("level", "id", "sequence", "rw", "qd", "n", "busy_cpu_s", "procs_cpu_
            "kv_commits", "ios", "kv_commits_per_io", "txc_per_kv_commit", "other_us_per_kv_commit",
            "other_us_per_kv_commit_sd", "other_us_per_io", "other_us_per_io_sd", "meas_kv_commit_mean_ms",
            "loadavg_1m_before")
-
-
-def _f(x: str | None) -> float | None:
-    try:
-        return float(x) if x not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def _rows(p: Path) -> list[dict[str, str]]:
-    with p.open(newline="") as f:
-        return list(csv.DictReader(ln for ln in f if not ln.startswith("#")))
 
 
 def nproc(data: Path) -> int:
