@@ -1664,23 +1664,37 @@ def _write_admitted_in(sp, o, op):
     _free(sp, o, sh, pg)
 
 
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _throttle_pop(st, b, head, tail, cmax, cur, peak):
+    """The first waiter of a BlueStore throttle (its FIFO through the op rows' OPI_NEXTW) if its cost
+    now fits: taken off the list and charged to the throttle (peak kept); -1 if none or it must wait.
+    ``head``..``peak`` name the throttle's columns in the BlueStore row ``b``."""
+    op = b[head]
+    if op < 0:
+        return -1
+    cost = st.opi[op, OPI_COST]
+    if throttle_should_wait_nb(b[cmax], b[cur], cost):
+        return -1
+    nx = st.opi[op, OPI_NEXTW]
+    b[head] = nx
+    if nx < 0:
+        b[tail] = -1
+    b[cur] += cost
+    if b[cur] > b[peak]:
+        b[peak] = b[cur]
+    return op
+
+
 @njit(cache=_CACHE_LOOP, _nrt=False)
 def _wake_kv_throttle(sp, o):
     """BlueStore._wake_kv_throttle (inside a kv cycle)."""
     st = _ld(sp)
     b = st.bsi[o]
-    while b[BS_TBW_H] >= 0:
-        op = b[BS_TBW_H]
-        cost = st.opi[op, OPI_COST]
-        if throttle_should_wait_nb(b[BS_TBMAX], b[BS_TBCUR], cost):
+    while True:
+        op = _throttle_pop(st, b, BS_TBW_H, BS_TBW_T, BS_TBMAX, BS_TBCUR, BS_TBPEAK)
+        if op < 0:
             break
-        nx = st.opi[op, OPI_NEXTW]
-        b[BS_TBW_H] = nx
-        if nx < 0:
-            b[BS_TBW_T] = -1
-        b[BS_TBCUR] += cost
-        if b[BS_TBCUR] > b[BS_TBPEAK]:
-            b[BS_TBPEAK] = b[BS_TBCUR]
+        cost = st.opi[op, OPI_COST]
         t0 = st.opf[op, OPF_TWAIT]
         if st.opi[op, OPI_DEFER]:
             if _admit_deferred_core(sp, o, op, cost, t0, 0) == 0:
@@ -1697,18 +1711,10 @@ def _wake_deferred_throttle(sp, o):
     """BlueStore._wake_deferred_throttle."""
     st = _ld(sp)
     b = st.bsi[o]
-    while b[BS_DTW_H] >= 0:
-        op = b[BS_DTW_H]
-        cost = st.opi[op, OPI_COST]
-        if throttle_should_wait_nb(b[BS_DTMAX], b[BS_DTCUR], cost):
+    while True:
+        op = _throttle_pop(st, b, BS_DTW_H, BS_DTW_T, BS_DTMAX, BS_DTCUR, BS_DTPEAK)
+        if op < 0:
             break
-        nx = st.opi[op, OPI_NEXTW]
-        b[BS_DTW_H] = nx
-        if nx < 0:
-            b[BS_DTW_T] = -1
-        b[BS_DTCUR] += cost
-        if b[BS_DTCUR] > b[BS_DTPEAK]:
-            b[BS_DTPEAK] = b[BS_DTCUR]
         b[BS_DTXCS] += 1
         if b[BS_DTXCS] > b[BS_PEAKDTXCS]:
             b[BS_PEAKDTXCS] = b[BS_DTXCS]
