@@ -95,7 +95,7 @@ def test_time_based_with_ramp_identical():
 
 def test_more_rows_than_one_block(monkeypatch):
     """A time-limited job issues more IOs than one block of request rows: the loop stops when the
-    last row is out and Python adds the next ones (here 300 rows at a time) without a lost slot."""
+    last row is out and Python adds as many again (here 300, 600, 1,200...) without a lost slot."""
     from simulator.core import ceph_fio
 
     monkeypatch.setattr(ceph_fio, "ROWS", 300)

@@ -31,9 +31,9 @@ import numpy as np
 
 __all__ = ["rbd_targets", "run_fio_ceph", "run_workload_ceph", "unsupported_job", "unsupported_workload"]
 
-#: request rows added at a time when a time-limited job needs more (the loop stops for Python when
-#: the last row is issued)
-ROWS = 65536
+#: request rows of a time-limited job at first (then doubled whenever the loop has issued the last:
+#: it stops for Python then)
+ROWS = 4096
 
 
 def unsupported_job(th: Any) -> str | None:
@@ -102,6 +102,26 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
     return f"the cluster: {why}" if why else None
 
 
+def _offsets(gen: Any, ddir: int, bs: int, n: int) -> np.ndarray:
+    """The thread's next ``n`` offsets, as ``n`` calls of ``gen.next(ddir, bs)`` return them (fio's
+    random offsets in bulk: what the generator had drawn, then whole blocks of it)."""
+    from simulator.workloads.offsets import RandomOffsets
+
+    if type(gen) is not RandomOffsets:
+        return np.fromiter((gen.next(ddir, bs) for _ in range(n)), dtype=np.int64, count=n)
+    out = np.empty(n, np.int64)
+    k = 0
+    while k < n:
+        buf = gen._buf
+        if not buf:
+            buf = gen._refill()  # the next block, reversed (next() pops from the end)
+        take = min(n - k, len(buf))
+        out[k : k + take] = buf[len(buf) - take :][::-1]
+        del buf[len(buf) - take :]
+        k += take
+    return out
+
+
 def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int) -> Any:
     """``n`` more request rows (the thread's next offsets, in issue order) after the state's ``k``."""
     from simulator.core import ceph_layout as L
@@ -112,7 +132,7 @@ def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int) -> Any:
     rqf[:k] = st.rqf[:k]
     rqi[k:, L.RQI_IMG] = rqi[0, L.RQI_IMG] if k else 0
     rqi[k:, L.RQI_KIND] = ddir
-    rqi[k:, L.RQI_OFF] = np.fromiter((gen.next(ddir, bs) for _ in range(n)), dtype=np.int64, count=n)
+    rqi[k:, L.RQI_OFF] = _offsets(gen, ddir, bs, n)
     rqi[k:, L.RQI_SIZE] = bs
     st = st._replace(rqi=rqi, rqf=rqf)
     st.gi[L.GI_NREQ] = k + n
@@ -191,7 +211,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
         th._limits_on = True
         image.reset_stats()
         wl._phase_devs.add(id(image))
-    rows = int(min(n_lim, max(ROWS, 4 * depth)))
+    rows = int(min(n_lim, max(ROWS, 8 * depth)))
     st, meta = build_state(cluster, n_ops=max(4096, 8 * depth), n_req=0, images=[image])
     k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.gi[L.GI_OUT] = 0
@@ -215,8 +235,8 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
             if status == L.ST_REFILL:
                 refill(st, meta)
                 nreq = int(st.gi[L.GI_NREQ])
-                if st.gi[L.GI_NEXTREQ] >= nreq and nreq < n_lim:  # every row issued: the next ones
-                    st = _add_rows(st, gen, ddir, bs, nreq, int(min(ROWS, n_lim - nreq)))
+                if st.gi[L.GI_NEXTREQ] >= nreq and nreq < n_lim:  # every row issued: as many again
+                    st = _add_rows(st, gen, ddir, bs, nreq, int(min(nreq, n_lim - nreq)))
                 continue
             break
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
