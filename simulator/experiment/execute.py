@@ -296,7 +296,8 @@ def core_usage(outputs: list[RunOutput], wall_s: float, workers: int, cores: int
 
 def engine_usage(outputs: list[RunOutput]) -> str:
     """The part of :func:`core_usage`'s line that says how many runs the compiled core ran and, for the
-    others on RBD images, why not (the most frequent reason); "" when no run used or could use it."""
+    others on RBD images, why not (the three most frequent reasons with their counts); "" when no run
+    used or could use it."""
     eng = [o for o in outputs if "engine" in o.extra]
     comp = sum(1 for o in eng if o.extra["engine"] == "compiled")
     whys: dict[str, int] = {}
@@ -308,6 +309,8 @@ def engine_usage(outputs: list[RunOutput]) -> str:
         return ""
     out = f"; compiled core: {comp} of {len(eng)} runs"
     if whys:
-        w, k = max(whys.items(), key=lambda kv: kv[1])
-        out += f"; the Python model ran {sum(whys.values())} RBD runs (most often, {k} times: {w})"
+        top = sorted(whys.items(), key=lambda kv: -kv[1])
+        out += f"; the Python model ran {sum(whys.values())} RBD runs: " + "; ".join(f"{k}x {w}" for w, k in top[:3])
+        if len(top) > 3:
+            out += f"; {len(top) - 3} other reasons"
     return out
