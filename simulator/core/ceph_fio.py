@@ -23,6 +23,7 @@ leaves it; a later run on the same cluster goes on from the drained state.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from typing import Any
@@ -96,7 +97,7 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
     why = unsupported_job(th)
     if why:
         return why
-    if sim.env.peek() != math.inf:
+    if _pending(sim.env):
         return "events are pending in the Python engine (the cluster is in the middle of a Python run's work)"
     why = _unsupported_cluster(th)
     return f"the cluster: {why}" if why else None
@@ -120,6 +121,30 @@ def _offsets(gen: Any, ddir: int, bs: int, n: int) -> np.ndarray:
         del buf[len(buf) - take :]
         k += take
     return out
+
+
+def _inert(ev: Any) -> bool:
+    """An event that does nothing when processed (no callback, not a failure): the end event of a
+    finished Python run, which ``sim.run(until=...)`` leaves queued, or a stopped control timer."""
+    return ev.callbacks == [] and ev._ok
+
+
+def _pending(env: Any) -> bool:
+    """Whether ``env`` holds events with work to do (inert ones are processed or dropped by
+    :func:`run_workload_ceph`)."""
+    return any(not _inert(item[-1]) for item in env._queue)
+
+
+def _drop_inert(env: Any) -> None:
+    """Process the inert events due now, as SimPy would (nothing happens, the clock stays); drop the
+    later ones (the compiled run moves the clock past them, and processing them afterwards would
+    move it back)."""
+    q = env._queue
+    while q and q[0][0] <= env._now and _inert(q[0][-1]):
+        env.step()
+    if q:
+        q[:] = [item for item in q if not _inert(item[-1])]
+        heapq.heapify(q)
 
 
 def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int) -> Any:
@@ -188,6 +213,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     bs = th._bs[ddir]
     depth = th._depth
     env = sim.env
+    _drop_inert(env)
     # Workload.start -> JobThread.start / _begin (after a fixed startdelay; nothing else is pending)
     t0 = env.now + job.startdelay[0]
     if t0 > env._now:

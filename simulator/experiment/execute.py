@@ -127,13 +127,18 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
     with gc_quiet():  # the first fill (start issues every job's iodepth requests) with the collector quietened too
         done = wl.start()
     horizon = _planned_duration(jobs)
+    tick = None
     if progress is not None and horizon:
         # fraction of planned simulated time, offset to this workload's start
         def rep(f: float, _t0=t0, _h=horizon) -> None:
             progress(min(1.0, (sim.env.now - _t0) / _h))
 
-        _ticker(sim, horizon, done, rep)
+        tick = _ticker(sim, horizon, done, rep)
     sim.run(until=done)  # with the collector quietened (engine.gc_quiet)
+    if tick is not None and tick.is_alive:
+        # its next wake would only find the run done: stop it now, so the run leaves no event with work
+        # to do (a next run on this system can then go to the compiled core)
+        tick._target.callbacks.remove(tick._resume)
     return wl.results(), sim.env.now - t0
 
 
