@@ -395,7 +395,7 @@ class Cluster(Component):
             img.client, img.client_cfg = self.clients[ic.client or self.cfg.client.name]
             # the image's fio job thread and librbd completion thread (the per-thread wakeup rule, CpuPool.run)
             img.th_submit = img.client.cpu.thread("client.submit")
-            img.th_complete = img.client.cpu.thread("client.complete")
+            img.th_complete = img.client.cpu.thread("client.complete", queued=False)
             if ic.prefilled:
                 self._prefill(img, field)
             self.images[key] = img

@@ -129,7 +129,10 @@ class CpuConfig(ConfigModel):
         description=(
             "off-CPU delay of a woken thread (scheduler latency: wakeup IPI, run-queue wait, context switch) under "
             "the per-thread wakeup rule: the job's result comes this much later and the core is free meanwhile; "
-            "paid by exactly the jobs that pay thread_wakeup_cost. Source for the lab: BlueStore's "
+            "paid by the jobs that pay thread_wakeup_cost on a thread that sleeps on a queue inside its process "
+            "(op-shard workers, commit finisher, kv_sync, the client's submit thread), not on socket-woken threads "
+            "(messengers, the client's completion thread: their wake is inside network.loopback_latency). Source "
+            "for the lab: BlueStore's "
             "op_before_dequeue_op_lat at QD1 (an idle op worker's enqueue-to-dequeue time); seconds (default 0 = off)"
         ),
     )

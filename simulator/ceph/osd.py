@@ -165,7 +165,7 @@ class Osd(Component):
         self.cpu = host.cpu
         #: this OSD's threads under the per-thread wakeup rule (CpuPool.run): the messenger thread that carries
         #: its messages, the op-shard workers (one wake state per shard), the commit finisher (kv_final)
-        self.th_msgr = host.cpu.thread("osd.msgr")
+        self.th_msgr = host.cpu.thread("osd.msgr", queued=False)
         self.th_final = host.cpu.thread("osd.finisher")
         for sh in self.shards:
             sh.th = host.cpu.thread("osd.op_worker")

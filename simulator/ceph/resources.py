@@ -84,12 +84,16 @@ class CpuThread:
     (``CpuPool.run``): the thread is *asleep* when a job arrives after ``until`` (the result time of its
     latest job, wake delay included, or the time it was last seen taking queued work) and *awake* until then. ``jobs`` / ``wakes`` count its jobs and
     the ones that woke it. It decides only who pays a wakeup: a thread's jobs are serialised no more than
-    the model already does (op shards' workers, the kv_sync cycle), they share the pool's cores FCFS."""
+    the model already does (op shards' workers, the kv_sync cycle), they share the pool's cores FCFS.
+    ``queued``: the thread sleeps on a queue inside its process (a condition variable: op-shard workers, the
+    commit finisher, kv_sync, fio's submit thread) and pays the pool's wake delay when woken; a thread woken
+    by a socket (messengers, librbd's receive) does not, its wake is inside the network's loopback latency."""
 
-    __slots__ = ("group", "jobs", "until", "wakes")
+    __slots__ = ("group", "jobs", "queued", "until", "wakes")
 
-    def __init__(self, group: str):
+    def __init__(self, group: str, queued: bool = True):
         self.group = group
+        self.queued = queued
         self.until = -math.inf
         self.jobs = 0
         self.wakes = 0
@@ -151,9 +155,10 @@ class CpuPool(Component):
         elif self.book == self._book_plain:
             self.run = self._run_plain  # type: ignore[method-assign]  # book_plain's bookings, one call per job
 
-    def thread(self, group: str) -> CpuThread:
-        """A new daemon thread of ``group`` (e.g. ``osd.msgr``) whose jobs this pool runs (see :meth:`run`)."""
-        th = CpuThread(group)
+    def thread(self, group: str, queued: bool = True) -> CpuThread:
+        """A new daemon thread of ``group`` (e.g. ``osd.msgr``) whose jobs this pool runs (see :meth:`run`);
+        ``queued``: it pays the wake delay (see :class:`CpuThread`)."""
+        th = CpuThread(group, queued)
         self.threads.append(th)
         return th
 
@@ -177,8 +182,8 @@ class CpuPool(Component):
 
     def _run_threads(self, th: CpuThread | None, t: float, cost: float) -> float:
         """:meth:`run` under the per-thread wakeup rule. A job arriving at ``t`` for a thread that is asleep
-        (``t > th.until``) costs ``thread_wakeup_cost`` more CPU and its result comes ``thread_wake_delay``
-        later, off-CPU (the core is free meanwhile; ``stalled`` is set so that a chained booking waits for
+        (``t > th.until``) costs ``thread_wakeup_cost`` more CPU and, if the thread sleeps on a queue
+        (``th.queued``), its result comes ``thread_wake_delay`` later, off-CPU (the core is free meanwhile; ``stalled`` is set so that a chained booking waits for
         the result, see :func:`then`); a job for a thread still busy (its previous result not out yet) runs
         with neither. The thread is then busy until this job's result. ``th`` None: a plain :meth:`book`."""
         if th is None:
@@ -190,7 +195,7 @@ class CpuPool(Component):
         if t > th.until:
             th.wakes += 1
             end = self.book(t, cost + self._tw_cost)
-            if self._tw_delay > 0.0:
+            if self._tw_delay > 0.0 and th.queued:
                 end += self._tw_delay
                 self.stalled = True
             elif not self._stall_p:
