@@ -12,7 +12,9 @@ compiled core refuses the option; the measured parameters are what thread_wakeup
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import itertools
 import math
 import random
 from pathlib import Path
@@ -99,7 +101,7 @@ def test_cpu_per_job_non_increasing_with_load_and_equal_to_the_wake_share(seed):
         assert p._busy / n == pytest.approx(base + w * share, rel=1e-9)
         per_job.append((p._busy / n, share))
     assert per_job[0][1] > 0.95
-    for (c0, _), (c1, _) in zip(per_job, per_job[1:]):
+    for (c0, _), (c1, _) in itertools.pairwise(per_job):
         assert c1 <= c0 + 1e-12
     assert per_job[-1][0] < per_job[0][0] - 0.3 * w
 
@@ -197,7 +199,7 @@ def _load():
 
 def test_profile_books_the_measured_wake_delay_and_wakeup_cost():
     tw = _load()
-    rows = list(__import__("csv").DictReader(ln for ln in (QUIET / "thread_wakeups.csv").read_text().splitlines()
+    rows = list(csv.DictReader(ln for ln in (QUIET / "thread_wakeups.csv").read_text().splitlines()
                                               if not ln.startswith("#")))
     got = {r["group"]: r for r in rows}
     delay = next(r for g, r in got.items() if g.startswith("wake_delay"))
