@@ -232,3 +232,10 @@ CASES.update({
     "ceph-fio-qd64read-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",
                                    _ceph_core_case("bench_fio_qd64read", True)),
 })  # fmt: skip
+CASES.update({
+    "ceph-hdd-qd64write": ("Ceph croit MACH.2 pool on its HDD profiles + block layer (LUN write cache volatile: the media "
+                           "cache is not compiled), 4KiB randwrite QD64 (Python; client IOs per CPU second)",
+                           _ceph_core_case("bench_qd64write_hdd", False)),
+    "ceph-hdd-qd64write-compiled": ("the same through the compiled Ceph core driving the device core (identical results)",
+                                    _ceph_core_case("bench_qd64write_hdd", True)),
+})  # fmt: skip
