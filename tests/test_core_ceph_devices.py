@@ -154,3 +154,55 @@ def test_closed_loop_writes_on_device_core_devices_identical(variant):
         assert bst["direct_writes"] > 0
     else:
         assert bst["deferred_ops"] > 0
+
+
+def test_croit_mach2_pool_on_its_drives_identical():
+    """The croit cluster on its HDD profiles behind the block layer (mq-deadline, the MACH.2's LUNs,
+    their write cache volatile), 4 KiB random writes at QD64 to the MACH.2 pool: completion times and
+    the LUNs' and block layers' counters identical to the Python model."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.core.ceph_bench import CROIT_HDD_OVERRIDES, py_closed
+    from simulator.core.ceph_build import run_closed
+
+    def build():
+        sim = Simulation(seed=1)
+        return sim, build_cluster_from_profile(sim, overrides=CROIT_HDD_OVERRIDES)
+
+    sim_py, py = build()
+    _, cc = build()
+    img = py.image("test-mach2", "test")
+    n = 3000
+    rng = np.random.default_rng(5)
+    req = (np.ones(n, np.int64), rng.integers(0, img.capacity // 4096, n) * 4096, np.full(n, 4096, np.int64))
+    ref = py_closed(sim_py, img, *req, 64)
+    _, out, info = run_closed(cc, cc.image("test-mach2", "test"), *req, 64)
+    np.testing.assert_array_equal(out, ref)
+    assert info["bluestore"]["deferred_ops"] > 0
+    for a, b in zip(py.osds, cc.osds, strict=True):
+        if a.device_class != "mach2":  # the other pool's OSDs (LVM volumes of the single-actuator drives): idle
+            continue
+        for x, y in ((a.io_device, b.io_device), (a.io_device.dev, b.io_device.dev)):
+            assert x.path == y.path
+            assert (x.completed, x.bytes) == (y.completed, y.bytes), x.path
+            assert x.stats()["mean_queue_depth"] == pytest.approx(y.stats()["mean_queue_depth"], rel=1e-9), x.path
+        assert sum(a.io_device.dev.completed) > 0
+        assert (a.io_device.device_flushes, a.io_device.flushes_merged, a.io_device.tag_waits) == \
+               (b.io_device.device_flushes, b.io_device.flushes_merged, b.io_device.tag_waits)
+
+
+def test_what_the_device_composition_refuses_is_named():
+    """The croit profile's MACH.2 media cache and the fitted profile's persistent cache are named; a
+    run on both drive kinds at once (different HDD table shapes) is refused, one pool at a time is not."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.core.ceph_bench import CROIT_HDD_OVERRIDES
+    from simulator.core.ceph_build import unsupported_writes
+
+    cl = build_cluster_from_profile(Simulation(seed=1))
+    why = unsupported_writes(cl, [cl.image("test-mach2", "test")])
+    assert "lun0" in why and "'media_cache'" in why
+    cl = build_cluster_from_profile(Simulation(seed=1), "clusters/croit_mach2_fitted")
+    assert "'persistent'" in unsupported_writes(cl, [cl.image("test-mach2", "test")])
+    cl = build_cluster_from_profile(Simulation(seed=1), overrides=CROIT_HDD_OVERRIDES)
+    assert "different table shapes" in unsupported_writes(cl)
+    assert unsupported_writes(cl, [cl.image("test-mach2", "test")]) is None
+    assert unsupported_writes(cl, [cl.image("test-normal-hdd", "test")]) is None
