@@ -53,7 +53,7 @@ def _counters(cl: Cluster) -> dict:
         "links": [(h.tx.bytes, h.tx._busy, h.rx.bytes, h.rx._busy) for h in cl.hosts],
         "bluestore": [(o.bs.kv_batches, o.bs.kv_txcs, o.bs.deferred_ops, o.bs.direct_writes, o.bs.throttled)
                       for o in cl.osds],
-        "image": [(img.completed, img.bytes, img._t0) for img in cl.images.values()],
+        "image": [(img.completed, img.bytes, img._t0, img._tq, img._qarea, img._inside) for img in cl.images.values()],
     }
 
 
