@@ -236,3 +236,67 @@ def test_reads_after_writes_to_an_image_not_pre_filled():
         r = run_fio(sim, [img], read, engine=engine)
         out[engine] = (repr(w[0]), repr(r[0]), _counters(cl))
     assert out["auto"] == out["python"]
+
+
+def _random_case(seed: int) -> tuple[dict, dict, bool]:
+    """A cluster (queue devices, CPU options, placement, BlueStore sizes) and a fio job (direction,
+    size up to 4 MiB objects spanned, depth, limits, ramp, startdelay) drawn from ``seed``, and
+    whether a first run precedes it."""
+    import random
+
+    r = random.Random(seed)
+    dist = r.choice([{"dist": "exponential", "mean": r.choice([100, 300, 2000]) * US},
+                     {"dist": "deterministic", "value": r.choice([50, 300]) * US}])
+    dev = {"kind": "queue", "params": {"capacity": "64GiB", "servers": r.choice([1, 2, 4]), "service": dist}}
+    if r.random() < 0.3:
+        dev["params"]["bandwidth"] = "200MB/s"
+    cpu = {"cores": r.choice([1, 2, 4])}
+    if r.random() < 0.4:
+        cpu.update({"stall_share": 0.1, "stall_mean": 100 * US})
+    if r.random() < 0.3:
+        cpu["wakeup_cost"] = 10 * US
+    p = {"hosts": [{"name": "h", "count": r.choice([3, 4]), "cpu": cpu, "drives": [{"count": r.choice([1, 2]), "device": dev}]}],
+         "pools": [{"name": "p", "size": 3, "min_size": 2, "pg_num": r.choice([8, 16, 32]), "rule": {"failure_domain": "osd"}}],
+         "images": [{"pool": "p", "name": "img", "size": r.choice(["64MiB", "1GiB"])}],
+         "osd": {"cost_cv": r.choice([0.0, 0.4, 1.0])}, "block_layer": {"enabled": False},
+         "bluestore": {**_CACHELESS, "prefer_deferred_size": r.choice([0, 32768, 65536])}}
+    job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "rw": r.choice(["randwrite", "write", "randread", "read"]),
+           "bs": r.choice([4096, 65536, 1 << 20, 4 << 20]), "iodepth": r.choice([1, 4, 16, 64]), "randseed": r.randrange(100)}
+    if r.random() < 0.5:
+        job["norandommap"] = 1
+    k = r.random()
+    if k < 0.4:
+        job.update(time_based=1, runtime=f"{r.choice([0.05, 0.2])}s")
+        if r.random() < 0.5:
+            job["ramp_time"] = "0.03s"
+    elif k < 0.7:
+        job["number_ios"] = r.choice([50, 500])
+    else:
+        job["runtime"] = "0.1s"
+    if r.random() < 0.2:
+        job["startdelay"] = "0.01s"
+    return p, job, r.random() < 0.3
+
+
+@pytest.mark.parametrize("seed", [2, 4, 5, 6, 7, 24])
+def test_random_covered_runs_identical(seed):
+    """Random clusters and jobs the decision covers (reads of written objects without a data cache,
+    spanning objects, deferred or direct writes, ramp, startdelay, a first run to hand over):
+    results, counters and clock equal the Python model's."""
+    from simulator.core import choose
+    from simulator.workloads.options import resolve_jobs
+    from simulator.workloads.runner import Workload
+
+    p, job, first = _random_case(seed)
+    warm = _job(rw="randwrite", iodepth=8, number_ios=200)
+    outs = []
+    for engine in ("python", "auto"):
+        sim, cl = _cluster(p, seed)
+        img = cl.image("p", "img")
+        if first:
+            run_fio(sim, [img], warm, engine="auto")
+        wl = Workload(sim, resolve_jobs({}, [job], "t"), lambda _j, _i=img: [_i])
+        assert choose(sim, wl, "auto") is None, job
+        res = run_fio(sim, [img], job, engine=engine)
+        outs.append((repr(res[0]), _counters(cl), sim.env.now))
+    assert outs[0] == outs[1], (p, job)
