@@ -300,3 +300,30 @@ def test_random_covered_runs_identical(seed):
         res = run_fio(sim, [img], job, engine=engine)
         outs.append((repr(res[0]), _counters(cl), sim.env.now))
     assert outs[0] == outs[1], (p, job)
+
+
+def test_a_persist_state_chain_runs_compiled_with_the_python_models_documents():
+    """croit's sequence on a covered cluster (cacheless, direct writes): randread and randwrite at
+    QD 1 and 16, then 4 MiB read and write, one system kept across the points (persist_state). With
+    engine auto every point runs compiled, and every fio document and simulated time equals the
+    Python chain's."""
+    import copy
+
+    from simulator.experiment.execute import execute_task
+
+    base = {"name": "chain", "seed": 3,
+            "system": {"cluster": {"params": _params(bluestore={**_CACHELESS, "prefer_deferred_size": 0})}},
+            "workload": {"global": {"ioengine": "rbd", "pool": "p", "rbdname": "img", "bs": "4k", "time_based": 1,
+                                    "runtime": "0.2s", "ramp_time": "0.05s"}, "jobs": [{"name": "t"}]}}
+    points = []
+    for i, (rw, qd) in enumerate([("randread", 1), ("randwrite", 1), ("randread", 16), ("randwrite", 16),
+                                  ("read", 4), ("write", 4)]):
+        raw = copy.deepcopy(base)
+        raw["workload"]["global"].update(rw=rw, iodepth=qd, **({"bs": "4M"} if rw in ("read", "write") else {}))
+        points.append((i, {"rw": rw, "qd": qd}, raw))
+    res = {e: execute_task({"source": "t", "points": points, "replication": 0, "seed": 3, "persist": True, "engine": e})
+           for e in ("python", "auto")}
+    assert [o.extra["engine"] for o in res["auto"]] == ["compiled"] * 6
+    for a, b in zip(res["python"], res["auto"], strict=True):
+        assert a.doc["jobs"] == b.doc["jobs"], a.labels
+        assert a.sim_s == b.sim_s
