@@ -526,20 +526,29 @@ def unsupported_reads(cluster: Any) -> str | None:
     if not _cacheless(cluster):
         return ("reads of written objects need BlueStore without a data cache (cache.buffered_read and "
                 "buffered_write off, nothing cached or waiting to be applied) on queue devices")
-    return _onode_coverage(cluster)
+    return _onode_coverage(cluster, reads=True)
 
 
-def _onode_coverage(cluster: Any) -> str | None:
-    """Every object's onode stays cached (onode misses are DB reads, not compiled yet)."""
+def _onode_misses_matter(o: Any) -> bool:
+    """An onode miss changes what happens on ``o`` (a DB read, or CPU to decode the onode)."""
+    return o.bs.cfg.onode_miss_read > 0 or o.bs.cfg.onode_miss_cost > 0
+
+
+def _onode_coverage(cluster: Any, reads: bool = False) -> str | None:
+    """Every onode a run looks up is cached (onode misses — a DB read, CPU to decode it — are not
+    compiled yet). A write's miss costs a DB read only (and does not load the onode when there is
+    none); a read's also costs decode CPU (Osd._dispatch), so with ``reads`` the objects of an image
+    that was not pre-filled (written since, their onodes never loaded) count as misses too."""
     per_osd = np.zeros(len(cluster.osds), np.int64)
     for img in cluster.images.values():
-        if not img.cfg.prefilled and any(o.bs.cfg.onode_miss_read > 0 for o in cluster.osds):
-            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses (DB reads) are not compiled yet"
+        if not img.cfg.prefilled and any(
+                (_onode_misses_matter(o) if reads else o.bs.cfg.onode_miss_read > 0) for o in cluster.osds):
+            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses are not compiled yet"
         acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
         per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
         np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
     for o in cluster.osds:
-        if o.bs.cfg.onode_miss_read > 0 and per_osd[o.id] > o.bs.onodes.capacity:
+        if _onode_misses_matter(o) and per_osd[o.id] > o.bs.onodes.capacity:
             return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
     return None
 

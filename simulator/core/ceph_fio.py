@@ -191,6 +191,30 @@ def _reset_counters(st: Any) -> None:
     st.dvf[:, L.DVF_BUSY] = 0.0
 
 
+def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddir: int, bs: int) -> None:
+    """The image's own statistics (Device.submit / Device._finish) for the window that began at
+    ``t_rec``, from the completion times in completion order, with Python's float operations in
+    Python's order: before the k-th completion ``min(n, depth + k) - k`` requests are inside (each
+    completion issues the next at its own instant, which adds ``inside x 0``); the queue-depth area
+    grows by inside x (t_k - t_previous) from the window's start."""
+    t = t_done[t_done >= t_rec]
+    m = len(t)
+    if m:
+        k = np.arange(n - m, n)
+        inside = np.minimum(n, depth + k) - k
+        prev = np.empty(m)
+        prev[0] = image._tq
+        prev[1:] = t[:-1]
+        terms = np.empty(m + 1)
+        terms[0] = image._qarea
+        terms[1:] = inside * (t - prev)
+        image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
+        image._tq = float(t[-1])
+    image._inside = 0
+    image.completed[ddir] += m
+    image.bytes[ddir] += m * bs
+
+
 def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     """Run the not-started Workload ``wl`` (one thread on an RBD image, as :func:`unsupported_workload`
     allows) through the compiled Ceph core, leaving its thread, statistics and the cluster as the
@@ -313,8 +337,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     th.done = True
     th._t_end = t_end
     th.stats.set_window(t_rec, max(t_end, t_rec))
-    image.completed[ddir] += m  # the image's own accounting (Device._finish) in the window
-    image.bytes[ddir] += m * bs
+    _image_accounting(image, t_done_o, n, depth, t_rec, ddir, bs)
     if env._now < t_end:
         env._now = t_end
     wl._remaining = 0
