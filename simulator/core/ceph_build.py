@@ -225,10 +225,14 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
-    n_dr = 2 * n_ops + 4 * no
+    # what an OSD can hold after its ops are gone: a pending deferred batch of up to deferred_batch_ops
+    # txcs and a batch being applied (one device write each, unless merged); a small client QD spread
+    # over many OSDs leaves most of them holding a partial batch (1,008 OSDs at QD64 ran out of rows)
+    held = sum(2 * o.bs.cfg.deferred_batch_ops + 2 for o in osds)
+    n_dr = 2 * n_ops + 4 * no + held
     bsi, bsf, osi, dvi, dvf, dev_objs, dev_st, dev_meta = _bluestore_tables(
         cluster, osds, npg, maxsize, streams, _run_osds(imgs), n_dr)
-    n_tx = 2 * n_ops
+    n_tx = 2 * n_ops + held
     txi = np.zeros((n_tx, L.NTXI), np.int64)
     txfree = np.arange(n_tx - 1, -1, -1, dtype=np.int64)
     dri = np.zeros((n_dr, L.NDRI), np.int64)
