@@ -194,6 +194,9 @@ class BlueStore(ObjectStore):
         self._cpu = getattr(parent, "cpu", None)  # the OSD host's CpuPool
         if self._cpu is None:
             self._kv_cpu = 0.0
+        #: the kv_sync thread under the per-thread wakeup rule (CpuPool.run; None when the rule is off): a
+        #: cycle that finds it asleep (every cycle: it sleeps on the flush and WAL IO in between) pays a wakeup
+        self._kv_th = self._cpu.thread("bluestore.kv_sync") if self._cpu is not None and self._cpu.threaded else None
         self.kv_queue: list[Txc] = []
         self.kv_busy = False
         self._kv_batch: list[Txc] = []
@@ -554,9 +557,9 @@ class BlueStore(ObjectStore):
         if flush:
             self.io_since_flush = False
             self.kv_data_flushes += 1
-        if self._kv_cpu > 0.0:
+        if self._kv_cpu > 0.0 or self._kv_th is not None:
             # the cycle's own CPU (kv_commit_cost), once per batch, before its device work
-            call_at(self.env, self._cpu.book(self.env._now, self._kv_cpu), self._kv_io, flush)
+            call_at(self.env, self._cpu.run(self._kv_th, self.env._now, self._kv_cpu), self._kv_io, flush)
         elif flush:
             self._flush_t0 = self.env._now
             self.dev.submit(Request(_FLUSH)).callbacks.append(self._kv_write)

@@ -49,7 +49,8 @@ class Host(Component):
     def __init__(self, name: str, parent: Component, cpu: CpuConfig, nic: NicConfig):
         super().__init__(name, parent)
         self.cpu = CpuPool("cpu", self, cpu.servers, cpu.speed, cpu.wakeup_cost, cpu.stall_share, cpu.stall_mean,
-                           cpu.background_share, cpu.foreign_cores, cpu.foreign_slice)
+                           cpu.background_share, cpu.foreign_cores, cpu.foreign_slice, cpu.thread_wakeup_cost,
+                           cpu.thread_wake_delay)
         self.tx = Link(self.env, nic.bandwidth)
         self.rx = Link(self.env, nic.bandwidth)
         self.drives: list[Device] = []
@@ -62,13 +63,18 @@ class Host(Component):
         self.rx.reset_stats()
 
     def stats(self) -> dict[str, Any]:
-        return {
+        st = {
             "cpu_servers": self.cpu.servers,
             "cpu_utilisation": self.cpu.utilisation(),
             "nic_tx_utilisation": self.tx.utilisation(),
             "nic_rx_utilisation": self.rx.utilisation(),
             "osds": [o.id for o in self.osds],
         }
+        if self.cpu.threaded:  # the per-thread wakeup rule is on
+            cs = self.cpu.stats()
+            st["cpu_thread_jobs"] = cs["thread_jobs"]
+            st["cpu_thread_wakes"] = cs["thread_wakes"]
+        return st
 
 
 class Pool:
@@ -387,6 +393,9 @@ class Cluster(Component):
             cname = f"img_{ic.pool}_{ic.name}".replace(".", "_")
             img = RbdImage(cname, self, self, pool, ic, i)
             img.client, img.client_cfg = self.clients[ic.client or self.cfg.client.name]
+            # the image's fio job thread and librbd completion thread (the per-thread wakeup rule, CpuPool.run)
+            img.th_submit = img.client.cpu.thread("client.submit")
+            img.th_complete = img.client.cpu.thread("client.complete", queued=False)
             if ic.prefilled:
                 self._prefill(img, field)
             self.images[key] = img
@@ -493,7 +502,7 @@ class Cluster(Component):
         if op.kind != _READ and op.role == CLIENT:  # a replicated write: may be dispatched on arrival
             prim.deliver(t, op, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload)
         else:
-            prim.post(prim.cpu.book(t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), op)
+            prim.post(prim.cpu.run(prim.th_msgr, t, ocfg.msgr_recv_cost + ocfg.msgr_cost_per_byte * payload), op)
 
     def client_reply(self, host: Host, op: ObjOp, t: float) -> None:
         rec = self.recovery
@@ -503,7 +512,7 @@ class Cluster(Component):
         img = op.image
         t = self.net.arrival(host, img.client, t, payload)
         ccfg = img.client_cfg
-        t = img.client.cpu.book(t, ccfg.complete_cost + ccfg.cost_per_byte * payload)
+        t = img.client.cpu.run(img.th_complete, t, ccfg.complete_cost + ccfg.cost_per_byte * payload)
         if rec is not None:
             rec.completed(op, t)
         if self.tracer is not None:

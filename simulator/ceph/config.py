@@ -111,6 +111,32 @@ class CpuConfig(ConfigModel):
         ),
     )
 
+    thread_wakeup_cost: Seconds = Field(
+        0.0, ge=0, le=1e-3,
+        description=(
+            "per-THREAD wakeup rule (opt-in; the Ceph lab's hypothesis (a), docs/ceph-model.md 'Quiet campaign: "
+            "per-thread wakeup rule'): extra CPU of a job whose daemon thread was asleep when the work arrived, i.e. "
+            "the thread's previous job's result (plus its wake delay) was out before the job's arrival; a job that "
+            "reaches a thread still busy with earlier work pays nothing. Threads: the client's submit and completion "
+            "threads per image, each OSD's messenger, op-shard workers (one wake state per shard) and commit "
+            "finisher, each BlueStore's kv_sync thread (replicated pools; EC, recovery and FileStore jobs are booked "
+            "without it). Divided by speed like every cost. Cannot be combined with wakeup_cost (the per-core rule); "
+            "seconds (default 0 = off)"
+        ),
+    )
+    thread_wake_delay: Seconds = Field(
+        0.0, ge=0, le=1e-3,
+        description=(
+            "off-CPU delay of a woken thread (scheduler latency: wakeup IPI, run-queue wait, context switch) under "
+            "the per-thread wakeup rule: the job's result comes this much later and the core is free meanwhile; "
+            "paid by the jobs that pay thread_wakeup_cost on a thread that sleeps on a queue inside its process "
+            "(op-shard workers, commit finisher, kv_sync, the client's submit thread), not on socket-woken threads "
+            "(messengers, the client's completion thread: their wake is inside network.loopback_latency). Source "
+            "for the lab: BlueStore's "
+            "op_before_dequeue_op_lat at QD1 (an idle op worker's enqueue-to-dequeue time); seconds (default 0 = off)"
+        ),
+    )
+
     @property
     def servers(self) -> int:
         return max(1, round(self.cores * (1.0 + self.smt_gain * (self.threads_per_core - 1))))
@@ -120,6 +146,10 @@ class CpuConfig(ConfigModel):
         if self.foreign_cores >= self.servers:
             raise ValueError(f"foreign_cores ({self.foreign_cores}) must be below the host's servers ({self.servers}): "
                              "the foreign work alone would saturate the host")
+        if self.wakeup_cost > 0 and (self.thread_wakeup_cost > 0 or self.thread_wake_delay > 0):
+            raise ValueError("wakeup_cost (a wakeup per job that finds a core idle) and thread_wakeup_cost / "
+                             "thread_wake_delay (a wakeup per job that finds its thread asleep) are two rules for the "
+                             "same cost: set one of them")
         return self
 
 

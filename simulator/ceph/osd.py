@@ -27,7 +27,7 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from simulator.ceph.resources import call_at, then
+from simulator.ceph.resources import CpuThread, call_at, then
 from simulator.core.ceph_arith import lognormal_cost
 from simulator.devices.base import Op
 from simulator.engine import Component
@@ -130,7 +130,7 @@ class _Shard:
     ``inflight``: messages on their way to this shard that will be queued on arrival (an op sent
     while it is non-zero is never dispatched ahead of them: see :meth:`Osd.deliver`)."""
 
-    __slots__ = ("free", "inflight", "lazy", "q", "rq", "wake_at")
+    __slots__ = ("free", "inflight", "lazy", "q", "rq", "th", "wake_at")
 
     def __init__(self, threads: int):
         self.free = threads
@@ -139,6 +139,8 @@ class _Shard:
         self.rq: deque[ObjOp] = deque()
         self.lazy: list[tuple[float, PG]] = []
         self.wake_at = -1.0
+        #: the shard's workers' wake state under the per-thread wakeup rule (set by the OSD)
+        self.th: CpuThread | None = None
 
 
 class Osd(Component):
@@ -161,6 +163,12 @@ class Osd(Component):
         self.nshards = cfg.op_num_shards
         self.busy_pgs: set[PG] = set()
         self.cpu = host.cpu
+        #: this OSD's threads under the per-thread wakeup rule (CpuPool.run): the messenger thread that carries
+        #: its messages, the op-shard workers (one wake state per shard), the commit finisher (kv_final)
+        self.th_msgr = host.cpu.thread("osd.msgr", queued=False)
+        self.th_final = host.cpu.thread("osd.finisher")
+        for sh in self.shards:
+            sh.th = host.cpu.thread("osd.op_worker")
         cv = cfg.cost_cv
         self._jitter = cv > 0
         self._ln_s = math.sqrt(math.log1p(cv * cv)) if cv > 0 else 0.0
@@ -204,12 +212,12 @@ class Osd(Component):
             self._settle(sh)
         if (sh.free > 0 and not sh.inflight and not sh.q and not sh.rq and op.pg not in self.busy_pgs
                 and self.cluster.recovery is None):
-            t = cpu.book(t, recv_cost)
+            t = cpu.run(self.th_msgr, t, recv_cost)
             if not cpu.stalled and cpu.idle(self.env._now):
                 self._dispatch_at(sh, op, t)
                 return
         else:
-            t = cpu.book(t, recv_cost)
+            t = cpu.run(self.th_msgr, t, recv_cost)
         sh.inflight += 1
         call_at(self.env, t, self.on_op, op)
 
@@ -225,15 +233,15 @@ class Osd(Component):
         cpu = self.cpu
         if role == REPLY:
             self.replies += 1
-            t = cpu.book(t, self._cost(cfg.reply_cost))
+            t = cpu.run(sh.th, t, self._cost(cfg.reply_cost))
             then(cpu, t, self._commit_in, op.primary_op)
             self._release_at(sh, pg, t)
         elif role == SUBOP:
             self.subops += 1
-            call_at(self.env, cpu.book(t, self._cost(cfg.subop_cost)), self._write_prepared, op)
+            call_at(self.env, cpu.run(sh.th, t, self._cost(cfg.subop_cost)), self._write_prepared, op)
         else:
             self.ops[op.kind] += 1
-            call_at(self.env, cpu.book(t, self._cost(cfg.write_cost)), self._write_prepared, op)
+            call_at(self.env, cpu.run(sh.th, t, self._cost(cfg.write_cost)), self._write_prepared, op)
 
     def on_op(self, ev: Any) -> None:
         op = ev._value
@@ -296,6 +304,9 @@ class Osd(Component):
             return
         q = sh.q
         busy = self.busy_pgs
+        th = sh.th
+        if th is not None and self.cpu.threaded and th.until < self.env._now:
+            th.until = self.env._now  # a worker just freed takes the queued op without going to sleep
         while sh.free > 0 and q:
             op = q[0]
             if op.pg in busy:
@@ -337,7 +348,7 @@ class Osd(Component):
                 base = op.image.base_of(op.objno, op.pos)
                 bs = self.bs
                 if base < 0:  # object does not exist: zeros, no IO
-                    t = self.cpu.book(env._now, self._cost(cfg.read_cost))
+                    t = self.cpu.run(sh.th, env._now, self._cost(cfg.read_cost))
                     then(self.cpu, t, self._reply_client, op)
                     self._release_at(sh, op.pg, t)
                     return
@@ -348,22 +359,22 @@ class Osd(Component):
                     cost += bs.meta_miss_cost
                 if hit:  # served from the cache: the worker's job and the reply time are known now
                     cost += bs.hit_cost
-                    t = self.cpu.book(env._now, cost)
+                    t = self.cpu.run(sh.th, env._now, cost)
                     then(self.cpu, t, self._reply_client, op)
                     self._release_at(sh, op.pg, t)
                 else:
                     op.onode_hit = onode_hit
-                    call_at(env, self.cpu.book(env._now, cost), self._read_miss, op)
+                    call_at(env, self.cpu.run(sh.th, env._now, cost), self._read_miss, op)
             else:
-                call_at(env, self.cpu.book(env._now, self._cost(cfg.write_cost)), self._write_prepared, op)
+                call_at(env, self.cpu.run(sh.th, env._now, self._cost(cfg.write_cost)), self._write_prepared, op)
         elif role == SUBOP:
             self.subops += 1
-            call_at(env, self.cpu.book(env._now, self._cost(cfg.subop_cost)), self._write_prepared, op)
+            call_at(env, self.cpu.run(sh.th, env._now, self._cost(cfg.subop_cost)), self._write_prepared, op)
         elif role == REPLY:
             # a replica's commit reply: the worker holds the PG for reply_cost; the write is
             # answered once every reply and the local commit are in (no event of its own)
             self.replies += 1
-            t = self.cpu.book(env._now, self._cost(cfg.reply_cost))
+            t = self.cpu.run(sh.th, env._now, self._cost(cfg.reply_cost))
             then(self.cpu, t, self._commit_in, op.primary_op)
             self._release_at(sh, op.pg, t)
         else:
@@ -416,7 +427,7 @@ class Osd(Component):
                 sub.primary_op = op
                 sub.osd = r
                 per_byte = cfg.msgr_cost_per_byte * payload
-                t = self.cpu.book(now, cfg.msgr_send_cost + per_byte)
+                t = self.cpu.run(self.th_msgr, now, cfg.msgr_send_cost + per_byte)
                 if self.cpu.stalled:
                     then(self.cpu, t, self._send_sub, sub)
                 else:
@@ -449,7 +460,7 @@ class Osd(Component):
         now = self.env._now
         if op.commits is not None:
             op.commits.append((self.id, now))
-        then(self.cpu, self.cpu.book(now, self.cfg.commit_cost), self._commit_in, op)
+        then(self.cpu, self.cpu.run(self.th_final, now, self.cfg.commit_cost), self._commit_in, op)
 
     def _commit_in(self, op: ObjOp, t: float) -> None:
         """A commit of client write ``op`` (local, or a replica's reply) is processed by ``t``; the last one
@@ -468,7 +479,7 @@ class Osd(Component):
             prim.commits.append((self.id, now))
         cfg = self.cfg
         sub.role = REPLY
-        then(self.cpu, self.cpu.book(now, cfg.commit_cost + cfg.msgr_send_cost), self._send_reply, sub)
+        then(self.cpu, self.cpu.run(self.th_final, now, cfg.commit_cost + cfg.msgr_send_cost), self._send_reply, sub)
 
     def _send_reply(self, sub: ObjOp, t: float) -> None:
         """A replica's commit reply leaves at ``t`` for the primary."""
@@ -481,7 +492,7 @@ class Osd(Component):
         cost = cfg.msgr_send_cost
         if op.kind == _READ:
             cost += cfg.msgr_cost_per_byte * op.length
-        then(self.cpu, self.cpu.book(t, cost), self._to_client, op)
+        then(self.cpu, self.cpu.run(self.th_msgr, t, cost), self._to_client, op)
 
     def _to_client(self, op: ObjOp, t: float) -> None:
         self.cluster.client_reply(self.host, op, t)

@@ -22,7 +22,7 @@ import numpy as np
 from simulator.ceph.ec import EC_CLIENT, EcOp, shard_size
 from simulator.ceph.hashing import rbd_object_hashes
 from simulator.ceph.osd import CLIENT, ObjOp
-from simulator.ceph.resources import call_at, then
+from simulator.ceph.resources import CpuThread, call_at, then
 from simulator.devices.base import Device, Op, Request
 
 if TYPE_CHECKING:
@@ -184,6 +184,9 @@ class RbdImage(Device):
         #: the client host driving the image and its config (set by the cluster: ``client`` of the image)
         self.client = cluster.client
         self.client_cfg = cluster.cfg.client
+        #: the client's threads for this image under the per-thread wakeup rule (set with ``client``)
+        self.th_submit: CpuThread | None = None
+        self.th_complete: CpuThread | None = None
         self.n_objects = -(-cfg.size // self.obj_size)
         self.id = cfg.id or default_image_id(pool.name, cfg.name)
         self.key_base = (index + 1) << 36
@@ -236,7 +239,7 @@ class RbdImage(Device):
         if kind == _WRITE:
             cost += ccfg.cost_per_byte * req.size + ccfg.write_cost
         if kind == _FLUSH or req.size <= 0:
-            self._complete_after(req, client.cpu.book(now, cost) - now)
+            self._complete_after(req, client.cpu.run(self.th_submit, now, cost) - now)
             return
         self.check_range(req)
         order = self.order
@@ -253,7 +256,7 @@ class RbdImage(Device):
             op.t0 = now
             if tracing:
                 op.commits = []
-            then(client.cpu, client.cpu.book(now, cost), cl.send_client_op, op)
+            then(client.cpu, client.cpu.run(self.th_submit, now, cost), cl.send_client_op, op)
             return
         group = [last - first + 1, req]
         osz = self.obj_size
@@ -266,7 +269,7 @@ class RbdImage(Device):
             op.t0 = now
             if tracing:
                 op.commits = []
-            then(client.cpu, client.cpu.book(now, cost), cl.send_client_op, op)
+            then(client.cpu, client.cpu.run(self.th_submit, now, cost), cl.send_client_op, op)
 
     def complete_op(self, op: ObjOp, t: float) -> None:
         """The reply for ``op`` has been processed by the client at time ``t``."""

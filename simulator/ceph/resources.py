@@ -20,7 +20,7 @@ from simpy.core import NORMAL
 
 from simulator.engine import Component
 
-__all__ = ["CpuPool", "Link", "Network", "call_at", "call_later", "then"]
+__all__ = ["CpuPool", "CpuThread", "Link", "Network", "call_at", "call_later", "then"]
 
 
 _push = heapq.heappush
@@ -79,6 +79,26 @@ def then(pool: CpuPool, t: float, fn: Any, arg: Any) -> None:
         fn(arg, t)
 
 
+class CpuThread:
+    """A daemon thread whose jobs a host's :class:`CpuPool` runs, for the per-thread wakeup rule
+    (``CpuPool.run``): the thread is *asleep* when a job arrives after ``until`` (the result time of its
+    latest job, wake delay included, or the time it was last seen taking queued work) and *awake* until then. ``jobs`` / ``wakes`` count its jobs and
+    the ones that woke it. It decides only who pays a wakeup: a thread's jobs are serialised no more than
+    the model already does (op shards' workers, the kv_sync cycle), they share the pool's cores FCFS.
+    ``queued``: the thread sleeps on a queue inside its process (a condition variable: op-shard workers, the
+    commit finisher, kv_sync, fio's submit thread) and pays the pool's wake delay when woken; a thread woken
+    by a socket (messengers, librbd's receive) does not, its wake is inside the network's loopback latency."""
+
+    __slots__ = ("group", "jobs", "queued", "until", "wakes")
+
+    def __init__(self, group: str, queued: bool = True):
+        self.group = group
+        self.queued = queued
+        self.until = -math.inf
+        self.jobs = 0
+        self.wakes = 0
+
+
 class CpuPool(Component):
     """``servers`` identical processors, FCFS; costs are divided by ``speed``."""
 
@@ -94,6 +114,8 @@ class CpuPool(Component):
         background_share: float = 0.0,
         foreign_cores: float = 0.0,
         foreign_slice: float = 0.0,
+        thread_wakeup_cost: float = 0.0,
+        thread_wake_delay: float = 0.0,
     ):
         super().__init__(name, parent)
         self.servers = int(servers)
@@ -117,10 +139,74 @@ class CpuPool(Component):
         #: the last booked job's result comes after a stall (set by every booking while stalls are on);
         #: a caller that chains a follow-up booking to that job's end uses ``then``
         self.stalled = False
+        #: per-thread wakeup rule (``run``): extra cost (reference CPU seconds, divided by speed when booked) and
+        #: off-CPU delay of a job that finds its thread asleep; ``threads``: every CpuThread made by ``thread``
+        self._tw_cost = float(thread_wakeup_cost)
+        self._tw_delay = float(thread_wake_delay)
+        self.threads: list[CpuThread] = []
         self._free = [0.0] * self.servers
         self.reset_stats()
         if self._wake == 0.0 and self._stall_p == 0.0 and self._bg == 0.0 and self._fg_gap == 0.0:
             self.book = self._book_plain  # type: ignore[method-assign]  # the same bookings, fewer tests per job
+        #: the per-thread wakeup rule is on (``run`` is ``_run_threads``)
+        self.threaded = self._tw_cost > 0.0 or self._tw_delay > 0.0
+        if self.threaded:
+            self.run = self._run_threads  # type: ignore[method-assign]
+        elif self.book == self._book_plain:
+            self.run = self._run_plain  # type: ignore[method-assign]  # book_plain's bookings, one call per job
+
+    def thread(self, group: str, queued: bool = True) -> CpuThread:
+        """A new daemon thread of ``group`` (e.g. ``osd.msgr``) whose jobs this pool runs (see :meth:`run`);
+        ``queued``: it pays the wake delay (see :class:`CpuThread`)."""
+        th = CpuThread(group, queued)
+        self.threads.append(th)
+        return th
+
+    def run(self, th: CpuThread | None, t: float, cost: float) -> float:
+        """:meth:`book` a job of thread ``th`` (None: no thread). Without the per-thread wakeup rule exactly
+        :meth:`book`; with it see :meth:`_run_threads`."""
+        return self.book(t, cost)
+
+    def _run_plain(self, th: CpuThread | None, t: float, cost: float) -> float:
+        """:meth:`run` of a plain pool: :meth:`_book_plain` (the same bookings, one call per job)."""
+        if cost <= 0.0:
+            return t
+        cost *= self._inv
+        free = self._free
+        f = free[0]
+        end = (t if t >= f else f) + cost
+        _heapreplace(free, end)
+        self._busy += cost
+        self.jobs += 1
+        return end
+
+    def _run_threads(self, th: CpuThread | None, t: float, cost: float) -> float:
+        """:meth:`run` under the per-thread wakeup rule. A job arriving at ``t`` for a thread that is asleep
+        (``t > th.until``) costs ``thread_wakeup_cost`` more CPU and, if the thread sleeps on a queue
+        (``th.queued``), its result comes ``thread_wake_delay`` later, off-CPU (the core is free meanwhile; ``stalled`` is set so that a chained booking waits for
+        the result, see :func:`then`); a job for a thread still busy (its previous result not out yet) runs
+        with neither. The thread is then busy until this job's result. ``th`` None: a plain :meth:`book`."""
+        if th is None:
+            end = self.book(t, cost)
+            if not self._stall_p:
+                self.stalled = False
+            return end
+        th.jobs += 1
+        if t > th.until:
+            th.wakes += 1
+            end = self.book(t, cost + self._tw_cost)
+            if self._tw_delay > 0.0 and th.queued:
+                end += self._tw_delay
+                self.stalled = True
+            elif not self._stall_p:
+                self.stalled = False
+        else:
+            end = self.book(t, cost)
+            if not self._stall_p:
+                self.stalled = False
+        if end > th.until:
+            th.until = end
+        return end
 
     def _book_plain(self, t: float, cost: float) -> float:
         """:meth:`book` of a pool without wakeups, stalls, background share or foreign work (the
@@ -188,6 +274,8 @@ class CpuPool(Component):
         self.foreign_busy = 0.0
         self.jobs = 0
         self.stalls = 0
+        for th in self.threads:
+            th.jobs = th.wakes = 0
 
     def utilisation(self) -> float:
         span = self.env.now - self._t0
@@ -198,6 +286,14 @@ class CpuPool(Component):
         if self._fg_gap:
             span = self.env.now - self._t0
             st["foreign_cores"] = self.foreign_busy / span if span > 0 else 0.0
+        if self.threaded:
+            groups: dict[str, list[int]] = {}
+            for th in self.threads:
+                g = groups.setdefault(th.group, [0, 0])
+                g[0] += th.jobs
+                g[1] += th.wakes
+            st["thread_jobs"] = {k: v[0] for k, v in sorted(groups.items())}
+            st["thread_wakes"] = {k: v[1] for k, v in sorted(groups.items())}
         return st
 
 

@@ -55,6 +55,9 @@ def unsupported(cluster: Any) -> str | None:
         return "bluestore.autotune is enabled (Python only)"
     if cluster.tracer is not None:
         return "a tracer is attached"
+    for h in [*cluster.hosts, *(hc[0] for hc in cluster.clients.values())]:
+        if h.cpu.threaded:  # lab3: the per-thread wakeup rule (simulator.ceph.resources.CpuPool.run), Python only
+            return f"host {h.name}: cpu.thread_wakeup_cost / thread_wake_delay (the per-thread wakeup rule is Python only)"
     for pool in cluster.pools.values():
         if pool.ec is not None:
             return f"pool {pool.name}: erasure-coded pools are Python only"

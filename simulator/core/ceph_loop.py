@@ -1098,6 +1098,8 @@ def run_until(st, t_end):
                     st.gi[GI_NEXTREQ] = nxt + 1
                     st.rqf[nxt, RQF_TISSUE] = t
                     _img_start(sp, nxt, t)
+                    if nxt + 1 == st.gi[GI_NREQ]:  # the last row is out: Python may add rows (ceph_fio)
+                        st.gi[GI_LOW] = 1
         elif kind == EV_KV_IO:  # BlueStore._kv_io
             if arg:
                 st.bsf[target, BF_FLUSHT0] = st.gf[GF_NOW]

@@ -22,7 +22,7 @@ from simulator.core import layout as L
 from simulator.core import loop
 from simulator.devices.hdd import wcache_kernels as W
 
-__all__ = ["CompiledRun", "Unsupported", "run_fio_compiled", "run_workload", "unsupported"]
+__all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
 
 #: offsets kept ready per thread (refilled from the thread's own generator)
 OFFSET_BUFFER = 16384
@@ -76,9 +76,8 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         return L.DK_HDD, None
     from simulator.ceph.rbd import RbdImage
 
-    if isinstance(dev, RbdImage):  # the Ceph layer has its own compiled core, not driven by fio's threads yet
-        return -1, (f"{dev.path}: an RBD image (the Ceph cluster runs in the Python model; its own compiled core, "
-                    "simulator.core.ceph_fio.run_fio_ceph, is not wired into this engine yet)")
+    if isinstance(dev, RbdImage):  # unsupported()/run_workload() send RBD workloads to the Ceph core first
+        return -1, f"{dev.path}: an RBD image next to other devices (the Ceph core drives RBD images only)"
     return -1, f"device kind {type(dev).__name__} ({getattr(dev, 'path', '?')})"
 
 
@@ -104,8 +103,42 @@ def _offset_mode(gen: Any) -> int:
     return -1
 
 
+#: the engines a caller may ask for: the Python model, the compiled cores (where they cover the run,
+#: else the Python model with the reason), or "auto": the compiled Ceph core for RBD workloads it
+#: covers, the Python model otherwise (the device core only on request)
+ENGINES = ("python", "compiled", "auto")
+
+
+def choose(sim: Any, wl: Any, engine: str = "auto") -> str | None:
+    """The one decision of which engine runs the not-started Workload ``wl``: None = the compiled
+    core (:func:`run_workload`), else why the Python model runs it."""
+    from simulator.core.ceph_fio import rbd_targets
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
+    if engine == "python":
+        return "engine=python was asked for"
+    if engine == "auto" and not rbd_targets(wl):
+        return "engine=auto runs the device core only when asked for (engine=compiled)"
+    return unsupported(sim, wl)
+
+
+def run_with(sim: Any, wl: Any, engine: str = "auto") -> str | None:
+    """Run ``wl`` in the compiled core when :func:`choose` says so and return None; else return the
+    reason and leave ``wl`` unstarted for the caller's Python run (``sim.run(until=wl.start())``)."""
+    why = choose(sim, wl, engine)
+    if why is None:
+        run_workload(sim, wl)
+    return why
+
+
 def unsupported(sim: Any, wl: Any) -> str | None:
-    """Why the compiled core cannot run ``wl`` on ``sim`` (None: it can)."""
+    """Why the compiled core cannot run ``wl`` on ``sim`` (None: it can). Workloads on RBD images
+    are the compiled Ceph core's (:func:`simulator.core.ceph_fio.unsupported_workload`)."""
+    from simulator.core.ceph_fio import rbd_targets, unsupported_workload
+
+    if rbd_targets(wl):
+        return unsupported_workload(sim, wl)
     if wl._started:
         return "the workload was already started"
     if sim.env.peek() != math.inf:
@@ -797,9 +830,14 @@ class CompiledRun:
             self.sim.run(until=t_end)  # nothing scheduled: advances the clock for Device.stats()
 
 
-def run_workload(sim: Any, wl: Any) -> CompiledRun:
+def run_workload(sim: Any, wl: Any) -> Any:
     """Run a built, not started Workload to completion in the compiled core (raises
-    :class:`Unsupported` with the reason if it cannot)."""
+    :class:`Unsupported` with the reason if it cannot): the device core's :class:`CompiledRun`, or
+    for RBD images the Ceph core's run figures (:func:`simulator.core.ceph_fio.run_workload_ceph`)."""
+    from simulator.core.ceph_fio import rbd_targets, run_workload_ceph
+
+    if rbd_targets(wl):
+        return run_workload_ceph(sim, wl)
     run = CompiledRun(sim, wl)
     run.run()
     if run.status != L.ST_DONE:
