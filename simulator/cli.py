@@ -74,7 +74,8 @@ def _progress_ctx(enabled: bool):
     )
 
 
-def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int], scheduler: str, quiet: bool, resume: bool) -> None:
+def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int], scheduler: str, quiet: bool, resume: bool,
+         engine: str = "auto") -> None:
     """``simrun run``: the experiment layer's one lifecycle entry, with a progress bar and tables."""
     from simulator.experiment.appstudy import is_study
 
@@ -104,7 +105,7 @@ def _run(file: Path, sets: list[str], out: Optional[Path], workers: Optional[int
         try:
             res = lifecycle.run(
                 file, parse_sets(sets), out=out if out is not None else (lambda exp: Path("out") / exp.name),
-                workers=workers, scheduler=scheduler, resume=resume, progress=cb, on_loaded=loaded,
+                workers=workers, scheduler=scheduler, resume=resume, progress=cb, on_loaded=loaded, engine=engine,
             )
         except SimError as e:
             prog.stop()
@@ -140,6 +141,7 @@ def run_cmd(
     scheduler: Annotated[str, typer.Option(help="processes (local pool) or dask (dask.distributed LocalCluster)")] = "processes",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="ignore finished runs in the output directory (no resume)")] = False,
+    engine: Annotated[str, typer.Option("--engine", help="auto (the compiled Ceph core for the RBD runs it covers, else python; the terminal says why not), python or compiled")] = "auto",
 ) -> None:
     """Run an experiment: simulate every sweep point, print tables, write fio JSON, CSV and plots."""
     if scheduler not in ("processes", "dask"):
@@ -147,7 +149,9 @@ def run_cmd(
     if scheduler == "dask" and not _have_dask():
         _fail(ConfigError("dask is not installed: pip install 'dask[distributed]', or use --scheduler processes",
                           source="command line", field="--scheduler"))
-    _run(file, set_ or [], out, workers, scheduler, quiet, not fresh)
+    if engine not in ("auto", "python", "compiled"):
+        _fail(ConfigError("must be 'auto', 'python' or 'compiled'", source="command line", field="--engine"))
+    _run(file, set_ or [], out, workers, scheduler, quiet, not fresh, engine)
 
 
 @app.command("plan")

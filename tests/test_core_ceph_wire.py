@@ -54,6 +54,7 @@ def _counters(cl: Cluster) -> dict:
         "bluestore": [(o.bs.kv_batches, o.bs.kv_txcs, o.bs.deferred_ops, o.bs.direct_writes, o.bs.throttled)
                       for o in cl.osds],
         "image": [(img.completed, img.bytes, img._t0, img._tq, img._qarea, img._inside) for img in cl.images.values()],
+        "device_busy": [(o.bs.dev._busy_acc, o.bs.wal_dev._busy_acc) for o in cl.osds],
     }
 
 
@@ -181,7 +182,9 @@ def test_a_second_run_equals_the_python_models(first_engine):
         wl = Workload(sim, resolve_jobs({}, [second], "t"), lambda _j, _i=img: [_i])
         assert choose(sim, wl, "auto") is None  # the first run left nothing to do
         out[engine] = run_fio(sim, [img], second, engine=engine)
-        out[engine + "_counters"] = _counters(cl)
+        # the data devices' busy time is left out: where the second run ends with a device request in
+        # service, the compiled run drains it into this window, the Python model into the next
+        out[engine + "_counters"] = {k: v for k, v in _counters(cl).items() if k != "device_busy"}
     assert repr(out["auto"][0]) == repr(out["python"][0])
     assert out["auto_counters"] == out["python_counters"]
     sim, cl = _cluster(_params(), 4)

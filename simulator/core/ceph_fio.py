@@ -311,8 +311,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     if st.gi[L.GI_OUT]:
         raise RuntimeError(f"compiled Ceph core: {st.gi[L.GI_OUT]} requests outstanding at the end: {why_text(st)}")
     n = int(st.gi[L.GI_NEXTREQ])
-    if ddir == 1:
-        write_back_bluestore(st, meta)
+    write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
     write_back(st, meta, set_now=False)
     t_issue = st.rqf[:n, L.RQF_TISSUE]
     t_done = st.rqf[:n, L.RQF_TDONE]

@@ -80,13 +80,15 @@ def run(
     progress: Callable[[str, float, float], None] | None = None,
     base_dir: str | Path | None = None,
     on_loaded: Callable[[Experiment], None] | None = None,
+    engine: str = "auto",
 ) -> ExperimentResult:
     """Load, validate, run, summarise, compare and (with ``out``) write an experiment.
 
     ``source``: an experiment YAML path or the same content as a mapping. ``out``: output directory
     (None: nothing is written; a callable: the directory for the loaded experiment). ``resume=False`` reruns every point (only this experiment's run
     files in ``out/runs`` are replaced). ``on_loaded`` is called once the experiment is validated,
-    before anything runs.
+    before anything runs. ``engine`` (simulator.core.ENGINES): which engine runs the points ("auto":
+    the compiled Ceph core for the RBD runs it covers, the Python model otherwise).
     """
     exp = load_experiment(source, normalise_sets(sets), base_dir=base_dir)
     if on_loaded is not None:
@@ -97,7 +99,7 @@ def run(
     created = out_dir is not None and not out_dir.exists()
     try:
         with OutputLock(out_dir) if out_dir is not None else contextlib.nullcontext():
-            r = execute_runs(exp, out_dir, workers, scheduler, progress, resume)
+            r = execute_runs(exp, out_dir, workers, scheduler, progress, resume, engine=engine)
             points = point_summaries(r)
             comparisons = compare_references(r, points)
             ratios = ratio_rows(r, points)

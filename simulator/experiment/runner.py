@@ -371,12 +371,18 @@ def run_experiment(
 
 
 def execute_runs(exp: Experiment, out: Path | None, workers: int | None = None, scheduler: str = "processes",
-                 progress: Callable[[str, float, float], None] | None = None, resume: bool = True) -> ExperimentRun:
-    """:func:`run_experiment` without taking the lock (the caller holds it)."""
+                 progress: Callable[[str, float, float], None] | None = None, resume: bool = True,
+                 engine: str = "auto") -> ExperimentRun:
+    """:func:`run_experiment` without taking the lock (the caller holds it). ``engine``: see
+    :func:`simulator.core.choose` (each run's choice and reason end up in its ``RunOutput.extra``)."""
+    from simulator.core import ENGINES
+
     if scheduler not in ("processes", "dask"):
         raise ConfigError("must be 'processes' or 'dask'", source="command line", field="--scheduler")
+    if engine not in ENGINES:
+        raise ConfigError(f"must be one of {', '.join(ENGINES)}", source="command line", field="--engine")
     t0 = time.perf_counter()
-    tasks = plan_tasks(exp)
+    tasks = [{**t, "engine": engine} for t in plan_tasks(exp)]
     digest = exp.digest()
     total = sum(len(t["points"]) for t in tasks)
     done: dict[tuple[int, int], RunOutput] = {}
