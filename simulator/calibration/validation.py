@@ -649,10 +649,32 @@ _FLAG_LABEL = {"iops": "IOPS", "lat_mean_ms": "mean ms", "p50_ms": "p50 ms", "p9
 
 HDD_FLAGSHIP_NOTES = (
     "`simrun experiments/mach2_vs_single.yaml` (its defaults: 90 simulated s per point, BlueStore caches scaled by "
-    "0.1, seed 1) run before the issue-10 HDD work (the revision before its first commit, 62b1a25: ideal SPTF over the "
-    "whole queue, no media cache, no host block-layer model of the drives' firmware limits) and after it, each in its "
-    "own checkout; croit's measured figures as the flagship reports them (comparison.csv). Derived with "
-    "`calibration/reference/flagship_before_after.py`."
+    "0.1, seed 1, one worker) run on 2026-11-27 in two checkouts: before = 668dcfc, the main revision before the first "
+    "issue-10 HDD commit (62b1a25): ideal SPTF over the whole queue with exact positioning, a volatile write cache "
+    "bounded only by bytes (the buffer) with a 64-extent destage window, no media cache; after = 6e8a79a (main with the issue-10 HDD work). Between the two "
+    "the experiment file and the cluster profiles (croit_mach2, croit_mach2_fitted) are unchanged; the drive "
+    "profiles gained the firmware class defaults (whole-queue RPO from a 32-band seek table plus a 0.4 ms guard band "
+    "and 0.05 ms per decision; 16 dirty segments destaged over 16, where the MG06's volatile cache was bounded only "
+    "by its 256 MiB and destaged over 64) and the Exos 2X14 its media cache. But the fitted cluster profile "
+    "(croit_mach2_fitted, fitted on 2026-11-22, before the HDD work) replaces the 2X14's write cache with a fitted "
+    "persistent 28.8 MB cache destaged at idle, so the flagship's MACH.2 drives do not use the media-cache model: "
+    "for them only the reordering and the destage window (64 -> 16) changed. The Ceph engine changed too (the compiled core and other Ceph work), but the QD1 "
+    "reads, which the HDD changes do not touch, are identical (90.4 and 73.0 reads/s in both). The croit cluster "
+    "profile was fitted (calibration/croit-mach2) before the HDD work and was not refitted. Results (croit's "
+    "figures as the flagship reports them, comparison.csv): the MACH.2 pool's random writes, 2-3x too fast before "
+    "at QD >= 4, are less so at deep queues (QD16 +185 -> +147 %, QD64 +159 -> +102 %, QD256 +104 -> +49 %; p99 "
+    "-54/-47/-58 -> -33/-32/-43 %) but not at QD4 (+133 -> +131 %). At QD4 the model's median write latency "
+    "matches croit's (2.02 vs 2.28 ms), but croit's mean is 13.9 ms from a tail (p99 342 ms) the model does not "
+    "produce (p99 52 ms), and that tail is what holds croit's pool to 288 writes/s; where it comes from (drive-"
+    "internal cleaning, BlueStore throttles or deferred flushes) is not identified, and the 2X14's own write "
+    "rating is uncertain (384 or 448 IOPS, see above). The single-actuator pool's writes, already close, move closer "
+    "(QD256 +23 -> -3 %, p99 -40 -> -21 %). Reads hardly change (MACH.2 QD256 read IOPS +6 -> -4 %, p99 -31 -> "
+    "-14 %); the QD4 reads stay 42-54 % low and the QD16 reads 32-40 % low in both runs: croit's QD4 medians "
+    "(0.77-0.80 ms) are cache hits where the model reads the disk (7.7-8.9 ms), a Ceph-cache matter, not the "
+    "drives'. Sequential 4 MiB at QD16 against croit's blog: MACH.2 read "
+    "+42 -> +41 %, write +12 -> +11 %. Derived with `calibration/reference/flagship_before_after.py` into "
+    "`calibration/reference/flagship_hdd_before_after.csv`; 3,844 s (before) and 3,264 s (after, 720 CPU s) wall "
+    "under load 6-10 on the 2-core machine."
 )
 
 
@@ -690,6 +712,13 @@ def hdd_flagship_table(path: Path) -> list[str]:
                 med = errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])
                 parts.append(f"{tag} {sum(e <= 25 for e in errs)} of {n} within ±25 % (median |error| {med:.0f} %)")
         md.append(f"- {_FLAG_LABEL[m]}: " + "; ".join(parts) + ".")
+    pts = {(r["pool"], r["rw"], r["qd"]): r for r in rows}.values()
+    for tag in ("before", "after"):
+        flags = [r.get(f"{tag}_steady", "") for r in pts]
+        if any(flags):
+            nots = [f"{r['pool']} {r['rw']} QD{r['qd']}" for r in pts if r.get(f"{tag}_steady") == "0"]
+            md.append(f"- steady state ({tag}, MSER): {len(nots)} of {len(flags)} points flagged not steady"
+                      + (f" ({', '.join(nots)})" if nots else "") + ".")
     return md
 
 
