@@ -171,7 +171,7 @@ def test_resplit_keeps_the_qd1_cpu_per_io(rw):
 
 def test_rule_off_books_exactly_as_book():
     """The rule off (the default): ``run`` ignores the thread and books exactly what ``book`` books (the
-    fast path ``_run_plain`` against ``book`` itself: identical latencies, byte for byte)."""
+    pool's ``run`` against ``book`` itself: identical latencies, byte for byte)."""
     hosts = resolve_params({"profile": PROFILE})[1].hosts
     h = hosts[0].model_dump()
     h["cpu"]["thread_wakeup_cost"] = 0.0
