@@ -232,3 +232,27 @@ CASES.update({
     "ceph-fio-qd64read-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",
                                    _ceph_core_case("bench_fio_qd64read", True)),
 })  # fmt: skip
+# the run path into the compiled Ceph core (simulator.core.choose; tests/test_core_ceph_wire.py)
+def _ceph_run_case(compiled: bool) -> Callable[[int], Any]:
+    def run(n: int) -> Any:
+        from simulator.core.ceph_run_bench import bench_exp_qd64write
+
+        return bench_exp_qd64write(n, compiled)
+
+    return run
+
+
+CASES.update({
+    "ceph-exp-qd64write": ("Ceph croit MACH.2 pool, stand-in devices, no block layer, fio rbd 4KiB randwrite QD64, "
+                           "ramp + time_based, via the experiment runner (engine python; recorded IOs)", _ceph_run_case(False)),
+    "ceph-exp-qd64write-compiled": ("the same point via the experiment runner, engine auto (the compiled Ceph core, "
+                                    "same results)", _ceph_run_case(True)),
+})
+
+CASES.update({
+    "ceph-hdd-qd64write": ("Ceph croit MACH.2 pool on its HDD profiles + block layer (LUN write cache volatile: the media "
+                           "cache is not compiled), 4KiB randwrite QD64 (Python; client IOs per CPU second)",
+                           _ceph_core_case("bench_qd64write_hdd", False)),
+    "ceph-hdd-qd64write-compiled": ("the same through the compiled Ceph core driving the device core (identical results)",
+                                    _ceph_core_case("bench_qd64write_hdd", True)),
+})  # fmt: skip

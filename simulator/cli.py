@@ -241,7 +241,7 @@ def fio_cmd(
     scheduler: Annotated[str, typer.Option("--scheduler", help="I/O scheduler: mq-deadline, none or bfq")] = "mq-deadline",
     nr_requests: Annotated[Optional[int], typer.Option("--nr-requests", help="block-layer requests (tags); default 2 x min(queue_depth, 128), queue_depth with none")] = None,
     queue_depth: Annotated[Optional[int], typer.Option("--queue-depth", help="commands at the device at once (sysfs device/queue_depth); default the device's, 31 for SATA on AHCI")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="python (SimPy reference) or compiled (numba core; falls back to python, saying why, for what it does not cover)")] = "python",
+    engine: Annotated[str, typer.Option("--engine", help="python (SimPy reference), compiled (numba cores; falls back to python, saying why, for what they do not cover) or auto (the compiled Ceph core for RBD targets it covers, else python)")] = "python",
 ) -> None:
     """Run a real fio job file against simulated devices; prints fio-style output."""
     from simulator.experiment.load import parse_sets

@@ -78,8 +78,8 @@ def run_fio_jobfile(
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
 
-    if engine not in ("python", "compiled"):
-        raise ConfigError("must be 'python' or 'compiled'", source="command line", field="--engine")
+    if engine not in ("python", "compiled", "auto"):
+        raise ConfigError("must be 'python', 'compiled' or 'auto'", source="command line", field="--engine")
     if output_format not in ("normal", "json"):
         raise ConfigError("must be 'normal' or 'json'", source="command line", field="--output-format")
     if not devices:
@@ -137,9 +137,7 @@ def run_fio_jobfile(
     for j in jobs:  # resolve early so a bad filename fails before running
         resolve(j)
     wl = Workload(sim, jobs, resolve)
-    if engine == "compiled" and _run_compiled(sim, wl):
-        pass
-    else:
+    if not _run_compiled(sim, wl, engine):
         sim.run(until=wl.start())
     results = wl.results()
     meta = {"seed": seed, "devices": [d.stats() for d in built.values()], "jobfile": str(jobfile)}
@@ -160,18 +158,20 @@ def run_fio_jobfile(
     return format_normal(doc)
 
 
-def _run_compiled(sim: Any, wl: Any) -> bool:
-    """Run ``wl`` in the compiled core; False (after saying why on stderr) if it does not cover it."""
+def _run_compiled(sim: Any, wl: Any, engine: str = "compiled") -> bool:
+    """Run ``wl`` in the compiled core when simulator.core.choose says so; False (after saying why on
+    stderr, unless the Python engine was asked for) if it does not."""
     import sys
 
-    from simulator.core import run_workload, unsupported
+    from simulator.core import run_with
+    from simulator.core.ceph_fio import rbd_targets
 
-    why = unsupported(sim, wl)
-    if why:
+    why = run_with(sim, wl, engine)
+    if why is None:
+        return True
+    if engine == "compiled" or (engine == "auto" and rbd_targets(wl)):
         sys.stderr.write(f"simrun fio: the compiled engine does not cover {why} yet; running the Python engine\n")
-        return False
-    run_workload(sim, wl)
-    return True
+    return False
 
 
 def _unit(ns_values: list[float]) -> tuple[str, float]:

@@ -634,11 +634,63 @@ def _hdd_qd(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str,
         md += ["", "By source (`source_id`): " + "; ".join(by_src) + "."]
     if skipped:
         md += ["", "Not simulated: " + "; ".join(skipped) + "."]
-    md += ["", HDD_QD_NOTES, ""]
+    md += ["", HDD_QD_NOTES, "", "### Flagship before and after the issue-10 HDD work", "", HDD_FLAGSHIP_NOTES, "",
+           *hdd_flagship_table(root / HDD_FLAGSHIP_CSV), ""]
     summary = [{"campaign": "HDD QD sweeps (IOPS, fitted QD1 reads)", "kind": "fit", **_stats(fit_err)},
                {"campaign": "HDD QD sweeps (IOPS, predictions)", "kind": "prediction", **_stats(pred_err)},
                {"campaign": "HDD QD sweeps (mean latency, predictions)", "kind": "prediction", **_stats(lat_err)}]
     return md, summary
+
+
+#: derived before/after table of the flagship around the issue-10 HDD work (calibration/reference/flagship_before_after.py)
+HDD_FLAGSHIP_CSV = "calibration/reference/flagship_hdd_before_after.csv"
+_FLAG_LABEL = {"iops": "IOPS", "lat_mean_ms": "mean ms", "p50_ms": "p50 ms", "p99_ms": "p99 ms"}
+
+
+HDD_FLAGSHIP_NOTES = (
+    "`simrun experiments/mach2_vs_single.yaml` (its defaults: 90 simulated s per point, BlueStore caches scaled by "
+    "0.1, seed 1) run before the issue-10 HDD work (the revision before its first commit, 62b1a25: ideal SPTF over the "
+    "whole queue, no media cache, no host block-layer model of the drives' firmware limits) and after it, each in its "
+    "own checkout; croit's measured figures as the flagship reports them (comparison.csv). Derived with "
+    "`calibration/reference/flagship_before_after.py`."
+)
+
+
+def hdd_flagship_table(path: Path) -> list[str]:
+    """Markdown of the flagship before/after CSV: per pool, direction and measured QD, croit's figure and the
+    simulated value (error) before and after the issue-10 HDD work, then per metric how many points are within
+    ±25 % and the median absolute error. The CSV's first line (a comment) names the revisions."""
+    if not path.is_file():
+        return [f"_{HDD_FLAGSHIP_CSV} missing._"]
+    first = path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ").strip()
+    rows = _read_csv(path)
+    metrics = [m for m in _FLAG_LABEL if any(r["metric"] == m for r in rows)]
+    keys = list(dict.fromkeys((r["pool"], r["rw"], int(r["qd"])) for r in rows))
+    idx = {(r["pool"], r["rw"], int(r["qd"]), r["metric"]): r for r in rows}
+    md = [f"Source of the table: {first}.", "",
+          "| pool | rw | QD | " + " | ".join(f"{_FLAG_LABEL[m]} meas | before | after" for m in metrics) + " |",
+          "|" + "---|" * (3 + 3 * len(metrics))]
+    for pool, rw, qd in keys:
+        cells = [pool, rw, str(qd)]
+        for m in metrics:
+            r = idx.get((pool, rw, qd, m))
+            if r is None:
+                cells += ["–", "–", "–"]
+                continue
+            cells += [_num(r["measured"]), f"{_num(r['before'])} ({_pct(r['before_err_pct'])})",
+                      f"{_num(r['after'])} ({_pct(r['after_err_pct'])})"]
+        md.append("| " + " | ".join(cells) + " |")
+    md.append("")
+    for m in metrics:
+        parts = []
+        for tag in ("before", "after"):
+            errs = sorted(abs(v) for v in (_f(r[f"{tag}_err_pct"]) for r in rows if r["metric"] == m) if v is not None)
+            if errs:
+                n = len(errs)
+                med = errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])
+                parts.append(f"{tag} {sum(e <= 25 for e in errs)} of {n} within ±25 % (median |error| {med:.0f} %)")
+        md.append(f"- {_FLAG_LABEL[m]}: " + "; ".join(parts) + ".")
+    return md
 
 
 HDD_QD_NOTES = (
@@ -697,7 +749,26 @@ HDD_QD_NOTES = (
     "1024 dirty segments give only ~350/s over the whole drive (sensitivity run, not committed) - either the "
     "drives' write-back pool is not the explanation or the review's '10GB' limit was a region for the writes; no "
     "source settles it, so the rows stay misses. (8) The IronWolf Pro 30TB (the Exos M platform, media-cache "
-    "profile) writes 301/s measured against 536 simulated (+78 %), the same HAMR gap as the Exos M (2)."
+    "profile) writes 301/s measured against 536 simulated (+78 %), the same HAMR gap as the Exos M (2). "
+    "Sources checked again on 2026-11-27 for these misses, none of which gives a mechanism with a number, so nothing "
+    "was changed: (5) the Cheetah's host was Linux 3.6.5 (legacy block layer, nr_requests 128 = BLKDEV_MAX_RQ, and "
+    "get_request lets the submitting process batch up to 3/2 x nr_requests, so the kernel does not cap fio's 128) "
+    "behind an HBA the source does not name; the device queue_depth is the HBA driver's (mptsas 64 = "
+    "MPT_SCSI_CMD_PER_DEV_HIGH, mpt2sas 254, libsas 32 or 256 by version) and the profile's 64 already caps the "
+    "device, where the model gives the QD64 rate (+20 %); a lower cap has no source. (7) StorageReview's HC590 review "
+    "(2025, same bench and drives) repeats 'we measured peak burst performance for this test, limiting the workload "
+    "to 10GB across all hard drives': short runs from an idle drive, so the writes may be a cache-filling transient, "
+    "but no run length is given, and the model's rows are steady state; WD's ArmorCache (the review's specification "
+    "table: 'WCE (data protection) / WCD (write performance)') protects the DRAM write cache by saving it to the "
+    "OptiNAND flash on power loss, and OptiNAND holds drive metadata, not user data, in normal operation (WD, as "
+    "reported at its 2021-2022 launches): neither is a second write stage that would sustain writes at 2-3x reads. "
+    "(2, 8) no published per-write cost of HAMR (Seagate's Mozaic 3+ material: heating, writing and cooling a bit "
+    "take under 1 ns). (3) the 2X14's write rating itself is uncertain: 384 in most reports of the 2021 spec sheet "
+    "(Tom's Hardware, Ars Technica), 448 in others (DriversCloud, a TechPowerUp-based report); the table keeps 384. "
+    "(4) Chung et al.'s text confirms the Atlas's 105 writes/s (the IDE drive's 92 writes/s at one deep are '12% "
+    "lower ... than that of a single SCSI Quantum Atlas 10K drive') and states WCE for its sequential SCSI runs, not "
+    "for the random ones; its QD32 row's 1.1 IOs per revolution is the IDE section's 'the same number we saw from "
+    "tests on our 10K RPM SCSI drives'."
 )
 
 

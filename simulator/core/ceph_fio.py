@@ -1,27 +1,46 @@
-"""fio jobs on an RBD image through the compiled Ceph core: :func:`run_fio_ceph` is
-:func:`simulator.workloads.runner.run_fio` for the jobs the compiled closed loop covers, with the
-same results (the job thread's statistics are fed the compiled run's completions in completion
-order, as the device core does; tests/test_core_ceph.py checks they equal run_fio's).
+"""fio jobs on an RBD image through the compiled Ceph core, with the same results as the Python
+model (the job thread's statistics are fed the compiled run's completions in completion order, as
+the device core does; tests/test_core_ceph.py and tests/test_core_ceph_wire.py check they equal
+run_fio's).
 
-Covered: one job, one thread, one image, closed loop (an asynchronous engine, no submission
-latency), one direction (write; read of objects never written), a fixed block size, number_ios /
-size limits, no ramp_time / runtime / startdelay / thinktime / fsync; the cluster as
-``ceph_build.unsupported_writes`` allows. :func:`unsupported_job` names what is not.
+:func:`unsupported_workload` and :func:`run_workload_ceph` are what :mod:`simulator.core.run`'s
+one decision (``unsupported`` / ``run_workload``, used by ``simrun fio``, the experiment runner and
+``run_fio(engine=...)``) calls when a workload's targets are RBD images; :func:`run_fio_ceph` runs
+one job dict directly.
+
+Covered: one job thread on one image, closed loop (an asynchronous engine, no submission latency),
+one direction (write; read of objects never written, or of written objects on a cluster without a
+data cache), a fixed block size, number_ios / size limits, runtime / time_based, ramp_time (the
+statistics restart at the ramp's end, as the Python runner does; limits then apply: number_ios or
+size with a ramp are refused), a fixed startdelay; the cluster as ``ceph_build.unsupported_writes``
+/ ``unsupported_reads`` allow. :func:`unsupported_job` names what is not.
+
+The compiled run drains: the background work still due after the last completion (kv cycles,
+deferred writes) is done before the state is written back, where the Python model would leave it
+pending in its event queue. The simulated clock is left at the last completion, as the Python run
+leaves it; a later run on the same cluster goes on from the drained state.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+import time
 from typing import Any
 
 import numpy as np
 
-__all__ = ["run_fio_ceph", "unsupported_job"]
+__all__ = ["rbd_targets", "run_fio_ceph", "run_workload_ceph", "unsupported_job", "unsupported_workload"]
+
+#: request rows of a time-limited job at first (then doubled whenever the loop has issued the last:
+#: it stops for Python then)
+ROWS = 4096
 
 
 def unsupported_job(th: Any) -> str | None:
     """Why the compiled Ceph core cannot run job thread ``th`` (None = it can)."""
     job = th.job
+    limited = th._ios_limit != math.inf or th._bytes_limit != math.inf
     checks = (
         (th._nfiles != 1, "several files"),
         (th._streams is not None or th._app is not None, "sim_mix / application IO"),
@@ -33,9 +52,9 @@ def unsupported_job(th: Any) -> str | None:
         (th._tt > 0.0, "thinktime"),
         (bool(th._fsync_n or th._fdsync_n or job.end_fsync), "fsync/fdatasync/end_fsync"),
         (th._fua, "sync (FUA writes)"),
-        (job.ramp_time > 0, "ramp_time"),
-        (th._runtime != math.inf or job.time_based, "runtime/time_based"),
-        (job.startdelay[1] > 0, "startdelay"),
+        (job.ramp_time > 0 and limited, "ramp_time with an IO limit (number_ios or size; time_based is covered)"),
+        (not limited and th._runtime == math.inf, "no IO limit and no runtime"),
+        (job.startdelay[1] != job.startdelay[0], "startdelay as a range"),
     )
     for bad, what in checks:
         if bad:
@@ -43,9 +62,291 @@ def unsupported_job(th: Any) -> str | None:
     return None
 
 
+def rbd_targets(wl: Any) -> bool:
+    """Whether any job of ``wl`` drives an RBD image (then the Ceph core decides, not the device core)."""
+    from simulator.ceph.rbd import RbdImage
+
+    return any(isinstance(f.dev, RbdImage) for th in wl.threads for f in th.files)
+
+
+def _unsupported_cluster(th: Any) -> str | None:
+    from simulator.core.ceph_build import obj_base_of, unsupported, unsupported_reads, unsupported_writes
+
+    image = th.files[0].dev
+    if th._ddir0 == 1:
+        return unsupported_writes(image.cluster)
+    if bool((obj_base_of(image) >= 0).any()):
+        return unsupported_reads(image.cluster)
+    return unsupported(image.cluster)
+
+
+def unsupported_workload(sim: Any, wl: Any) -> str | None:
+    """Why the compiled Ceph core cannot run the (not started) Workload ``wl`` (None = it can)."""
+    from simulator.ceph.rbd import RbdImage
+
+    if wl._started:
+        return "the workload was already started"
+    if getattr(wl, "io_source", None) is not None:
+        return "an application workload (io_source)"
+    if not all(isinstance(f.dev, RbdImage) for th in wl.threads for f in th.files):
+        return "RBD images and other devices in one run (the Ceph core drives RBD images only)"
+    if len(wl.threads) != 1:
+        return (f"{len(wl.threads)} job threads (several jobs or numjobs > 1): the compiled Ceph core "
+                "drives one thread")
+    th = wl.threads[0]
+    why = unsupported_job(th)
+    if why:
+        return why
+    if _pending(sim.env):
+        return "events are pending in the Python engine (the cluster is in the middle of a Python run's work)"
+    why = _unsupported_cluster(th)
+    return f"the cluster: {why}" if why else None
+
+
+def _offsets(gen: Any, ddir: int, bs: int, n: int) -> np.ndarray:
+    """The thread's next ``n`` offsets, as ``n`` calls of ``gen.next(ddir, bs)`` return them (fio's
+    random offsets in bulk: what the generator had drawn, then whole blocks of it)."""
+    from simulator.workloads.offsets import RandomOffsets
+
+    if type(gen) is not RandomOffsets:
+        return np.fromiter((gen.next(ddir, bs) for _ in range(n)), dtype=np.int64, count=n)
+    out = np.empty(n, np.int64)
+    k = 0
+    while k < n:
+        buf = gen._buf
+        if not buf:
+            buf = gen._refill()  # the next block, reversed (next() pops from the end)
+        take = min(n - k, len(buf))
+        out[k : k + take] = buf[len(buf) - take :][::-1]
+        del buf[len(buf) - take :]
+        k += take
+    return out
+
+
+def _inert(ev: Any) -> bool:
+    """An event that does nothing when processed (no callback, not a failure): the end event of a
+    finished Python run, which ``sim.run(until=...)`` leaves queued, or a stopped control timer."""
+    return ev.callbacks == [] and ev._ok
+
+
+def _pending(env: Any) -> bool:
+    """Whether ``env`` holds events with work to do (inert ones are processed or dropped by
+    :func:`run_workload_ceph`)."""
+    return any(not _inert(item[-1]) for item in env._queue)
+
+
+def _drop_inert(env: Any) -> None:
+    """Process the inert events due now, as SimPy would (nothing happens, the clock stays); drop the
+    later ones (the compiled run moves the clock past them, and processing them afterwards would
+    move it back)."""
+    q = env._queue
+    while q and q[0][0] <= env._now and _inert(q[0][-1]):
+        env.step()
+    if q:
+        q[:] = [item for item in q if not _inert(item[-1])]
+        heapq.heapify(q)
+
+
+def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int) -> Any:
+    """``n`` more request rows (the thread's next offsets, in issue order) after the state's ``k``."""
+    from simulator.core import ceph_layout as L
+
+    rqi = np.zeros((k + n, L.NRQI), np.int64)
+    rqf = np.zeros((k + n, L.NRQF))
+    rqi[:k] = st.rqi[:k]
+    rqf[:k] = st.rqf[:k]
+    rqi[k:, L.RQI_IMG] = rqi[0, L.RQI_IMG] if k else 0
+    rqi[k:, L.RQI_KIND] = ddir
+    rqi[k:, L.RQI_OFF] = _offsets(gen, ddir, bs, n)
+    rqi[k:, L.RQI_SIZE] = bs
+    st = st._replace(rqi=rqi, rqf=rqf)
+    st.gi[L.GI_NREQ] = k + n
+    st.gi[L.GI_OUT] += n
+    return st
+
+
+def _reset_counters(st: Any) -> None:
+    """Cluster.reset_stats on the compiled state (fio's statistics restart at the end of ramp_time):
+    the counters BlueStore, OSD, CpuPool and Link reset, as their reset_stats do (the Python objects'
+    windows restart in Python at the same instant; write-back then puts these counters in them)."""
+    from simulator.core import ceph_build as B
+    from simulator.core import ceph_layout as L
+
+    st.cf[:, L.CF_BUSY] = 0.0
+    st.cf[:, L.CF_FGBUSY] = 0.0
+    st.ci[:, L.CI_JOBS] = 0
+    st.ci[:, L.CI_STALLS] = 0
+    st.lf[:, L.LF_BUSY] = 0.0
+    st.lf[:, L.LF_BYTES] = 0
+    st.oi[:, L.OI_OPS : L.OI_OPS + 4] = 0
+    st.oi[:, L.OI_SUBOPS] = 0
+    st.oi[:, L.OI_REPLIES] = 0
+    for col, _name in B._BS_COUNTERS:
+        st.bsi[:, col] = 0
+    for col in (L.BF_TWAIT, L.BF_KVTIME, L.BF_WALTIME, L.BF_FLUSHTIME):
+        st.bsf[:, col] = 0.0
+    st.bsi[:, L.BS_TBPEAK] = st.bsi[:, L.BS_TBCUR]
+    st.bsi[:, L.BS_DTPEAK] = st.bsi[:, L.BS_DTCUR]
+    st.bsi[:, L.BS_PEAKDTXCS] = st.bsi[:, L.BS_DTXCS]
+    st.dvf[:, L.DVF_BUSY] = 0.0
+
+
+def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddir: int, bs: int) -> None:
+    """The image's own statistics (Device.submit / Device._finish) for the window that began at
+    ``t_rec``, from the completion times in completion order, with Python's float operations in
+    Python's order: before the k-th completion ``min(n, depth + k) - k`` requests are inside (each
+    completion issues the next at its own instant, which adds ``inside x 0``); the queue-depth area
+    grows by inside x (t_k - t_previous) from the window's start."""
+    t = t_done[t_done >= t_rec]
+    m = len(t)
+    if m:
+        k = np.arange(n - m, n)
+        inside = np.minimum(n, depth + k) - k
+        prev = np.empty(m)
+        prev[0] = image._tq
+        prev[1:] = t[:-1]
+        terms = np.empty(m + 1)
+        terms[0] = image._qarea
+        terms[1:] = inside * (t - prev)
+        image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
+        image._tq = float(t[-1])
+    image._inside = 0
+    image.completed[ddir] += m
+    image.bytes[ddir] += m * bs
+
+
+def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
+    """Run the not-started Workload ``wl`` (one thread on an RBD image, as :func:`unsupported_workload`
+    allows) through the compiled Ceph core, leaving its thread, statistics and the cluster as the
+    Python model would for reporting. Returns run figures (events, loop wall and CPU seconds)."""
+    from simulator.core import ceph_layout as L
+    from simulator.core import ceph_loop as K
+    from simulator.core.ceph_build import build_state, refill, why_text, write_back, write_back_bluestore
+
+    why = unsupported_workload(sim, wl)
+    if why:
+        from simulator.core.run import Unsupported
+
+        raise Unsupported(why)
+    th = wl.threads[0]
+    job = th.job
+    image = th.files[0].dev
+    cluster = image.cluster
+    gen = th.files[0].gen
+    ddir = th._ddir0
+    bs = th._bs[ddir]
+    depth = th._depth
+    env = sim.env
+    _drop_inert(env)
+    # Workload.start -> JobThread.start / _begin (after a fixed startdelay; nothing else is pending)
+    t0 = env.now + job.startdelay[0]
+    if t0 > env._now:
+        env._now = t0
+    wl._started = True
+    wl._phase_devs = set()
+    t_rec = t0 + job.ramp_time
+    t_stop = t_rec + th._runtime
+    th._t0 = t0
+    th._tt_last = t0
+    th._t_rec = t_rec
+    th._t_stop = t_stop
+    th._cpu_free = t0
+    if job.time_based:
+        th.stats.set_window(t_rec, t_stop)
+    n_lim = th._ios_limit
+    if th._bytes_limit != math.inf:
+        n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))
+    ramp = job.ramp_time > 0
+    if not ramp:  # JobThread._ramp_end at the start: the image's (and cluster's) statistics restart
+        th._limits_on = True
+        image.reset_stats()
+        wl._phase_devs.add(id(image))
+    rows = int(min(n_lim, max(ROWS, 8 * depth)))
+    st, meta = build_state(cluster, n_ops=max(4096, 8 * depth), n_req=0, images=[image])
+    k = next(i for i, img in enumerate(meta["images"]) if img is image)
+    st.gi[L.GI_OUT] = 0
+    st = _add_rows(st, gen, ddir, bs, 0, rows)
+    st.rqi[:, L.RQI_IMG] = k
+    st.gi[L.GI_CLOSED] = 1
+    first = min(depth, rows)
+    st.gi[L.GI_NEXTREQ] = first
+    w0 = time.perf_counter()
+    c0 = time.process_time()
+    for r in range(first):
+        K.issue_now(st, r)
+    # control points: the ramp's end (statistics restart), the runtime's end (no more issues)
+    points = ([(t_rec, "ramp")] if ramp else []) + ([(t_stop, "stop")] if t_stop != math.inf else [])
+    points.append((math.inf, "end"))
+    for t_point, what in points:
+        # the events before the point (a timer set at the job's start comes before IO events at its instant)
+        limit = np.nextafter(t_point, -np.inf) if t_point != math.inf else np.inf
+        while True:
+            status = K.run_until(st, limit)
+            if status == L.ST_REFILL:
+                refill(st, meta)
+                nreq = int(st.gi[L.GI_NREQ])
+                if st.gi[L.GI_NEXTREQ] >= nreq and nreq < n_lim:  # every row issued: as many again
+                    st = _add_rows(st, gen, ddir, bs, nreq, int(min(nreq, n_lim - nreq)))
+                continue
+            break
+        if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
+            raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
+                               f"{st.gi[L.GI_OUT]} requests outstanding): {why_text(st)}")
+        if what == "ramp":
+            # JobThread._ramp_end: limits on, the image's and the cluster's statistics restart
+            th._limits_on = True
+            now_py = env._now
+            env._now = t_rec
+            image.reset_stats()
+            env._now = now_py
+            _reset_counters(st)
+            wl._phase_devs.add(id(image))
+        elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
+            nxt = int(st.gi[L.GI_NEXTREQ])
+            st.gi[L.GI_OUT] -= int(st.gi[L.GI_NREQ]) - nxt
+            st.gi[L.GI_NREQ] = nxt
+            n_lim = nxt
+    wall = time.perf_counter() - w0
+    cpu = time.process_time() - c0
+    if st.gi[L.GI_OUT]:
+        raise RuntimeError(f"compiled Ceph core: {st.gi[L.GI_OUT]} requests outstanding at the end: {why_text(st)}")
+    n = int(st.gi[L.GI_NEXTREQ])
+    if ddir == 1:
+        write_back_bluestore(st, meta)
+    write_back(st, meta, set_now=False)
+    t_issue = st.rqf[:n, L.RQF_TISSUE]
+    t_done = st.rqf[:n, L.RQF_TDONE]
+    order = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
+    t_done_o = t_done[order]
+    keep = t_done_o >= t_rec  # JobThread._on_done records completions from the ramp's end on
+    m = int(keep.sum())
+    rows_out = np.empty((m, 5))
+    rows_out[:, 0] = ddir
+    rows_out[:, 1] = t_done_o[keep]
+    rows_out[:, 2] = 0.0  # slat: no submission latency
+    rows_out[:, 3] = (t_done - t_issue)[order][keep]
+    rows_out[:, 4] = bs
+    th.stats.add_many(rows_out)
+    t_end = float(t_done.max()) if n else t0
+    th._c_ios = m
+    th._c_bytes = m * bs
+    th._issues[ddir] = int((t_issue >= t_rec).sum()) if ramp else n
+    th._inflight = 0
+    th._if_bytes = 0
+    th._issuing = False
+    th.done = True
+    th._t_end = t_end
+    th.stats.set_window(t_rec, max(t_end, t_rec))
+    _image_accounting(image, t_done_o, n, depth, t_rec, ddir, bs)
+    if env._now < t_end:
+        env._now = t_end
+    wl._remaining = 0
+    wl._phase = len(wl._phases)
+    return {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall, "cpu_s": cpu, "ios": n}
+
+
 def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "run_fio_ceph") -> list:
     """Run one fio job on RBD ``image`` through the compiled Ceph core; returns run_fio's results."""
-    from simulator.core.ceph_build import obj_base_of, run_closed, unsupported_reads, unsupported_writes
     from simulator.errors import ConfigError
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
@@ -54,52 +355,8 @@ def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "ru
     if len(fjobs) != 1 or fjobs[0].numjobs != 1:
         raise ConfigError("the compiled Ceph core runs one job of one thread", source=source)
     wl = Workload(sim, fjobs, lambda _j: [image])
-    th = wl.threads[0]
-    why = unsupported_job(th) or (unsupported_writes(image.cluster) if th._ddir0 == 1 else None)
-    if not why and th._ddir0 == 0 and bool((obj_base_of(image) >= 0).any()):
-        why = unsupported_reads(image.cluster)
+    why = unsupported_workload(sim, wl)
     if why:
         raise ConfigError(f"compiled Ceph core: {why}", source=source)
-    ddir = th._ddir0
-    bs = th._bs[ddir]
-    n = th._ios_limit
-    if th._bytes_limit != math.inf:
-        n = min(n, -(-int(th._bytes_limit) // bs))
-    if n == math.inf:
-        raise ConfigError("the job has no IO limit (number_ios or size)", source=source)
-    n = int(n)
-    gen = th.files[0].gen
-    offs = np.fromiter((gen.next(ddir, bs) for _ in range(n)), dtype=np.int64, count=n)
-    # Workload.start -> JobThread._begin / _ramp_end (the device's statistics restart), without issuing
-    env = sim.env
-    now = env.now
-    wl._started = True
-    th._t0 = now
-    th._tt_last = now
-    th._t_rec = now
-    th._t_stop = math.inf
-    th._cpu_free = now
-    th._limits_on = True
-    image.reset_stats()
-    wl._phase_devs.add(id(image))
-    t_issue, t_done, info = run_closed(image.cluster, image, np.full(n, ddir, np.int64), offs, np.full(n, bs, np.int64),
-                                       th._depth)
-    order = info["done_order"]
-    rows = np.empty((n, 5))
-    rows[:, 0] = ddir
-    rows[:, 1] = t_done[order]
-    rows[:, 2] = 0.0  # slat: no submission latency
-    rows[:, 3] = (t_done - t_issue)[order]
-    rows[:, 4] = bs
-    th.stats.add_many(rows)
-    t_end = float(t_done.max()) if n else now
-    th._c_ios = n
-    th._c_bytes = n * bs
-    th._issues[ddir] = n
-    th._issuing = False
-    th.done = True
-    th._t_end = t_end
-    th.stats.set_window(th._t_rec, max(t_end, th._t_rec))
-    if env._now < t_end:
-        env._now = t_end
+    run_workload_ceph(sim, wl)
     return wl.results()

@@ -99,10 +99,15 @@ def _ticker(sim: Simulation, horizon: float, done: Any, report: Callable[[float]
     return sim.env.process(gen())
 
 
-def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Callable[[float], None] | None = None) -> tuple[list[Any], float]:
-    """Run one fio workload to completion on ``system``; returns (job results, simulated seconds)."""
+def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Callable[[float], None] | None = None,
+                engine: str = "auto", used: dict[str, Any] | None = None) -> tuple[list[Any], float]:
+    """Run one fio workload to completion on ``system``; returns (job results, simulated seconds).
+    ``engine`` (simulator.core.ENGINES): "auto" runs RBD workloads the compiled Ceph core covers in
+    it; ``used`` (if given) receives {"engine": "compiled" or "python", "why": the reason for python}."""
     import gc
 
+    from simulator.core import run_with
+    from simulator.core.ceph_fio import rbd_targets
     from simulator.engine.core import gc_quiet
     from simulator.workloads.runner import Workload
 
@@ -112,16 +117,28 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
     system.reset_stats()
     t0 = sim.env.now
     wl = Workload(sim, jobs, system.resolve_target)
+    why = run_with(sim, wl, engine)
+    if used is not None:
+        used["engine"] = "python" if why else "compiled"
+        used["why"] = why
+        used["rbd"] = rbd_targets(wl)
+    if why is None:
+        return wl.results(), sim.env.now - t0
     with gc_quiet():  # the first fill (start issues every job's iodepth requests) with the collector quietened too
         done = wl.start()
     horizon = _planned_duration(jobs)
+    tick = None
     if progress is not None and horizon:
         # fraction of planned simulated time, offset to this workload's start
         def rep(f: float, _t0=t0, _h=horizon) -> None:
             progress(min(1.0, (sim.env.now - _t0) / _h))
 
-        _ticker(sim, horizon, done, rep)
+        tick = _ticker(sim, horizon, done, rep)
     sim.run(until=done)  # with the collector quietened (engine.gc_quiet)
+    if tick is not None and tick.is_alive:
+        # its next wake would only find the run done: stop it now, so the run leaves no event with work
+        # to do (a next run on this system can then go to the compiled core)
+        tick._target.callbacks.remove(tick._resume)
     return wl.results(), sim.env.now - t0
 
 
@@ -241,12 +258,13 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
             system = System(sim, spec.system, source)
         t_wall = time.perf_counter()
         cb = (lambda f, _i=index: progress(_i, f)) if progress else None
-        results, sim_s = run_jobs_on(sim, system, jobs, cb)
+        used: dict[str, Any] = {}
+        results, sim_s = run_jobs_on(sim, system, jobs, cb, engine=task.get("engine", "auto"), used=used)
         wall = time.perf_counter() - t_wall
         cpu = time.process_time() - t_cpu
         doc, row = _document(results, jobs, spec, seed, labels, system, sim_s)
         ios = int(sum(row.get(f"{d}.total_ios", 0) or 0 for d in ("read", "write", "trim")))
-        extra = {"cpu_s": cpu, "chain": (task["replication"], task["points"][0][0], len(task["points"]))}
+        extra = {"cpu_s": cpu, "chain": (task["replication"], task["points"][0][0], len(task["points"])), **used}
         outputs.append(RunOutput(index, task["replication"], seed, labels, doc, row, wall, sim_s, ios, extra))
         if progress:
             progress(index, 1.0)
@@ -274,7 +292,30 @@ def core_usage(outputs: list[RunOutput], wall_s: float, workers: int, cores: int
                  f" {w:.1f} s = {100 * w / wall_s:.0f} % of the wall")
         if workers > 1 and len(chains) < workers:
             line += f"; only {len(chains)} chain{'s' if len(chains) != 1 else ''} to spread over {workers} workers"
+    line += engine_usage(ran)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     if load is not None and load > cores:
         line += f"; the machine was busy (load average {load:.1f} on {cores} cores): wall times include waiting"
     return line
+
+
+def engine_usage(outputs: list[RunOutput]) -> str:
+    """The part of :func:`core_usage`'s line that says how many runs the compiled core ran and, for the
+    others on RBD images, why not (the three most frequent reasons with their counts); "" when no run
+    used or could use it."""
+    eng = [o for o in outputs if "engine" in o.extra]
+    comp = sum(1 for o in eng if o.extra["engine"] == "compiled")
+    whys: dict[str, int] = {}
+    for o in eng:
+        w = o.extra.get("why")
+        if o.extra["engine"] == "python" and w and o.extra.get("rbd"):
+            whys[w] = whys.get(w, 0) + 1
+    if not comp and not whys:
+        return ""
+    out = f"; compiled core: {comp} of {len(eng)} runs"
+    if whys:
+        top = sorted(whys.items(), key=lambda kv: -kv[1])
+        out += f"; the Python model ran {sum(whys.values())} RBD runs: " + "; ".join(f"{k}x {w}" for w, k in top[:3])
+        if len(top) > 3:
+            out += f"; {len(top) - 3} other reasons"
+    return out

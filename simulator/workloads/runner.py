@@ -1053,18 +1053,26 @@ def run_fio(
     *,
     source: str = "run_fio",
     stats_factory: Callable[..., Any] | None = None,
+    engine: str = "python",
 ) -> list[Any]:
     """Run fio jobs (option mappings, fio names) to completion on ``sim`` against ``targets`` (the
     devices of every job, or a function job -> devices); returns one result per reported job.
 
     The one IO driver for code that is not an experiment (tests, ``simrun bench``, calibration):
-    the same :class:`Workload` an experiment runs, without the experiment around it.
+    the same :class:`Workload` an experiment runs, without the experiment around it. ``engine``:
+    "python" (the reference model, default), "auto" or "compiled" (simulator.core.choose: the
+    compiled core where it covers the run, the Python model otherwise).
     """
     from simulator.workloads.options import resolve_jobs
 
     fjobs = resolve_jobs(dict(global_options or {}), [jobs] if isinstance(jobs, dict) else list(jobs), source)
     resolve = targets if callable(targets) else (lambda _job, _t=list(targets): _t)
     wl = Workload(sim, fjobs, resolve, stats_factory=stats_factory)
+    if engine != "python":
+        from simulator.core import run_with
+
+        if run_with(sim, wl, engine) is None:
+            return wl.results()
     with gc_quiet():  # the first fill (start issues iodepth requests per job) with the collector quietened too
         done = wl.start()
     sim.run(until=done)
