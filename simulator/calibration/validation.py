@@ -998,6 +998,76 @@ def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list
                           f"{sum(r.get(f'{m}_testable') == 'True' for r in pr)} testable)."
                           for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %"))]
             md += _ceph_lab_commit_path(q, tag)
+    md += _ceph_lab_quiet_hypotheses(q, cell, summary)
+    return md
+
+
+#: tested hypotheses on the quiet campaign, each against the model of record: (tag of data/quiet/prediction_<tag>.csv
+#: and counters_<tag>.csv, heading, what it is); docs/ceph-model.md has the discussion
+LAB_QUIET_HYPOTHESES = (
+    ("quiet_kernel_thread_fitted", "Hypothesis: per-thread wakeup rule (`models/clusters/ceph_lab_quiet_kernel_thread_fitted`)",
+     "The model of record plus `cpu.thread_wakeup_cost` 36 µs and `cpu.thread_wake_delay` 27 µs (a job pays a wakeup's "
+     "CPU, and on a queue-woken thread an off-CPU wake delay, only when its thread was asleep; both measured from the "
+     "quiet counters by `thread_wakeups.py`), the per-op costs re-split so that the QD1 CPU per IO is unchanged, the "
+     "same three parameters refitted on the same croit QD1 points (`calibrate_quiet_kernel_thread.yaml`: speed 1.944, "
+     "loop flush 142 µs, cost_cv 1.087). Not the model of record: it loses on the predicted points."),
+    ("quiet_kernel_thread_recordcpu", "Diagnostic: the per-thread wakeup rule at the model of record's fitted parameters "
+     "(`models/clusters/ceph_lab_quiet_kernel_thread_recordcpu`)",
+     "The rule as above with the model of record's fitted speed 1.548, loop flush 27 µs and cost_cv 0.725 instead of "
+     "the rule's own refit: what the rule does to the QD dependence without the refit's faster CPU. A sensitivity run, "
+     "not a model of the lab."),
+)
+
+
+def _ceph_lab_quiet_hypotheses(q: Path, cell: Any, summary: list[dict[str, Any]]) -> list[str]:
+    """Tested hypotheses on the quiet campaign beside the model of record (within-bound counts, per point, the
+    counters that motivated them)."""
+    rec_p = q / f"prediction_{LAB_RECORD_TAG}.csv"
+    if not rec_p.is_file():
+        return []
+    rec = _read_csv(rec_p)
+    md: list[str] = []
+    for tag, title, blurb in LAB_QUIET_HYPOTHESES:
+        hp = q / f"prediction_{tag}.csv"
+        if not hp.is_file():
+            continue
+        hyp = _read_csv(hp)
+        md += ["", f"### {title}", "", f"{blurb} Within bounds at the predicted points (all / testable):", "",
+               "| metric | model of record | this hypothesis |", "|---|---|---|"]
+        for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %")):
+            cells = []
+            for tab in (rec, hyp):
+                pr = [r for r in tab if r["set"] == "prediction"]
+                tst = [r for r in pr if r.get(f"{m}_testable") == "True"]
+                cells.append(f"{sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)} / "
+                             f"{sum(r.get(f'{m}_ok') == 'True' for r in tst)} of {len(tst)}")
+            md.append(f"| {lab_m} {b} | {cells[0]} | {cells[1]} |")
+        md += ["", "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
+               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in hyp:
+            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
+                                          *cell(r, "p99_ms")]) + " |")
+        for s2 in ("fit", "prediction"):
+            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
+                sel = [_f(r.get(f"err_{m}_pct")) for r in hyp if r["set"] == s2]
+                if sel:
+                    summary.append({"campaign": f"Ceph lab quiet campaign, {tag} ({s2}, {lab_m})", "kind": s2,
+                                    **_stats([e for e in sel if e is not None])})
+        cp, cr = q / f"counters_{tag}.csv", q / f"counters_{LAB_RECORD_TAG}.csv"
+        if cp.is_file() and cr.is_file():
+            hc, rc = _read_csv(cp), _read_csv(cr)
+
+            def per_qd(rows: list[dict[str, str]], rw: str, key: str, fmt: str) -> str:
+                v = {c["qd"]: _f(c.get(key)) for c in rows if c["variant"] == "croit" and c["rw"] == rw}
+                return " / ".join("–" if v.get(qd) is None else format(v[qd], fmt) for qd in ("1", "4", "16"))
+            md += ["", "Counters, croit QD 1 / 4 / 16 (CPU: the lab's whole host; the model's in seconds of its fitted host):",
+                   "", "| figure | lab | model of record | this hypothesis |", "|---|---|---|---|"]
+            for name, rw, mk, sk, fmt in (
+                    ("txcs per kv commit", "randwrite", "meas_txc_per_kv_commit", "sim_txc_per_kv_commit", ".2f"),
+                    ("kv commit latency, ms", "randwrite", "meas_kv_commit_mean_ms", "sim_kv_commit_mean_ms", ".2f"),
+                    ("CPU per read, µs", "randread", "meas_cpu_host_us_per_io", "sim_cpu_us_per_io", ".0f"),
+                    ("CPU per client write, µs", "randwrite", "meas_cpu_host_us_per_io", "sim_cpu_us_per_io", ".0f")):
+                md.append(f"| {name} | {per_qd(rc, rw, mk, fmt)} | {per_qd(rc, rw, sk, fmt)} | {per_qd(hc, rw, sk, fmt)} |")
     return md
 
 
