@@ -433,7 +433,7 @@ def test_tx_rows_hold_every_osds_pending_deferred_batch():
     img = py.image("test-mach2", "test")
     req = _writes(img, 600, rng)
     ref = py_closed(sim_py, img, *req, 1)
-    _, out, info = run_closed(cc, cc.image("test-mach2", "test"), *req, 1, n_ops=16)
+    _, out, _ = run_closed(cc, cc.image("test-mach2", "test"), *req, 1, n_ops=16)
     np.testing.assert_array_equal(out, ref)
     held = sum(o.bs.deferred_queue_size for o in cc.osds)
     assert held > 2 * 16, f"the OSDs hold {held} pending txcs, not more than 2 x the op rows: the test does not test"
