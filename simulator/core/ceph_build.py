@@ -510,7 +510,7 @@ def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow:
 def _cacheless(cluster: Any) -> bool:
     """Every OSD reads without a data cache: BlueStore, buffered reads and writes off, nothing cached,
     no deferred write waiting to be applied (its data would be read from memory), every data
-    device a queue device (so a read of a written object is one device read)."""
+    device a queue device or one of the device core's (so a read of a written object is one device read)."""
     for o in cluster.osds:
         bs = o.bs
         if not hasattr(bs, "writing") or bs.buffered_read or bs.buffered_write or len(bs.cache) or bs.writing:
