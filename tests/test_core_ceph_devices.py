@@ -238,3 +238,72 @@ def test_closed_loop_reads_on_device_core_devices_identical(variant):
         assert (a.completed, a.bytes) == (b.completed, b.bytes), a.path
         reads += a.completed[0]
     assert reads >= n
+
+
+def test_batch_waiting_for_tags_is_refused_by_name():
+    """A deferred batch of several IOs that would sleep for block-layer tags (submit_batch's batch
+    waiter, not compiled) voids the run with its reason instead of running it differently."""
+    from simulator.core.ceph_build import run_closed
+
+    p = _params(_hdd(_TOSHIBA, "volatile"), True, {"deferred_batch_ops": 16}, extra={})
+    p["block_layer"] = {"enabled": True, "nr_requests": 2, "queue_depth": 1}
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(3)
+    req = _writes(cc.image("p", "img"), 800, rng)
+    with pytest.raises(RuntimeError, match="block-layer tags"):
+        run_closed(cc, cc.image("p", "img"), *req, 32)
+
+
+def test_reset_core_devices_equals_device_reset_stats():
+    """ceph_loop.reset_core_devices restarts the device core's windows as Device.reset_stats does
+    (HDD busy carried over while the mechanism is busy, block layer counters): after a compiled run
+    with a reset in the middle of it, every device's stats equal the Python model's with
+    Cluster.reset_stats at the same instant."""
+    from simulator.core import ceph_layout as L
+    from simulator.core import ceph_loop as K
+    from simulator.core.ceph_build import build_state, refill, write_back, write_back_bluestore
+
+    p = _params(_hdd(_TOSHIBA, "volatile"), True, {})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(9)
+    kinds, offs, sizes = _writes(py.image("p", "img"), 600, rng)
+    t_mid = 0.25
+    from simulator.ceph.resources import call_at
+
+    call_at(sim_py.env, t_mid, lambda ev: py.reset_stats(), None)
+    _py_closed(sim_py, py.image("p", "img"), kinds, offs, sizes, 16)
+    img = cc.image("p", "img")
+    n = len(kinds)
+    st, meta = build_state(cc, n_ops=4096, n_req=n, images=[img])
+    st.rqi[:n, L.RQI_IMG] = 0
+    st.rqi[:n, L.RQI_KIND] = kinds
+    st.rqi[:n, L.RQI_OFF] = offs
+    st.rqi[:n, L.RQI_SIZE] = sizes
+    st.gi[L.GI_NREQ] = n
+    st.gi[L.GI_OUT] = n
+    st.gi[L.GI_CLOSED] = 1
+    st.gi[L.GI_NEXTREQ] = 16
+    for r in range(16):
+        K.issue_now(st, r)
+    for limit in (t_mid, np.inf):
+        while True:
+            s = K.run_until(st, limit)
+            if s == L.ST_REFILL:
+                refill(st, meta)
+                continue
+            break
+        if limit == t_mid:
+            assert s == L.ST_TIME
+            st.gf[L.GF_NOW] = t_mid
+            K.reset_core_devices(st)
+    assert s == L.ST_DONE
+    write_back_bluestore(st, meta)
+    write_back(st, meta)
+    for a, b in zip(_drives(py), _drives(cc), strict=True):
+        if type(a).__name__ == "Partition":
+            continue
+        sa, sb = a.stats(), b.stats()
+        assert (sa["completed"], sa["bytes"], sa["window_s"]) == (sb["completed"], sb["bytes"], sb["window_s"]), a.path
+        assert sa["utilisation"] == pytest.approx(sb["utilisation"], rel=1e-9), a.path
+        assert sa["mean_queue_depth"] == pytest.approx(sb["mean_queue_depth"], rel=1e-9), a.path
