@@ -256,3 +256,10 @@ CASES.update({
     "ceph-hdd-qd64write-compiled": ("the same through the compiled Ceph core driving the device core (identical results)",
                                     _ceph_core_case("bench_qd64write_hdd", True)),
 })  # fmt: skip
+CASES.update({
+    "ceph-hdd-qd64read": ("Ceph croit MACH.2 pool on its HDD profiles + block layer, no BlueStore data cache, 4KiB "
+                          "randread QD64 of the pre-filled image (Python; client IOs per CPU second)",
+                          _ceph_core_case("bench_qd64read_hdd", False)),
+    "ceph-hdd-qd64read-compiled": ("the same through the compiled Ceph core driving the device core (identical results)",
+                                   _ceph_core_case("bench_qd64read_hdd", True)),
+})  # fmt: skip

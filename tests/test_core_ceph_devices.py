@@ -206,3 +206,104 @@ def test_what_the_device_composition_refuses_is_named():
     assert "different table shapes" in unsupported_writes(cl)
     assert unsupported_writes(cl, [cl.image("test-mach2", "test")]) is None
     assert unsupported_writes(cl, [cl.image("test-normal-hdd", "test")]) is None
+
+
+@pytest.mark.parametrize("variant", ["blk-volatile", "lvm-volatile", "mach2-luns"])
+def test_closed_loop_reads_on_device_core_devices_identical(variant):
+    """Reads of pre-filled objects on BlueStore without a data cache, on HDDs / LVM volumes / MACH.2
+    LUNs behind the block layer (each read a device read of its aligned range at the object's
+    offset: read look-ahead and cache segments see the real addresses), closed loop QD16, 4 KiB and
+    spanning 96 KiB reads: completion times and device counters identical to the Python model."""
+    from simulator.core.ceph_build import run_closed, unsupported_reads
+
+    dev, bl, split, _bs = _VARIANTS[variant]
+    p = _params(dev, bl, {"cache": {"buffered_read": False, "buffered_write": False}}, split=split, cv=0.4,
+                extra={"images": [{"pool": "p", "name": "img", "size": "1GiB", "order": 16, "prefilled": True}]})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    assert unsupported_reads(cc) is None
+    rng = np.random.default_rng(71)
+    img = py.image("p", "img")
+    n = 1500
+    sizes = np.where(rng.random(n) < 0.2, 98304, 4096).astype(np.int64)
+    offs = rng.integers(0, (img.capacity - 98304) // 4096, n) * 4096
+    kinds = np.zeros(n, np.int64)
+    _, ref = _py_closed(sim_py, img, kinds, offs, sizes, 16)
+    _, out, _info = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
+    np.testing.assert_array_equal(out, ref)
+    for a, b in zip(py.osds, cc.osds, strict=True):
+        assert a.ops == b.ops
+    reads = 0
+    for a, b in zip(_drives(py), _drives(cc), strict=True):
+        assert (a.completed, a.bytes) == (b.completed, b.bytes), a.path
+        reads += a.completed[0]
+    assert reads >= n
+
+
+def test_batch_waiting_for_tags_is_refused_by_name():
+    """A deferred batch of several IOs that would sleep for block-layer tags (submit_batch's batch
+    waiter, not compiled) voids the run with its reason instead of running it differently."""
+    from simulator.core.ceph_build import run_closed
+
+    p = _params(_hdd(_TOSHIBA, "volatile"), True, {"deferred_batch_ops": 16}, extra={})
+    p["block_layer"] = {"enabled": True, "nr_requests": 2, "queue_depth": 1}
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(3)
+    req = _writes(cc.image("p", "img"), 800, rng)
+    with pytest.raises(RuntimeError, match="block-layer tags"):
+        run_closed(cc, cc.image("p", "img"), *req, 32)
+
+
+def test_reset_core_devices_equals_device_reset_stats():
+    """ceph_loop.reset_core_devices restarts the device core's windows as Device.reset_stats does
+    (HDD busy carried over while the mechanism is busy, block layer counters): after a compiled run
+    with a reset in the middle of it, every device's stats equal the Python model's with
+    Cluster.reset_stats at the same instant."""
+    from simulator.core import ceph_layout as L
+    from simulator.core import ceph_loop as K
+    from simulator.core.ceph_build import build_state, refill, write_back, write_back_bluestore
+
+    p = _params(_hdd(_TOSHIBA, "volatile"), True, {})
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    rng = np.random.default_rng(9)
+    kinds, offs, sizes = _writes(py.image("p", "img"), 600, rng)
+    t_mid = 0.25
+    from simulator.ceph.resources import call_at
+
+    call_at(sim_py.env, t_mid, lambda ev: py.reset_stats(), None)
+    _py_closed(sim_py, py.image("p", "img"), kinds, offs, sizes, 16)
+    img = cc.image("p", "img")
+    n = len(kinds)
+    st, meta = build_state(cc, n_ops=4096, n_req=n, images=[img])
+    st.rqi[:n, L.RQI_IMG] = 0
+    st.rqi[:n, L.RQI_KIND] = kinds
+    st.rqi[:n, L.RQI_OFF] = offs
+    st.rqi[:n, L.RQI_SIZE] = sizes
+    st.gi[L.GI_NREQ] = n
+    st.gi[L.GI_OUT] = n
+    st.gi[L.GI_CLOSED] = 1
+    st.gi[L.GI_NEXTREQ] = 16
+    for r in range(16):
+        K.issue_now(st, r)
+    for limit in (t_mid, np.inf):
+        while True:
+            s = K.run_until(st, limit)
+            if s == L.ST_REFILL:
+                refill(st, meta)
+                continue
+            break
+        if limit == t_mid:
+            assert s == L.ST_TIME
+            st.gf[L.GF_NOW] = t_mid
+            K.reset_core_devices(st)
+    assert s == L.ST_DONE
+    write_back_bluestore(st, meta)
+    write_back(st, meta)
+    for a, b in zip(_drives(py), _drives(cc), strict=True):
+        if type(a).__name__ == "Partition":
+            continue
+        sa, sb = a.stats(), b.stats()
+        assert (sa["completed"], sa["bytes"], sa["window_s"]) == (sb["completed"], sb["bytes"], sb["window_s"]), a.path
+        assert sa["utilisation"] == pytest.approx(sb["utilisation"], rel=1e-9), a.path
+        assert sa["mean_queue_depth"] == pytest.approx(sb["mean_queue_depth"], rel=1e-9), a.path

@@ -10,7 +10,7 @@ import numpy as np
 
 from simulator.engine import Simulation
 
-__all__ = ["bench_book", "bench_fio_qd64read", "bench_fio_qd64write", "bench_newread", "bench_qd64write", "bench_qd64write_hdd",
+__all__ = ["bench_book", "bench_fio_qd64read", "bench_fio_qd64write", "bench_newread", "bench_qd64read_hdd", "bench_qd64write", "bench_qd64write_hdd",
            "py_closed", "scale_writes"]
 
 
@@ -233,3 +233,25 @@ def bench_qd64write_hdd(n: int, compiled: bool) -> tuple[float, str]:
         return n / (time.process_time() - c0), f"{n / done.max():,.0f} simulated IOPS"
     _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
     return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/write"
+
+
+def bench_qd64read_hdd(n: int, compiled: bool) -> tuple[float, str]:
+    """The same croit MACH.2 pool on its drives, BlueStore without a data cache (buffered reads off),
+    4 KiB random reads of the pre-filled image, closed loop QD64: client reads per CPU second of the
+    run; note: simulated IOPS, events per read (identical in both engines)."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.core.ceph_build import run_closed
+
+    sim = Simulation(seed=1)
+    cl = build_cluster_from_profile(sim, overrides={**CROIT_HDD_OVERRIDES, "bluestore.cache.buffered_read": False})
+    img = cl.image("test-mach2", "test")
+    rng = np.random.default_rng(1)
+    offs = rng.integers(0, img.capacity // 4096, n) * 4096
+    kinds = np.zeros(n, np.int64)
+    sizes = np.full(n, 4096, np.int64)
+    if not compiled:
+        c0 = time.process_time()
+        done = py_closed(sim, img, kinds, offs, sizes, 64)
+        return n / (time.process_time() - c0), f"{n / done.max():,.0f} simulated IOPS"
+    _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
+    return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/read"

@@ -356,6 +356,9 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
                 didx[id(d)] = len(rows)
                 rows.append((top, shift))
                 tops.append(top)
+    why = _hdd_shapes_why(tops)
+    if why:
+        raise ValueError(f"compiled Ceph core: {why}")
     dev_st, dev_meta = device_state(tops, n_dr if tops else 0, cluster.env.now)
     nd = len(rows)
     dvi = np.zeros((max(nd, 1), L.NDVI), np.int64)
@@ -511,12 +514,12 @@ def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow:
 def _cacheless(cluster: Any) -> bool:
     """Every OSD reads without a data cache: BlueStore, buffered reads and writes off, nothing cached,
     no deferred write waiting to be applied (its data would be read from memory), every data
-    device a queue device (so a read of a written object is one device read)."""
+    device a queue device or one of the device core's (so a read of a written object is one device read)."""
     for o in cluster.osds:
         bs = o.bs
         if not hasattr(bs, "writing") or bs.buffered_read or bs.buffered_write or len(bs.cache) or bs.writing:
             return False
-        if _queue_device(bs.dev) is None:
+        if _queue_device(bs.dev) is None and _core_device(bs.dev)[2] is not None:  # neither kind of device row
             return False
     return True
 
@@ -591,15 +594,21 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
             return f"osd.{o.id}: BlueStore is mid-cycle (kv_sync, waiters, running IO: a run in progress)"
         if bs.cfg.cache.buffered_write or len(bs.cache):
             return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
-    if tops:
-        from simulator.core import layout as DL
-        from simulator.core.run import _dev_kind, device_closure
+    return _hdd_shapes_why(tops) or _onode_coverage(cluster)
 
-        shapes = {(h._cq.shape, h._zt.shape, h._tt.shape, h._et.shape, h._seg.shape): h.path
-                  for h in device_closure(tops)[0] if _dev_kind(h)[0] == DL.DK_HDD}
-        if len(shapes) > 1:
-            return f"HDDs with different table shapes in one run ({', '.join(sorted(shapes.values())[:2])}): drive the images of one drive kind"
-    return _onode_coverage(cluster)
+
+def _hdd_shapes_why(tops: list[Any]) -> str | None:
+    """The device core stacks its HDDs' kernel tables: the HDDs below ``tops`` need one shape."""
+    if not tops:
+        return None
+    from simulator.core import layout as DL
+    from simulator.core.run import _dev_kind, device_closure
+
+    shapes = {(h._cq.shape, h._zt.shape, h._tt.shape, h._et.shape, h._seg.shape): h.path
+              for h in device_closure(tops)[0] if _dev_kind(h)[0] == DL.DK_HDD}
+    if len(shapes) > 1:
+        return f"HDDs with different table shapes in one run ({', '.join(sorted(shapes.values())[:2])}): drive the images of one drive kind"
+    return None
 
 
 def _draw(rand: Any, need: int) -> np.ndarray:
@@ -686,6 +695,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
         rand._buf = rest + rand._buf[rand._i :]
         rand._i = 0
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
+    _write_back_core_devices(st, meta)
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None
         if env is not None and st.gf[L.GF_NOW] > env._now:
@@ -910,7 +920,6 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         q._free = int(st.dvi[k, L.DV_FREE])
         q._busy_acc += float(st.dvf[k, L.DVF_BUSY])
         st.dvf[k, L.DVF_BUSY] = 0.0
-    _write_back_core_devices(st, meta)
 
 
 def _write_back_core_devices(st: L.CephState, meta: dict[str, Any]) -> None:

@@ -323,6 +323,7 @@ from simulator.core.ceph_layout import (
     WHY_STREAM,
 )  # fmt: skip
 from simulator.core.loop import _ld, _state_ptr
+from simulator.core.loop import _reset_one as _core_reset_one
 from simulator.core.loop import device_submit as _core_device_submit
 from simulator.core.loop import step as _core_step
 from simulator.devices.hdd import kernels as _K
@@ -2049,3 +2050,15 @@ def issue_now(st, r):
     now = st.gf[GF_NOW]
     st.rqf[r, RQF_TISSUE] = now
     _img_start(sp, r, now)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def reset_core_devices(st):
+    """Device.reset_stats of every device of the device core below BlueStore, now (Cluster.reset_stats
+    resets every device of the cluster: at the end of fio's ramp_time)."""
+    sp = _state_ptr(st)
+    dsp = _dev_ptr(sp)
+    ds = st.dev
+    now = st.gf[GF_NOW]
+    for d in range(ds.dvi.shape[0]):
+        _core_reset_one(dsp, d, now)
