@@ -171,7 +171,7 @@ def test_resplit_keeps_the_qd1_cpu_per_io(rw):
 
 def test_rule_off_books_exactly_as_book():
     """The rule off (the default): ``run`` ignores the thread and books exactly what ``book`` books (the
-    fast path ``_run_plain`` against ``book`` itself: identical latencies, byte for byte)."""
+    pool's ``run`` against ``book`` itself: identical latencies, byte for byte)."""
     hosts = resolve_params({"profile": PROFILE})[1].hosts
     h = hosts[0].model_dump()
     h["cpu"]["thread_wakeup_cost"] = 0.0
@@ -217,3 +217,16 @@ def test_profile_books_the_measured_wake_delay_and_wakeup_cost():
     assert float(w["us_per_wakeup"]) == pytest.approx(
         sum(float(r["fall_us"]) for r in groups) / sum(float(r["wake_drop"]) for r in groups), rel=1e-3)
     assert math.isfinite(float(w["fall_se"]))
+
+
+def test_validate_shows_the_rule_as_a_tested_hypothesis_beside_the_record(tmp_path):
+    from simulator.calibration.validation import LAB_RECORD_PROFILE, run_validation
+
+    text = run_validation(quick=True, out=tmp_path / "v.md", workers=1, sections=("ceph-lab",)).read_text()
+    assert LAB_RECORD_PROFILE == "clusters/ceph_lab_quiet_kernel_fitted"  # the rule did not win
+    i = text.index("### Hypothesis: per-thread wakeup rule")
+    rows = [r for r in csv.DictReader(ln for ln in (QUIET / "prediction_quiet_kernel_thread_fitted.csv")
+                                      .read_text().splitlines() if not ln.startswith("#")) if r["set"] == "prediction"]
+    ok = sum(r["iops_ok"] == "True" for r in rows)
+    assert f"| IOPS ±25 % | 14 of 16 / 14 of 15 | {ok} of 16 /" in text[i:]
+    assert "| txcs per kv commit | 1.00 / 1.33 / 2.66 |" in text[i:]

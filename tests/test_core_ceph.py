@@ -418,6 +418,27 @@ def test_croit_stand_in_writes_identical():
     assert info["events"] > 5 * n
 
 
+def test_tx_rows_hold_every_osds_pending_deferred_batch():
+    """A small client queue depth spread over many OSDs leaves each of them holding a partial
+    deferred batch (up to deferred_batch_ops txcs) long after its op rows are free: the transaction
+    pool is sized for those, not only for the ops in flight (1,008 OSDs at QD64 once ran out of rows
+    and stopped with status 4). Here the op pool is the smallest that fits QD1 (16 rows), while the
+    MACH.2 pool's 12 OSDs can hold 12 x 64 pending txcs; the run completes identical to Python."""
+    from simulator.core.ceph_bench import _croit_writes, py_closed
+    from simulator.core.ceph_build import run_closed
+
+    sim_py, py = _croit_writes()
+    _, cc = _croit_writes()
+    rng = np.random.default_rng(5)
+    img = py.image("test-mach2", "test")
+    req = _writes(img, 600, rng)
+    ref = py_closed(sim_py, img, *req, 1)
+    _, out, _ = run_closed(cc, cc.image("test-mach2", "test"), *req, 1, n_ops=16)
+    np.testing.assert_array_equal(out, ref)
+    held = sum(o.bs.deferred_queue_size for o in cc.osds)
+    assert held > 2 * 16, f"the OSDs hold {held} pending txcs, not more than 2 x the op rows: the test does not test"
+
+
 def test_closed_loop_writes_identical_to_the_fio_job_thread():
     """Given the offsets fio's job thread drew (libaio, QD16, randseed), the compiled closed loop
     issues and completes every write at the same instants as the Python model driven by fio's own

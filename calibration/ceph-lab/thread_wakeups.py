@@ -4,6 +4,12 @@ campaign: per-thread wakeup rule").
 
     python3 calibration/ceph-lab/thread_wakeups.py --sim DIR [--data calibration/ceph-lab/data/quiet]
 
+DIR as committed (data/quiet/thread_wakeups.csv; ~2 min):
+
+    simrun run calibration/ceph-lab/experiment.yaml --out DIR --set system.cluster.profile=clusters/ceph_lab_quiet_kernel_thread \
+        --set workload.global.runtime=5s --set 'sweep.axes.variant.values={croit: {}}' --set 'sweep.axes.qd.values=[1,16]' \
+        --set system.cluster.params.hosts.0.cpu.speed=1.54761 --set system.cluster.params.osd.cost_cv=0.725269
+
 Hypothesis (a) of the kernel fit's misses: a daemon thread pays a wakeup (CPU: futex, context switch, cold
 caches) and an off-CPU wake delay (scheduler latency) only when it was asleep when its work arrived; work that
 reaches a thread still busy runs without either (simulator.ceph.resources.CpuPool.run,

@@ -37,6 +37,22 @@ def _read(out: Path) -> dict[tuple[str, str, int, str], tuple[float, float | Non
     return rows
 
 
+def _steady(out: Path) -> dict[tuple[str, str, int], str]:
+    """(pool, rw, qd) -> MSER verdict of the run's direction ('1' steady, '0' not, '' not reported by that revision)."""
+    p = out / "summary.csv"
+    res: dict[tuple[str, str, int], str] = {}
+    if not p.is_file():
+        return res
+    with p.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r.get("mode") != "random":
+                continue
+            d = "read" if r["rw"] == "randread" else "write"
+            v = r.get(f"{d}.steady", "")
+            res[(r["pool"], r["rw"], int(r["qd"]))] = "" if v in ("", None) else str(int(float(v)))
+    return res
+
+
 def _err(sim: float | None, meas: float) -> float | None:
     return None if sim is None or not meas else 100.0 * (sim / meas - 1.0)
 
@@ -50,6 +66,7 @@ def main() -> None:
     ap.add_argument("--csv", type=Path, default=Path(__file__).with_name("flagship_hdd_before_after.csv"))
     a = ap.parse_args()
     b, af = _read(a.before), _read(a.after)
+    sb, sa = _steady(a.before), _steady(a.after)
     keys = sorted({k[:3] for k in af} | {k[:3] for k in b}, key=lambda k: (k[0], k[1], k[2]))
     out_rows = []
     for pool, rw, qd in keys:
@@ -61,7 +78,8 @@ def main() -> None:
                 continue
             out_rows.append({"pool": pool, "rw": rw, "qd": qd, "metric": m, "measured": meas,
                              "before": sim_b, "before_err_pct": _err(sim_b, meas),
-                             "after": sim_a, "after_err_pct": _err(sim_a, meas)})
+                             "after": sim_a, "after_err_pct": _err(sim_a, meas),
+                             "before_steady": sb.get((pool, rw, qd), ""), "after_steady": sa.get((pool, rw, qd), "")})
     with a.csv.open("w", newline="", encoding="utf-8") as f:
         f.write(f"# flagship experiments/mach2_vs_single.yaml (defaults: 90 s per point, state_scale 0.1, seed 1); "
                 f"before = {a.before_rev}, after = {a.after_rev}; measured = croit (calibration/croit-mach2/measured.csv, "

@@ -649,10 +649,32 @@ _FLAG_LABEL = {"iops": "IOPS", "lat_mean_ms": "mean ms", "p50_ms": "p50 ms", "p9
 
 HDD_FLAGSHIP_NOTES = (
     "`simrun experiments/mach2_vs_single.yaml` (its defaults: 90 simulated s per point, BlueStore caches scaled by "
-    "0.1, seed 1) run before the issue-10 HDD work (the revision before its first commit, 62b1a25: ideal SPTF over the "
-    "whole queue, no media cache, no host block-layer model of the drives' firmware limits) and after it, each in its "
-    "own checkout; croit's measured figures as the flagship reports them (comparison.csv). Derived with "
-    "`calibration/reference/flagship_before_after.py`."
+    "0.1, seed 1, one worker) run on 2026-11-27 in two checkouts: before = 668dcfc, the main revision before the first "
+    "issue-10 HDD commit (62b1a25): ideal SPTF over the whole queue with exact positioning, a volatile write cache "
+    "bounded only by bytes (the buffer) with a 64-extent destage window, no media cache; after = 6e8a79a (main with the issue-10 HDD work). Between the two "
+    "the experiment file and the cluster profiles (croit_mach2, croit_mach2_fitted) are unchanged; the drive "
+    "profiles gained the firmware class defaults (whole-queue RPO from a 32-band seek table plus a 0.4 ms guard band "
+    "and 0.05 ms per decision; 16 dirty segments destaged over 16, where the MG06's volatile cache was bounded only "
+    "by its 256 MiB and destaged over 64) and the Exos 2X14 its media cache. But the fitted cluster profile "
+    "(croit_mach2_fitted, fitted on 2026-11-22, before the HDD work) replaces the 2X14's write cache with a fitted "
+    "persistent 28.8 MB cache destaged at idle, so the flagship's MACH.2 drives do not use the media-cache model: "
+    "for them only the reordering and the destage window (64 -> 16) changed. The Ceph engine changed too (the compiled core and other Ceph work), but the QD1 "
+    "reads, which the HDD changes do not touch, are identical (90.4 and 73.0 reads/s in both). The croit cluster "
+    "profile was fitted (calibration/croit-mach2) before the HDD work and was not refitted. Results (croit's "
+    "figures as the flagship reports them, comparison.csv): the MACH.2 pool's random writes, 2-3x too fast before "
+    "at QD >= 4, are less so at deep queues (QD16 +185 -> +147 %, QD64 +159 -> +102 %, QD256 +104 -> +49 %; p99 "
+    "-54/-47/-58 -> -33/-32/-43 %) but not at QD4 (+133 -> +131 %). At QD4 the model's median write latency "
+    "matches croit's (2.02 vs 2.28 ms), but croit's mean is 13.9 ms from a tail (p99 342 ms) the model does not "
+    "produce (p99 52 ms), and that tail is what holds croit's pool to 288 writes/s; where it comes from (drive-"
+    "internal cleaning, BlueStore throttles or deferred flushes) is not identified, and the 2X14's own write "
+    "rating is uncertain (384 or 448 IOPS, see above). The single-actuator pool's writes, already close, move closer "
+    "(QD256 +23 -> -3 %, p99 -40 -> -21 %). Reads hardly change (MACH.2 QD256 read IOPS +6 -> -4 %, p99 -31 -> "
+    "-14 %); the QD4 reads stay 42-54 % low and the QD16 reads 32-40 % low in both runs: croit's QD4 medians "
+    "(0.77-0.80 ms) are cache hits where the model reads the disk (7.7-8.9 ms), a Ceph-cache matter, not the "
+    "drives'. Sequential 4 MiB at QD16 against croit's blog: MACH.2 read "
+    "+42 -> +41 %, write +12 -> +11 %. Derived with `calibration/reference/flagship_before_after.py` into "
+    "`calibration/reference/flagship_hdd_before_after.csv`; 3,844 s (before) and 3,264 s (after, 720 CPU s) wall "
+    "under load 6-10 on the 2-core machine."
 )
 
 
@@ -690,6 +712,13 @@ def hdd_flagship_table(path: Path) -> list[str]:
                 med = errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])
                 parts.append(f"{tag} {sum(e <= 25 for e in errs)} of {n} within ±25 % (median |error| {med:.0f} %)")
         md.append(f"- {_FLAG_LABEL[m]}: " + "; ".join(parts) + ".")
+    pts = {(r["pool"], r["rw"], r["qd"]): r for r in rows}.values()
+    for tag in ("before", "after"):
+        flags = [r.get(f"{tag}_steady", "") for r in pts]
+        if any(flags):
+            nots = [f"{r['pool']} {r['rw']} QD{r['qd']}" for r in pts if r.get(f"{tag}_steady") == "0"]
+            md.append(f"- steady state ({tag}, MSER): {len(nots)} of {len(flags)} points flagged not steady"
+                      + (f" ({', '.join(nots)})" if nots else "") + ".")
     return md
 
 
@@ -969,6 +998,76 @@ def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list
                           f"{sum(r.get(f'{m}_testable') == 'True' for r in pr)} testable)."
                           for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %"))]
             md += _ceph_lab_commit_path(q, tag)
+    md += _ceph_lab_quiet_hypotheses(q, cell, summary)
+    return md
+
+
+#: tested hypotheses on the quiet campaign, each against the model of record: (tag of data/quiet/prediction_<tag>.csv
+#: and counters_<tag>.csv, heading, what it is); docs/ceph-model.md has the discussion
+LAB_QUIET_HYPOTHESES = (
+    ("quiet_kernel_thread_fitted", "Hypothesis: per-thread wakeup rule (`models/clusters/ceph_lab_quiet_kernel_thread_fitted`)",
+     "The model of record plus `cpu.thread_wakeup_cost` 36 µs and `cpu.thread_wake_delay` 27 µs (a job pays a wakeup's "
+     "CPU, and on a queue-woken thread an off-CPU wake delay, only when its thread was asleep; both measured from the "
+     "quiet counters by `thread_wakeups.py`), the per-op costs re-split so that the QD1 CPU per IO is unchanged, the "
+     "same three parameters refitted on the same croit QD1 points (`calibrate_quiet_kernel_thread.yaml`: speed 1.944, "
+     "loop flush 142 µs, cost_cv 1.087). Not the model of record: it loses on the predicted points."),
+    ("quiet_kernel_thread_recordcpu", "Diagnostic: the per-thread wakeup rule at the model of record's fitted parameters "
+     "(`models/clusters/ceph_lab_quiet_kernel_thread_recordcpu`)",
+     "The rule as above with the model of record's fitted speed 1.548, loop flush 27 µs and cost_cv 0.725 instead of "
+     "the rule's own refit: what the rule does to the QD dependence without the refit's faster CPU. A sensitivity run, "
+     "not a model of the lab."),
+)
+
+
+def _ceph_lab_quiet_hypotheses(q: Path, cell: Any, summary: list[dict[str, Any]]) -> list[str]:
+    """Tested hypotheses on the quiet campaign beside the model of record (within-bound counts, per point, the
+    counters that motivated them)."""
+    rec_p = q / f"prediction_{LAB_RECORD_TAG}.csv"
+    if not rec_p.is_file():
+        return []
+    rec = _read_csv(rec_p)
+    md: list[str] = []
+    for tag, title, blurb in LAB_QUIET_HYPOTHESES:
+        hp = q / f"prediction_{tag}.csv"
+        if not hp.is_file():
+            continue
+        hyp = _read_csv(hp)
+        md += ["", f"### {title}", "", f"{blurb} Within bounds at the predicted points (all / testable):", "",
+               "| metric | model of record | this hypothesis |", "|---|---|---|"]
+        for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %")):
+            cells = []
+            for tab in (rec, hyp):
+                pr = [r for r in tab if r["set"] == "prediction"]
+                tst = [r for r in pr if r.get(f"{m}_testable") == "True"]
+                cells.append(f"{sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)} / "
+                             f"{sum(r.get(f'{m}_ok') == 'True' for r in tst)} of {len(tst)}")
+            md.append(f"| {lab_m} {b} | {cells[0]} | {cells[1]} |")
+        md += ["", "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
+               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in hyp:
+            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
+                                          *cell(r, "p99_ms")]) + " |")
+        for s2 in ("fit", "prediction"):
+            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
+                sel = [_f(r.get(f"err_{m}_pct")) for r in hyp if r["set"] == s2]
+                if sel:
+                    summary.append({"campaign": f"Ceph lab quiet campaign, {tag} ({s2}, {lab_m})", "kind": s2,
+                                    **_stats([e for e in sel if e is not None])})
+        cp, cr = q / f"counters_{tag}.csv", q / f"counters_{LAB_RECORD_TAG}.csv"
+        if cp.is_file() and cr.is_file():
+            hc, rc = _read_csv(cp), _read_csv(cr)
+
+            def per_qd(rows: list[dict[str, str]], rw: str, key: str, fmt: str) -> str:
+                v = {c["qd"]: _f(c.get(key)) for c in rows if c["variant"] == "croit" and c["rw"] == rw}
+                return " / ".join("–" if v.get(qd) is None else format(v[qd], fmt) for qd in ("1", "4", "16"))
+            md += ["", "Counters, croit QD 1 / 4 / 16 (CPU: the lab's whole host; the model's in seconds of its fitted host):",
+                   "", "| figure | lab | model of record | this hypothesis |", "|---|---|---|---|"]
+            for name, rw, mk, sk, fmt in (
+                    ("txcs per kv commit", "randwrite", "meas_txc_per_kv_commit", "sim_txc_per_kv_commit", ".2f"),
+                    ("kv commit latency, ms", "randwrite", "meas_kv_commit_mean_ms", "sim_kv_commit_mean_ms", ".2f"),
+                    ("CPU per read, µs", "randread", "meas_cpu_host_us_per_io", "sim_cpu_us_per_io", ".0f"),
+                    ("CPU per client write, µs", "randwrite", "meas_cpu_host_us_per_io", "sim_cpu_us_per_io", ".0f")):
+                md.append(f"| {name} | {per_qd(rc, rw, mk, fmt)} | {per_qd(rc, rw, sk, fmt)} | {per_qd(hc, rw, sk, fmt)} |")
     return md
 
 

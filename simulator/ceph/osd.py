@@ -304,9 +304,8 @@ class Osd(Component):
             return
         q = sh.q
         busy = self.busy_pgs
-        th = sh.th
-        if th is not None and self.cpu.threaded and th.until < self.env._now:
-            th.until = self.env._now  # a worker just freed takes the queued op without going to sleep
+        if self.cpu.threaded and sh.th.until < self.env._now:  # the per-thread wakeup rule (CpuPool.run)
+            sh.th.until = self.env._now  # a worker just freed takes the queued op without going to sleep
         while sh.free > 0 and q:
             op = q[0]
             if op.pg in busy:

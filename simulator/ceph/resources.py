@@ -82,9 +82,10 @@ def then(pool: CpuPool, t: float, fn: Any, arg: Any) -> None:
 class CpuThread:
     """A daemon thread whose jobs a host's :class:`CpuPool` runs, for the per-thread wakeup rule
     (``CpuPool.run``): the thread is *asleep* when a job arrives after ``until`` (the result time of its
-    latest job, wake delay included, or the time it was last seen taking queued work) and *awake* until then. ``jobs`` / ``wakes`` count its jobs and
-    the ones that woke it. It decides only who pays a wakeup: a thread's jobs are serialised no more than
-    the model already does (op shards' workers, the kv_sync cycle), they share the pool's cores FCFS.
+    latest job, wake delay included, or the time it was last seen taking queued work) and *awake* until
+    then. ``jobs`` / ``wakes`` count its jobs and the ones that woke it. It decides only who pays a
+    wakeup: a thread's jobs are serialised no more than the model already does (op shards' workers, the
+    kv_sync cycle), they share the pool's cores FCFS.
     ``queued``: the thread sleeps on a queue inside its process (a condition variable: op-shard workers, the
     commit finisher, kv_sync, fio's submit thread) and pays the pool's wake delay when woken; a thread woken
     by a socket (messengers, librbd's receive) does not, its wake is inside the network's loopback latency."""
@@ -152,8 +153,6 @@ class CpuPool(Component):
         self.threaded = self._tw_cost > 0.0 or self._tw_delay > 0.0
         if self.threaded:
             self.run = self._run_threads  # type: ignore[method-assign]
-        elif self.book == self._book_plain:
-            self.run = self._run_plain  # type: ignore[method-assign]  # book_plain's bookings, one call per job
 
     def thread(self, group: str, queued: bool = True) -> CpuThread:
         """A new daemon thread of ``group`` (e.g. ``osd.msgr``) whose jobs this pool runs (see :meth:`run`);
@@ -167,25 +166,12 @@ class CpuPool(Component):
         :meth:`book`; with it see :meth:`_run_threads`."""
         return self.book(t, cost)
 
-    def _run_plain(self, th: CpuThread | None, t: float, cost: float) -> float:
-        """:meth:`run` of a plain pool: :meth:`_book_plain` (the same bookings, one call per job)."""
-        if cost <= 0.0:
-            return t
-        cost *= self._inv
-        free = self._free
-        f = free[0]
-        end = (t if t >= f else f) + cost
-        _heapreplace(free, end)
-        self._busy += cost
-        self.jobs += 1
-        return end
-
     def _run_threads(self, th: CpuThread | None, t: float, cost: float) -> float:
         """:meth:`run` under the per-thread wakeup rule. A job arriving at ``t`` for a thread that is asleep
         (``t > th.until``) costs ``thread_wakeup_cost`` more CPU and, if the thread sleeps on a queue
-        (``th.queued``), its result comes ``thread_wake_delay`` later, off-CPU (the core is free meanwhile; ``stalled`` is set so that a chained booking waits for
-        the result, see :func:`then`); a job for a thread still busy (its previous result not out yet) runs
-        with neither. The thread is then busy until this job's result. ``th`` None: a plain :meth:`book`."""
+        (``th.queued``), its result comes ``thread_wake_delay`` later, off-CPU (the core is free meanwhile;
+        ``stalled`` is set so that a chained booking waits for the result, see :func:`then`); a job for a
+        thread still busy (its previous result not out yet) runs with neither. The thread is then busy until this job's result. ``th`` None: a plain :meth:`book`."""
         if th is None:
             end = self.book(t, cost)
             if not self._stall_p:

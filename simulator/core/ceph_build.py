@@ -225,11 +225,16 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
-    bsi, bsf, osi, dvi, dvf, dev_objs = _bluestore_tables(cluster, osds, npg, maxsize, streams)
-    n_tx = 2 * n_ops
+    # what an OSD can hold after its ops are gone: a pending deferred batch of up to deferred_batch_ops
+    # txcs and a batch being applied (one device write each, unless merged); a small client QD spread
+    # over many OSDs leaves most of them holding a partial batch (1,008 OSDs at QD64 ran out of rows)
+    held = sum(2 * o.bs.cfg.deferred_batch_ops + 2 for o in osds)
+    n_dr = 2 * n_ops + 4 * no + held
+    bsi, bsf, osi, dvi, dvf, dev_objs, dev_st, dev_meta = _bluestore_tables(
+        cluster, osds, npg, maxsize, streams, _run_osds(imgs), n_dr)
+    n_tx = 2 * n_ops + held
     txi = np.zeros((n_tx, L.NTXI), np.int64)
     txfree = np.arange(n_tx - 1, -1, -1, dtype=np.int64)
-    n_dr = 2 * n_ops + 4 * no
     dri = np.zeros((n_dr, L.NDRI), np.int64)
     drfree = np.arange(n_dr - 1, -1, -1, dtype=np.int64)
     gi[L.GI_TXFREE] = n_tx
@@ -247,9 +252,10 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         imi=imi, imf=imf, obj_ps=obj_ps, obj_base=obj_base,
         opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
         bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
-        scr=np.zeros((2, n_tx), np.int64),
+        scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
     )  # fmt: skip
-    meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs}
+    meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
+            "core_devices": dev_meta}
     refill(st, meta)
     return st, meta
 
@@ -272,6 +278,40 @@ def _queue_device(dev: Any) -> Any:
     return dev if type(dev) is QueueDevice else None
 
 
+def _core_device(dev: Any) -> tuple[Any, int, str | None]:
+    """The device of the device core (simulator.core.loop) behind BlueStore's device ``dev``: an HDD,
+    a dual-actuator drive or one of its LUNs, or a block layer over one of these, seen through any
+    Partitions (their starts add up to the offset shift). Returns (device, shift, None), or
+    (None, 0, why not)."""
+    from simulator.core import layout as DL
+    from simulator.core.run import _dev_kind
+    from simulator.devices.partition import Partition
+
+    shift = 0
+    top = dev
+    while type(top) is Partition:
+        shift += top.start
+        top = top.base
+    kind, why = _dev_kind(top)
+    if why:
+        return None, 0, why
+    low = top.dev if kind == DL.DK_BLK else top
+    if _dev_kind(low)[0] == DL.DK_QUEUE:
+        return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
+    if kind == DL.DK_QUEUE:
+        return None, 0, f"{top.path}: a queue device"
+    return top, shift, None
+
+
+def _run_osds(images: list[Any]) -> set[int]:
+    """The OSDs a run on ``images`` can reach (their pools' acting sets)."""
+    out: set[int] = set()
+    for pool in {id(img.pool): img.pool for img in images}.values():
+        for pg in pool.pgs:
+            out.update(a.id for a in pg.acting)
+    return out
+
+
 #: BlueStore statistics counters kept in its row (copied in at build, back at write back)
 _BS_COUNTERS = (
     (L.BS_KVBATCHES, "kv_batches"), (L.BS_KVTXCS, "kv_txcs"), (L.BS_DEFOPS, "deferred_ops"),
@@ -282,9 +322,13 @@ _BS_COUNTERS = (
 )
 
 
-def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, streams: Streams) -> tuple:
-    """BlueStore rows (one per OSD), OpSequencer rows (one per PG and acting position) and the queue
-    devices below them (rows only when every OSD's data and WAL devices are queue devices)."""
+def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, streams: Streams, run_osds: set[int],
+                      n_dr: int) -> tuple:
+    """BlueStore rows (one per OSD), OpSequencer rows (one per PG and acting position) and the devices
+    below them: a row per queue device (deterministic or exponential service), and a row per device
+    of the device core (HDD, LUN, block layer over one; through Partitions) of the OSDs in
+    ``run_osds``, whose arrays are a device-core State (``n_dr`` requests in flight at most)."""
+    from simulator.core.run import device_state
     from simulator.distributions import Deterministic, Exponential
 
     no = len(osds)
@@ -292,23 +336,40 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
     bsf = np.zeros((no, L.NBSF), np.float64)
     osi = np.zeros((max(npg * maxsize, 1), L.NOSI), np.int64)
     osi[:, [L.OS_QH, L.OS_QT, L.OS_PH, L.OS_PT, L.OS_RH, L.OS_DQPREV, L.OS_DQNEXT]] = -1
-    devs: list[Any] = []
+    rows: list[Any] = []  # a QueueDevice, or (device-core device, shift)
     didx: dict[int, int] = {}
-    ok = True
+    tops: list[Any] = []
     for o in osds:
         for d in (getattr(o.bs, "dev", None), getattr(o.bs, "wal_dev", None)):
-            q = _queue_device(d) if d is not None else None
-            if q is None or not isinstance(q._dist, (Deterministic, Exponential)):
-                ok = False
-            elif id(q) not in didx:
-                didx[id(q)] = len(devs)
-                devs.append(q)
-    nd = len(devs) if ok else 0
+            if d is None:
+                continue
+            q = _queue_device(d)
+            if q is not None:
+                if isinstance(q._dist, (Deterministic, Exponential)) and id(q) not in didx:
+                    didx[id(q)] = len(rows)
+                    rows.append(q)
+                continue
+            if o.id not in run_osds or id(d) in didx:
+                continue
+            top, shift, why = _core_device(d)
+            if why is None:
+                didx[id(d)] = len(rows)
+                rows.append((top, shift))
+                tops.append(top)
+    dev_st, dev_meta = device_state(tops, n_dr if tops else 0, cluster.env.now)
+    nd = len(rows)
     dvi = np.zeros((max(nd, 1), L.NDVI), np.int64)
     dvf = np.zeros((max(nd, 1), L.NDVF), np.float64)
-    for k, q in enumerate(devs[:nd]):
+    devs = []
+    for k, q in enumerate(rows):
+        if type(q) is tuple:
+            dvi[k, L.DV_CORE] = dev_meta["dev_index"][id(q[0])]
+            dvi[k, L.DV_SHIFT] = q[1]
+            continue
+        devs.append((k, q))
         det = isinstance(q._dist, Deterministic)
-        dvi[k] = (q.cfg.servers, q._free, -1, -1, 0, 0 if det else 1, -1 if det else streams.row(q), 0)
+        dvi[k, : L.DV_DONE + 1] = (q.cfg.servers, q._free, -1, -1, 0, 0 if det else 1, -1 if det else streams.row(q), 0)
+        dvi[k, L.DV_CORE] = -1
         dvf[k] = (q._dist.value if det else q._dist.mean_, q._bw or 0.0, q.cfg.flush_time, 0.0)
     for j, o in enumerate(osds):
         bs = o.bs
@@ -338,8 +399,9 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         b[L.BS_SAMEDEV] = int(bs.same_device)
         b[L.BS_FBC] = int(c.flush_before_commit)
         b[L.BS_TAIL] = int(c.wal_rewrite_tail)
-        b[L.BS_DEV] = didx.get(id(_queue_device(bs.dev)), -1) if nd else -1
-        b[L.BS_WALDEV] = didx.get(id(_queue_device(bs.wal_dev)), -1) if nd else -1
+        b[L.BS_DEV] = _row_of(didx, bs.dev)
+        b[L.BS_WALDEV] = _row_of(didx, bs.wal_dev)
+        b[L.BS_WALBASE] = bs.wal_base
         b[L.BS_CURSOR] = bs.cursor
         b[L.BS_ALLOCATED] = bs.allocated
         b[L.BS_MINALLOC] = c.min_alloc_size
@@ -357,7 +419,13 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         bsf[j, L.BF_FLUSHTIME] = bs.flush_time
         bsf[j, L.BF_KVCPU] = bs._kv_cpu
         bsf[j, L.BF_MAXINT] = c.deferred_max_interval if c.deferred_max_interval is not None else -1.0
-    return bsi, bsf, osi, dvi, dvf, devs[:nd]
+    return bsi, bsf, osi, dvi, dvf, devs, dev_st, dev_meta
+
+
+def _row_of(didx: dict[int, int], dev: Any) -> int:
+    """The device row of BlueStore's device ``dev`` (a queue device's, or its own), -1 = none."""
+    q = _queue_device(dev)
+    return didx.get(id(q if q is not None else dev), -1)
 
 
 def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow: dict[int, int], maxsize: int,
@@ -489,19 +557,31 @@ def _onode_coverage(cluster: Any, reads: bool = False) -> str | None:
     return None
 
 
-def unsupported_writes(cluster: Any) -> str | None:
-    """Why the compiled write path cannot run ``cluster`` (None = it can): what it does not cover yet."""
+def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | None:
+    """Why the compiled write path cannot run ``cluster`` (None = it can): what it does not cover yet.
+    ``images``: the images the run drives (default all): only the devices of OSDs their pools reach
+    are checked (those of other OSDs get no row)."""
     why = unsupported(cluster)
     if why:
         return why
     from simulator.distributions import Deterministic, Exponential
 
+    run = _run_osds(list(cluster.images.values()) if images is None else list(images))
+    tops: list[Any] = []
     for o in cluster.osds:
         bs = o.bs
         for d in (bs.dev, bs.wal_dev):
             q = _queue_device(d)
             if q is None:
-                return f"osd.{o.id}: device {d.path} ({type(d).__name__}): the write path covers queue devices only"
+                if o.id not in run:
+                    continue
+                top, _shift, why = _core_device(d)
+                if why:
+                    return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
+                            "devices, and HDDs with the write cache off or volatile, dual-actuator drives and their "
+                            "LUNs, block layers over these, through partitions)")
+                tops.append(top)
+                continue
             if not isinstance(q._dist, (Deterministic, Exponential)):
                 return f"{q.path}: service distribution {type(q._dist).__name__} (covered: deterministic, exponential)"
             if q._queue or q._free != q.cfg.servers:
@@ -511,6 +591,14 @@ def unsupported_writes(cluster: Any) -> str | None:
             return f"osd.{o.id}: BlueStore is mid-cycle (kv_sync, waiters, running IO: a run in progress)"
         if bs.cfg.cache.buffered_write or len(bs.cache):
             return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
+    if tops:
+        from simulator.core import layout as DL
+        from simulator.core.run import _dev_kind, device_closure
+
+        shapes = {(h._cq.shape, h._zt.shape, h._tt.shape, h._et.shape, h._seg.shape): h.path
+                  for h in device_closure(tops)[0] if _dev_kind(h)[0] == DL.DK_HDD}
+        if len(shapes) > 1:
+            return f"HDDs with different table shapes in one run ({', '.join(sorted(shapes.values())[:2])}): drive the images of one drive kind"
     return _onode_coverage(cluster)
 
 
@@ -626,7 +714,7 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
     from simulator.core import ceph_loop as K
 
     writes = bool(np.any(np.asarray(kinds) != 0))
-    why = unsupported_writes(cluster) if writes else unsupported(cluster)
+    why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(times)
@@ -670,7 +758,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     from simulator.core import ceph_loop as K
 
     writes = bool(np.any(np.asarray(kinds) != 0))
-    why = unsupported_writes(cluster) if writes else unsupported(cluster)
+    why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
     if not why and not writes and bool((obj_base_of(image) >= 0).any()):
         why = unsupported_reads(cluster)
     if why:
@@ -816,9 +904,28 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
         bs.kv_time = float(st.bsf[j, L.BF_KVTIME])
         bs.wal_time = float(st.bsf[j, L.BF_WALTIME])
         bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
-    for k, q in enumerate(meta["devices"]):
+    for k, q in meta["devices"]:
         if st.dvi[k, L.DV_QN]:
             raise RuntimeError(f"{q.path}: requests queued: write back needs a drained run")
         q._free = int(st.dvi[k, L.DV_FREE])
         q._busy_acc += float(st.dvf[k, L.DVF_BUSY])
         st.dvf[k, L.DVF_BUSY] = 0.0
+    _write_back_core_devices(st, meta)
+
+
+def _write_back_core_devices(st: L.CephState, meta: dict[str, Any]) -> None:
+    """The device core's devices (HDDs, LUNs, block layers) back into the Python devices after a
+    drained run: accounting, mechanism state, counters (core.run.write_back_devices)."""
+    cm = meta["core_devices"]
+    if not cm["devs"]:
+        return
+    from simulator.core import layout as DL
+    from simulator.core.run import write_back_devices
+
+    ds = st.dev
+    if ds.gi[DL.GI_HN] or ds.gi[DL.GI_FREE] != ds.rfree.shape[0]:
+        raise RuntimeError("the device core holds events or requests: write back needs a drained run")
+    for h, d in enumerate(cm["hdds"]):
+        if ds.hi[h, DL.HI_NLIVE] or ds.hf[h, DL.HF_DIRTY_BYTES]:
+            raise RuntimeError(f"{d.path}: dirty data left in the write cache: write back needs a drained run")
+    write_back_devices(ds, cm["devs"], cm["queues"], cm["blks"], cm["hdds"])

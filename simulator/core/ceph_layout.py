@@ -71,6 +71,8 @@ WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
 WHY_PATH = 4  # an event or continuation of a path not compiled yet
 WHY_RESUME_PAST = 5  # a stalled chain resumed for a time already past (not covered)
 WHY_KV_INNER = 6  # kv_sync would have to start inside its own cycle (not covered)
+WHY_BATCH_TAGS = 7  # a deferred batch of several IOs would sleep for block-layer tags (submit_batch's _Batch waiter: not covered)
+WHY_NO_DEVICE = 8  # an IO for a device without a row (an OSD outside the run's pools)
 #: the message of each WHY_* code
 WHY_TEXT = {
     WHY_POOL: "a row pool or the event heap ran out (sized too small by the builder)",
@@ -79,6 +81,8 @@ WHY_TEXT = {
     WHY_PATH: "an event or continuation of a path the compiled core does not cover",
     WHY_RESUME_PAST: "a stalled chain resumed for a time already past (not covered)",
     WHY_KV_INNER: "kv_sync would have to start inside its own cycle (not covered)",
+    WHY_BATCH_TAGS: "a deferred batch of several IOs would wait for block-layer tags (a batch waiter: not covered)",
+    WHY_NO_DEVICE: "an IO for a device the compiled core has no row for (an OSD outside the run's pools)",
 }
 GF_NOW = 0
 GF_LAT = 1  # network latency, s
@@ -304,7 +308,8 @@ BS_DATAFLUSH = 64
 BS_PEAKDTXCS = 65
 BS_KVQ_N = 66
 BS_UNIT = 67  # read_unit
-NBSI = 68
+BS_WALBASE = 68  # wal_base: the WAL ring's device offset
+NBSI = 69
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -351,7 +356,9 @@ OS_DQPREV = 11
 OS_DQNEXT = 12
 NOSI = 13
 
-# ---- queue devices (devices.simple.QueueDevice; a Partition of one maps to its base device's row)
+# ---- BlueStore's devices: queue devices (devices.simple.QueueDevice; a Partition of one maps to its
+# base device's row), or a device of the device core (``dev``, a core.layout.State: HDD, dual-actuator
+# drive's LUN, block layer over either; a Partition of one is a row of its own with its offset shift)
 DV_SERVERS = 0
 DV_FREE = 1
 DV_QH = 2  # FIFO of device requests through DR_NEXT
@@ -360,7 +367,9 @@ DV_QN = 4
 DV_DIST = 5  # 0 deterministic, 1 exponential
 DV_STREAM = 6
 DV_DONE = 7  # requests completed (statistics)
-NDVI = 8
+DV_CORE = 8  # -1: a queue device of this core; else the device-core device (row of ``dev.dvi``) requests go to
+DV_SHIFT = 9  # device-core device: offset added to each request's (a Partition's start)
+NDVI = 10
 DVF_P0 = 0  # deterministic value / exponential mean
 DVF_BW = 1  # bytes per second, 0 = none
 DVF_FLUSH = 2
@@ -399,5 +408,6 @@ CephState = namedtuple(
         "opi", "opf", "opfree",
         "rqi", "rqf",
         "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
+        "dev",  # the device core's State (core.layout) of the HDDs / block layers below BlueStore
     ],
 )  # fmt: skip

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from simulator import nbcache
 from simulator.core import ceph_arith as _arith
 from simulator.core import ceph_layout as _clayout
+from simulator.core import layout as DL
 from simulator.core import loop as _loop
 from simulator.core.ceph_arith import (
     align_up_nb,
@@ -105,6 +108,7 @@ from simulator.core.ceph_layout import (
     BS_THROTTLED,
     BS_TIMER,
     BS_UNIT,
+    BS_WALBASE,
     BS_WALDEV,
     BS_WALPOS,
     BS_WALRING,
@@ -138,12 +142,14 @@ from simulator.core.ceph_layout import (
     DR_OSD,
     DR_PURP,
     DR_SIZE,
+    DV_CORE,
     DV_DIST,
     DV_DONE,
     DV_FREE,
     DV_QH,
     DV_QN,
     DV_QT,
+    DV_SHIFT,
     DV_STREAM,
     DVF_BUSY,
     DVF_BW,
@@ -307,7 +313,9 @@ from simulator.core.ceph_layout import (
     TX_OSD,
     TX_OSR,
     TX_WALB,
+    WHY_BATCH_TAGS,
     WHY_KV_INNER,
+    WHY_NO_DEVICE,
     WHY_PATH,
     WHY_POOL,
     WHY_READ_WRITTEN,
@@ -315,9 +323,14 @@ from simulator.core.ceph_layout import (
     WHY_STREAM,
 )  # fmt: skip
 from simulator.core.loop import _ld, _state_ptr
+from simulator.core.loop import device_submit as _core_device_submit
+from simulator.core.loop import step as _core_step
+from simulator.devices.hdd import kernels as _K
+from simulator.devices.hdd import wcache_kernels as _W
 
-# the loop inlines the heap of core.loop, the arithmetic and the layout: a change there must recompile it
-nbcache.invalidate_stale(__file__, _loop.__file__, _arith.__file__, _clayout.__file__)
+# the loop inlines the heap of core.loop, the arithmetic and the layout, and links the device core's
+# handlers (core.loop with the HDD kernels and the device layout): a change there must recompile it
+nbcache.invalidate_stale(__file__, _loop.__file__, _arith.__file__, _clayout.__file__, DL.__file__, _K.__file__, _W.__file__)
 
 #: cache the loop's compilation (the handlers must not call each other in a cycle: see ``_then``)
 _CACHE_LOOP = True
@@ -1033,11 +1046,26 @@ def run_until(st, t_end):
     and the heap is empty, or until Python is needed (a random stream to refill)."""
     sp = _state_ptr(st)
     cap = st.ht.shape[0] - 64
+    ds = st.dev
+    dcap = ds.ht.shape[0] - 16
     while True:
         if st.gi[GI_FULL]:
             return ST_FULL
         if st.gi[GI_LOW]:
             return ST_REFILL
+        dn = ds.gi[DL.GI_HN]
+        if dn:  # the device core's heap: its first event, if it comes before this heap's (time, sequence)
+            if dn > dcap:
+                _void(sp, WHY_POOL)
+                return ST_FULL
+            td = ds.ht[0]
+            if st.gi[GI_HN] == 0 or td < st.ht[0] or (td == st.ht[0] and ds.hs[0] < st.hs[0]):
+                if td > t_end:
+                    return ST_TIME
+                st.gf[GF_NOW] = td
+                st.gi[GI_EVENTS] += 1
+                _core_event(sp)
+                continue
         if st.gi[GI_HN] == 0:
             return ST_DONE if st.gi[GI_OUT] == 0 else ST_EMPTY
         if st.gi[GI_HN] > cap:
@@ -1075,7 +1103,7 @@ def run_until(st, t_end):
         elif kind == EV_KV_IO:  # BlueStore._kv_io
             if arg:
                 st.bsf[target, BF_FLUSHT0] = st.gf[GF_NOW]
-                _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, target)
+                _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, 0, DP_DATA_FLUSH, 0, target)
             else:
                 _kv_write(sp, target)
         elif kind == EV_READ_MISS:  # Osd._read_miss -> BlueStore.read (the onode is cached)
@@ -1083,7 +1111,8 @@ def run_until(st, t_end):
             off = st.opi[arg, OPI_OFF]
             first = off // u
             last = (off + st.opi[arg, OPI_LEN] - 1) // u
-            _dev_submit(sp, st.bsi[target, BS_DEV], _READ, (last - first + 1) * u, DP_READ, arg, target)
+            _dev_submit(sp, st.bsi[target, BS_DEV], _READ, _obj_base(sp, arg) + first * u, (last - first + 1) * u, DP_READ,
+                        arg, target)
         elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
@@ -1209,9 +1238,13 @@ def _dev_dispatch(sp, d, r):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _dev_submit(sp, d, opk, size, purp, arg, o):
-    """Device.submit of a request to queue device ``d`` (QueueDevice._start)."""
+def _dev_submit(sp, d, opk, off, size, purp, arg, o):
+    """Device.submit of a request to BlueStore's device row ``d``: a queue device of this core
+    (QueueDevice._start), or a device of the device core (_core_submit)."""
     st = _ld(sp)
+    if d < 0:
+        _void(sp, WHY_NO_DEVICE)
+        return
     n = st.gi[GI_DEVFREE]
     if n == 0:
         _void(sp, WHY_POOL)
@@ -1226,6 +1259,10 @@ def _dev_submit(sp, d, opk, size, purp, arg, o):
     st.dri[r, DR_ARG] = arg
     st.dri[r, DR_OSD] = o
     st.dri[r, DR_NEXT] = -1
+    c = st.dvi[d, DV_CORE]
+    if c >= 0:
+        _core_submit(sp, c, r, opk, off + st.dvi[d, DV_SHIFT], size)
+        return
     if st.dvi[d, DV_FREE] > 0:
         st.dvi[d, DV_FREE] -= 1
         _dev_dispatch(sp, d, r)
@@ -1237,6 +1274,104 @@ def _dev_submit(sp, d, opk, size, purp, arg, o):
             st.dri[t, DR_NEXT] = r
         st.dvi[d, DV_QT] = r
         st.dvi[d, DV_QN] += 1
+
+
+# ------------------------------------------------------------------------------- the device core below BlueStore
+# HDDs, dual-actuator drives' LUNs and block layers run in the device core (core.loop), whose State is
+# this State's ``dev``: its own heap, request pool and handlers, not a copy of them. A request goes in
+# through core.loop.device_submit (one device-core request row, RI_THR = -2 - this core's device-request
+# row); run_until advances whichever heap has the earlier event, the two heaps sharing one sequence
+# counter (GI_SEQ, copied in and out around each call into the device core), so simultaneous events
+# run in scheduling order, as SimPy's one heap runs them; a completion is logged by core.loop._t_done
+# and handed to _dev_done right after the device event, where the Python model's BlueStore callback runs
+# (after the device's, the block layer's and the partition's callbacks).
+@intrinsic
+def _dev_ptr(typingctx, sp):
+    """The address of the device core's State inside this State (``sp`` points at a CephState): its
+    helpers take it as they take their own State's (core.loop._ld)."""
+    if not isinstance(sp, types.CPointer):
+        return None
+    tup = sp.dtype
+    i = list(tup.fields).index("dev")
+
+    def codegen(context, builder, sig, args):
+        return cgutils.gep_inbounds(builder, args[0], 0, i)
+
+    return types.CPointer(tup.types[i])(sp), codegen
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _core_submit(sp, c, r, opk, off, size):
+    """Submit this core's device request ``r`` to device ``c`` of the device core (a request row of
+    its pool, as a job thread's _t_new fills one)."""
+    st = _ld(sp)
+    dsp = _dev_ptr(sp)
+    ds = _ld(dsp)
+    nf = ds.gi[DL.GI_FREE]
+    if nf == 0:
+        _void(sp, WHY_POOL)
+        return
+    nf -= 1
+    ds.gi[DL.GI_FREE] = nf
+    q = ds.rfree[nf]
+    ds.rqi[q, DL.RI_OP] = opk
+    ds.rqi[q, DL.RI_OFF] = off
+    ds.rqi[q, DL.RI_SIZE] = size
+    ds.rqi[q, DL.RI_THR] = -2 - r
+    ds.rqi[q, DL.RI_DEV] = c
+    ds.rqi[q, DL.RI_FUA] = 0
+    now = st.gf[GF_NOW]
+    ds.rqf[q, DL.RF_TISSUE] = now
+    ds.rqf[q, DL.RF_TSTART] = 0.0
+    ds.rqf[q, DL.RF_SERVICE] = 0.0
+    ds.gi[DL.GI_SEQ] = st.gi[GI_SEQ]
+    _core_device_submit(dsp, c, q, now)
+    st.gi[GI_SEQ] = ds.gi[DL.GI_SEQ]
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _core_event(sp):
+    """Process the device core's first event (its time is now), then hand the requests it completed
+    to _dev_done, in the order the device core completed them."""
+    st = _ld(sp)
+    dsp = _dev_ptr(sp)
+    ds = _ld(dsp)
+    ds.gi[DL.GI_SEQ] = st.gi[GI_SEQ]
+    _core_step(dsp)
+    st.gi[GI_SEQ] = ds.gi[DL.GI_SEQ]
+    n = ds.gi[DL.GI_LOGN]
+    if n == 0:
+        return
+    ds.gi[DL.GI_LOGN] = 0  # the callbacks below cannot complete a device request (completions are events)
+    for i in range(n):
+        q = ds.lgt[i]
+        r = -2 - ds.rqi[q, DL.RI_THR]
+        ds.rfree[ds.gi[DL.GI_FREE]] = q
+        ds.gi[DL.GI_FREE] += 1
+        _dev_done(sp, st.dri[r, DR_DEV], r)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _batch_waits(sp, d, m):
+    """BlockLayer.submit_batch: a batch of ``m`` writes sleeps for tags unless the block layer has ``m``
+    free tags and no sleeping submitter (then it is ``m`` submits, as compiled)."""
+    st = _ld(sp)
+    c = st.dvi[d, DV_CORE]
+    if c < 0:
+        return False
+    ds = _ld(_dev_ptr(sp))
+    if ds.dvi[c, 0] != DL.DK_BLK:
+        return False
+    b = ds.dvi[c, 1]
+    return ds.bi[b, DL.BI_TAGS] < m or ds.bi[b, DL.BI_W_CNT] > 0
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _obj_base(sp, op):
+    """The device offset of ``op``'s object on its OSD (RbdImage.base_of)."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    return st.obj_base[st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]]
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1302,7 +1437,7 @@ def _deferred_submit(sp, o, osr):
     if cnt == 1:
         st.bsi[o, BS_DEFIOS] += 1
         st.osi[osr, OS_RLEFT] = 1
-        _dev_submit(sp, d, _WRITE, st.txi[h, TX_DLEN], DP_DEFERRED, osr, o)
+        _dev_submit(sp, d, _WRITE, st.txi[h, TX_DOFF], st.txi[h, TX_DLEN], DP_DEFERRED, osr, o)
         return
     # sorted((doff, dlen)), merged
     scr = st.scr
@@ -1334,8 +1469,10 @@ def _deferred_submit(sp, o, osr):
             m += 1
     st.osi[osr, OS_RLEFT] = m
     st.bsi[o, BS_DEFIOS] += m
+    if m > 1 and _batch_waits(sp, d, m):
+        _void(sp, WHY_BATCH_TAGS)
     for k in range(m):
-        _dev_submit(sp, d, _WRITE, scr[1, k], DP_DEFERRED, osr, o)
+        _dev_submit(sp, d, _WRITE, scr[0, k], scr[1, k], DP_DEFERRED, osr, o)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1374,11 +1511,11 @@ def _kv_write(sp, o):
         st.bsi[o, BS_TBCUR] = max(0, st.bsi[o, BS_TBCUR] - costs)
         if st.bsi[o, BS_TBW_H] >= 0:
             _wake_kv_throttle(sp, o)
-    _rel, n, pos = wal_extent_nb(st.bsi[o, BS_WALPOS], max(st.bsi[o, BS_KVBYTES], 1), st.bsi[o, BS_BLOCK],
+    rel, n, pos = wal_extent_nb(st.bsi[o, BS_WALPOS], max(st.bsi[o, BS_KVBYTES], 1), st.bsi[o, BS_BLOCK],
                                 st.bsi[o, BS_WALRING], st.bsi[o, BS_TAIL] != 0)
     st.bsi[o, BS_WALPOS] = pos
     st.bsf[o, BF_WALT0] = st.gf[GF_NOW]
-    _dev_submit(sp, st.bsi[o, BS_WALDEV], _WRITE, n, DP_WAL, 0, o)
+    _dev_submit(sp, st.bsi[o, BS_WALDEV], _WRITE, st.bsi[o, BS_WALBASE] + rel, n, DP_WAL, 0, o)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1438,7 +1575,7 @@ def _kv_start(sp, o):
         _at(sp, _book(sp, c, st.gf[GF_NOW], kvcpu), EV_KV_IO, o, 1 if flush else 0)
     elif flush:
         st.bsf[o, BF_FLUSHT0] = st.gf[GF_NOW]
-        _dev_submit(sp, b[BS_DEV], _FLUSH, 0, DP_DATA_FLUSH, 0, o)
+        _dev_submit(sp, b[BS_DEV], _FLUSH, 0, 0, DP_DATA_FLUSH, 0, o)
     else:
         _kv_write(sp, o)
 
@@ -1572,7 +1709,7 @@ def _bs_txc(sp, o, op, base, cb):
         st.txi[x, TX_HADIO] = 1
         b[BS_DIRECT] += 1
         _tx_append(sp, st.osi, osr, OS_QH, OS_QT, x)
-        _dev_submit(sp, b[BS_DEV], _WRITE, align_up_nb(length, b[BS_BLOCK]), DP_DIRECT, x, o)
+        _dev_submit(sp, b[BS_DEV], _WRITE, new, align_up_nb(length, b[BS_BLOCK]), DP_DIRECT, x, o)
         return 0
     if st.osi[osr, OS_QH] >= 0:  # an earlier txc of this PG is still writing data
         _tx_append(sp, st.osi, osr, OS_QH, OS_QT, x)
@@ -1871,9 +2008,10 @@ def _direct_done(sp, o, x):
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
 def _dev_done(sp, d, r):
-    """A queue device completed request ``r``: the device's bookkeeping first, then BlueStore's callback."""
+    """Device row ``d`` completed request ``r``: the device's bookkeeping first, then BlueStore's callback."""
     st = _ld(sp)
-    _dev_finish(sp, d)
+    if st.dvi[d, DV_CORE] < 0:  # a device-core device did its own bookkeeping (_core_event)
+        _dev_finish(sp, d)
     o = st.dri[r, DR_OSD]
     purp = st.dri[r, DR_PURP]
     arg = st.dri[r, DR_ARG]
@@ -1887,7 +2025,7 @@ def _dev_done(sp, d, r):
     elif purp == DP_DEFERRED:
         _deferred_io_done(sp, o, arg)
     elif purp == DP_WAL:  # BlueStore._kv_flush
-        _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, DP_WAL_FLUSH, 0, o)
+        _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, 0, DP_WAL_FLUSH, 0, o)
     elif purp == DP_WAL_FLUSH:
         _kv_done(sp, o)
     elif purp == DP_DATA_FLUSH:  # after the data-device FLUSH (kv_flush_lat)

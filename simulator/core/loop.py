@@ -1663,6 +1663,11 @@ def _t_done(sp, r, now):
     """JobThread._on_done: record, free the request, refill."""
     st = _ld(sp)
     th = st.rqi[r, RI_THR]
+    if th < 0:  # a request of an owner outside this loop (the compiled Ceph core): logged for it to take
+        n = st.gi[GI_LOGN]
+        st.lgt[n] = r
+        st.gi[GI_LOGN] = n + 1
+        return
     st.thi[th, TI_INFL] -= 1
     op = st.rqi[r, RI_OP]
     size = st.rqi[r, RI_SIZE]
@@ -1701,6 +1706,45 @@ def _t_done(sp, r, now):
 
 # =============================================================================== the loop
 @njit(cache=True, _nrt=False)
+def _device_event(sp, kind, tg, arg, t):
+    """A device event (``EV_DONE``, ``EV_MECHFREE``, ``EV_DESTAGE``) of device ``tg``: for a completed
+    request, the device's bookkeeping first, then its owner's (a block layer above it, the
+    dual-actuator drive it is a part of, or the job thread / outside owner, _t_done)."""
+    st = _ld(sp)
+    if kind == EV_DONE:
+        _device_finish(sp, tg, arg, t)
+        top = st.rqi[arg, RI_DEV]
+        if top == tg:
+            _t_done(sp, arg, t)
+        elif st.dvi[top, 0] == DK_BLK:  # it came through the block layer above the device
+            _b_done(sp, top, arg, t)
+        else:  # a part of a dual-actuator drive's request
+            _x_part_done(sp, top, arg, t)
+    elif kind == EV_MECHFREE:
+        h = st.dvi[tg, 1]
+        st.hi[h, HI_BUSY] = 0
+        _h_pump(sp, tg, h, t)
+    else:  # EV_DESTAGE
+        _h_destage_done(sp, tg, st.dvi[tg, 1], arg, t)
+
+
+@njit(cache=True, _nrt=False)
+def step(sp):
+    """Process the first event of the heap (a device event: an owner outside the job threads, the
+    compiled Ceph core, advances this State one event at a time, interleaved with its own heap).
+    The owner reads the root's time and sequence first and takes the logged completions after."""
+    st = _ld(sp)
+    t = st.ht[0]
+    kind = st.hk[0]
+    tg = st.hg[0]
+    arg = st.ha[0]
+    _pop(sp)
+    st.gf[GF_NOW] = t
+    st.gi[GI_EVENTS] += 1
+    _device_event(sp, kind, tg, arg, t)
+
+
+@njit(cache=True, _nrt=False)
 def _start_threads(sp, lo, hi):
     st = _ld(sp)
     now = st.gf[GF_NOW]
@@ -1733,22 +1777,11 @@ def _run_until(sp, t_limit):
         st.gf[GF_NOW] = t
         gi[GI_EVENTS] += 1
         if kind == EV_DONE:
-            _device_finish(sp, tg, arg, t)
-            top = st.rqi[arg, RI_DEV]
-            if top == tg:
-                _t_done(sp, arg, t)
-            elif st.dvi[top, 0] == DK_BLK:  # it came through the block layer above the device
-                _b_done(sp, top, arg, t)
-            else:  # a part of a dual-actuator drive's request
-                _x_part_done(sp, top, arg, t)
+            _device_event(sp, kind, tg, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
-        elif kind == EV_MECHFREE:
-            h = st.dvi[tg, 1]
-            st.hi[h, HI_BUSY] = 0
-            _h_pump(sp, tg, h, t)
-        elif kind == EV_DESTAGE:
-            _h_destage_done(sp, tg, st.dvi[tg, 1], arg, t)
+        elif kind in (EV_MECHFREE, EV_DESTAGE):
+            _device_event(sp, kind, tg, arg, t)
         elif kind == EV_RAMP:
             _t_ramp_end(sp, tg, t)
         elif kind == EV_ARRIVAL:

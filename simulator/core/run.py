@@ -189,6 +189,318 @@ def unsupported(sim: Any, wl: Any) -> str | None:
     return None
 
 
+def request_rows(kinds: Sequence[int], n: int) -> int:
+    """Request rows a State needs for ``n`` requests of its owner in flight at once on devices of
+    ``kinds`` (``DK_*``)."""
+    n += kinds.count(L.DK_BLK)  # each block layer's own FLUSH (one at the device at a time) takes a request
+    if L.DK_DUAL in kinds:
+        n *= 3  # a dual-actuator drive's request has up to two parts, each a request of its own
+    return n
+
+
+def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tuple[dict[str, np.ndarray], list, list, list]:
+    """The device tables of a State (``dvi``, ``dacc`` and the queue / HDD / dual-actuator / block-layer
+    arrays) for ``devs`` (each at its index in ``dev_index``, the devices below block layers and both
+    actuators of a dual-actuator drive included), ``R`` request rows. Returns the arrays by State
+    field name and the queue devices, HDDs and block layers in the order of their rows. One builder
+    for every owner of a State: the job threads (CompiledRun) and the compiled Ceph core."""
+    kinds = [_dev_kind(d)[0] for d in devs]
+    queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
+    hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
+    blks = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_BLK]
+    duals = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_DUAL]
+    nH = len(hdds)
+    nQ = len(queues)
+    # devices
+    dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
+    counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0}
+    dacc = np.zeros((len(devs), L.NDA))
+    for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
+        dvi[i, 0] = k
+        dvi[i, 1] = counts[k]
+        counts[k] += 1
+        a = dacc[i]
+        a[L.DA_T0] = d._t0
+        a[L.DA_TQ] = d._tq
+        a[L.DA_QAREA] = d._qarea
+        a[L.DA_INSIDE] = d._inside
+        a[L.DA_BUSY] = d._busy_acc
+        a[L.DA_COMP : L.DA_COMP + 4] = d.completed
+        a[L.DA_BYTES : L.DA_BYTES + 4] = d.bytes
+    # queue devices
+    nq = max(nQ, 1)
+    qi = np.zeros((nq, L.NQI), np.int64)
+    qf = np.zeros((nq, L.NQF))
+    qring = np.zeros((nq, R), np.int64)
+    need = 0
+    dist_codes = {"deterministic": 0, "exponential": 1, "uniform": 2, "lognormal": 3, "erlang": 4}
+    for q, d in enumerate(queues):
+        cfg = d.cfg
+        dist = cfg.service
+        code = dist_codes[dist.dist]
+        draws = (0, 1, 1, 2, getattr(dist, "k", 1))[code]
+        qi[q, L.QI_SERVERS] = cfg.servers
+        qi[q, L.QI_FREE] = d._free
+        qi[q, L.QI_DIST] = code
+        qi[q, L.QI_K] = getattr(dist, "k", 1)
+        qi[q, L.QI_NEED] = draws * (R + 1)
+        need = max(need, draws * (R + 1))
+        qf[q, L.QF_P0] = dist.value if code == 0 else (dist.low if code == 2 else dist.mean)
+        qf[q, L.QF_P1] = getattr(dist, "high", 0.0) if code == 2 else getattr(dist, "cv", 0.0)
+        qf[q, L.QF_BW] = float(cfg.bandwidth or 0.0)
+        qf[q, L.QF_FLUSH] = cfg.flush_time
+    ucap = max(4 * _BLOCK, -(-4 * need // _BLOCK) * _BLOCK) + _BLOCK
+    qu = np.zeros((nq, ucap))
+        # HDDs
+    if hdds:
+        h0 = hdds[0]
+        cqs, zts, tts, ets, segs = h0._cq.shape, h0._zt.shape, h0._tt.shape, h0._et.shape, h0._seg.shape
+    else:
+        from simulator.devices.hdd import kernels as K
+
+        cqs, zts, tts, ets, segs = (1, K.NCOL), (1, 6), (2, 2), (3, 1), (1, 3)
+    nh = max(nH, 1)
+    from simulator.devices.hdd import kernels as K
+
+    hpar = np.zeros((nh, K.NPAR))
+    hcq = np.zeros((nh, *cqs))
+    hcr = np.zeros((nh, cqs[0]), np.int64)
+    hzt = np.zeros((nh, *zts))
+    hsk = np.zeros((nh, 2, K.NSEEK))
+    htt = np.zeros((nh, *tts))
+    het = np.zeros((nh, *ets))
+    hseg = np.zeros((nh, *segs))
+    hi = np.zeros((nh, L.NHI), np.int64)
+    hf = np.zeros((nh, L.NHF))
+    hhq = np.zeros((nh, R), np.int64)
+    hlk = np.zeros((nh, 2 * R + 16, 2))
+    # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
+    # only: at most one per sector of it)
+    E = max((_extent_slots(d) for d in hdds), default=0) + 2
+    hext = np.zeros((nh, E, W.NE), np.int64)
+    hlive = np.zeros((nh, E), np.int64)
+    hfl = np.zeros((nh, R + 1, L.NFL))
+    # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
+    cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
+    hidx = np.zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
+    for h, d in enumerate(hdds):
+        W.wc_init_index(hidx[h], d._pg)
+    hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
+    hdq = np.zeros((nh, E), np.int64)
+    hbl = np.zeros((nh, R), np.int64)
+    link_row: dict[int, int] = {}
+    for h, d in enumerate(hdds):
+        hpar[h] = d._par
+        hzt[h] = d._zt
+        hsk[h] = d._sk
+        htt[h] = d._tt
+        het[h] = d._et
+        hseg[h] = d._seg
+        hi[h, L.HI_MECH] = -1
+        hi[h, L.HI_SEQ] = d._seq
+        hi[h, L.HI_QD] = d._qd
+        hi[h, L.HI_WINDOW] = d._window
+        hi[h, L.HI_WC] = 1 if d._wc == "volatile" else 0
+        hi[h, L.HI_MAXSEG] = d._max_seg
+        hi[h, L.HI_EFREE] = E
+        hi[h, L.HI_READHITS] = d.read_hits
+        hi[h, L.HI_DESTAGED] = d.destaged
+        hi[h, L.HI_DESTAGED_BYTES] = d.destaged_bytes
+        hi[h, L.HI_IDLE] = 1 if d._idle_destage else 0
+        hi[h, L.HI_SS] = d._ss
+        hi[h, L.HI_FUA_OK] = 1 if d._fua_ok else 0
+        hi[h, L.HI_MERGE] = d._merge
+        hi[h, L.HI_PG] = d._pg
+        hi[h, L.HI_OVERWRITES] = d.overwrites
+        hi[h, L.HI_COALESCED] = d.coalesced
+        hi[h, L.HI_DIRTY_READ_HITS] = d.dirty_read_hits
+        hf[h, L.HF_OVH_R] = d._ovh_r
+        hf[h, L.HF_OVH_W] = d._ovh_w
+        hf[h, L.HF_OVH_HIT] = d._ovh_hit
+        hf[h, L.HF_OVH_FLUSH] = d._ovh_flush
+        hf[h, L.HF_LRATE] = d._lrate
+        hf[h, L.HF_MECH_END] = d._mech_end
+        hf[h, L.HF_WC_SIZE] = d._wc_size
+        hf[h, L.HF_DIRTY_BYTES] = d._dirty_bytes
+        hf[h, L.HF_HW] = d._hw
+        # the host link: its state lives in the row of the first drive using it
+        owner = link_row.setdefault(id(d.link), h)
+        hi[h, L.HI_LINK] = owner
+        if owner == h:
+            hf[h, L.HF_LINK_BUSY] = d.link.busy
+            iv = [x for x in d.link._iv]
+            hi[h, L.HI_LK_N] = len(iv)
+            for j, (s, e) in enumerate(iv):
+                hlk[h, j] = (s, e)
+    # dual-actuator drives
+    xi = np.zeros((max(len(duals), 1), L.NXI), np.int64)
+    for x, d in enumerate(duals):
+        xi[x, L.XI_ACT0] = dev_index[id(d.actuators[0])]
+        xi[x, L.XI_ACT1] = dev_index[id(d.actuators[1])]
+        xi[x, L.XI_HALF] = d._half
+    # block layers
+    nb = max(len(blks), 1)
+    NR = max([b.nr_requests for b in blks] + [1]) + 1
+    bi = np.zeros((nb, L.NBI), np.int64)
+    bf = np.zeros((nb, L.NBF))
+    bso = np.zeros((nb, 2, NR, L.NSO), np.int64)
+    bdl = np.zeros((nb, 2, NR))
+    bfq = np.zeros((nb, NR), np.int64)
+    bwt = np.zeros((nb, R), np.int64)
+    bfw = np.zeros((nb, NR), np.int64)
+    brun = np.zeros((nb, 2, NR), np.int64)
+    bpend = np.zeros((nb, NR), np.int64)
+    for b, d in enumerate(blks):
+        cfg = d.cfg
+        bi[b, L.BI_LOWER] = dev_index[id(d.dev)]
+        bi[b, L.BI_QDEPTH] = d.qdepth
+        bi[b, L.BI_DEADLINE] = 1 if d.deadline else 0
+        bi[b, L.BI_FBATCH] = d._fifo_batch
+        bi[b, L.BI_WSTARVED] = cfg.writes_starved
+        bi[b, L.BI_SKIPFL] = 1 if d._skip_flush else 0
+        bi[b, L.BI_NR] = d.nr_requests
+        bi[b, L.BI_TAGS] = d._tags
+        bi[b, L.BI_SEQ] = d._seq
+        if d._last is not None:
+            bi[b, L.BI_LASTOFF], bi[b, L.BI_LASTSEQ] = d._last
+            bi[b, L.BI_HASLAST] = 1
+        bi[b, L.BI_BDIR] = d._bdir
+        bi[b, L.BI_BATCHING] = d._batching
+        bi[b, L.BI_STARVED] = d._starved
+        bi[b, L.BI_TAG_WAITS] = d.tag_waits
+        bi[b, L.BI_MAX_WAITING] = d.max_waiting
+        bi[b, L.BI_MAX_QUEUED] = d.max_queued
+        bi[b, L.BI_FL_SKIPPED] = d.flushes_skipped
+        bi[b, L.BI_FL_MERGED] = d.flushes_merged
+        bi[b, L.BI_DEV_FLUSHES] = d.device_flushes
+        bi[b, L.BI_DIRECT] = d.direct
+        bi[b, L.BI_READS_QUEUED] = d.reads_queued
+        bf[b, L.BF_EXPIRE], bf[b, L.BF_EXPIRE + 1] = d._expire
+        bf[b, L.BF_BUSY_SINCE] = d._busy_since
+        bf[b, L.BF_READ_WAIT] = d.read_wait
+    arrays = dict(
+        dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
+        het=het, hseg=hseg, hi=hi, hf=hf, hhq=hhq, hlk=hlk, hext=hext, hefree=hefree, hdq=hdq, hbl=hbl, hlive=hlive,
+        hfl=hfl, hidx=hidx, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
+    )
+    return arrays, queues, hdds, blks
+
+
+def device_closure(tops: Sequence[Any]) -> tuple[list[Any], dict[int, int]]:
+    """The devices of a State: ``tops`` (the devices requests are submitted to, first seen first),
+    then the devices below the block layers, then both actuators of each dual-actuator drive (they
+    share the host link). Returns the list and each device's index by ``id``."""
+    from simulator.devices.hdd.drive import DualActuatorHDD
+
+    devs: list[Any] = []
+    dev_index: dict[int, int] = {}
+
+    def add(x: Any) -> None:
+        if id(x) not in dev_index:
+            dev_index[id(x)] = len(devs)
+            devs.append(x)
+
+    for d in tops:
+        add(d)
+    for d in list(devs):  # the devices below the block layers
+        if _dev_kind(d)[0] == L.DK_BLK:
+            add(d.dev)
+    for d in list(devs):  # both actuators of a dual-actuator drive (they share the host link)
+        if type(d) is DualActuatorHDD:
+            for a in d.actuators:
+                add(a)
+        elif isinstance(getattr(d, "parent", None), DualActuatorHDD):
+            for a in d.parent.actuators:
+                add(a)
+    return devs, dev_index
+
+
+def device_state(tops: Sequence[Any], n_req: int, now: float) -> tuple[L.State, dict[str, Any]]:
+    """A State holding only devices, for an owner outside the job threads (the compiled Ceph core):
+    ``tops`` are the devices it submits to, ``n_req`` its requests in flight at most. Its requests
+    carry ``RI_THR`` < 0; their completions are logged in ``lgt`` (``GI_LOGN`` of them) for the owner
+    (loop._t_done). Returns the State and what :func:`write_back_devices` needs (``devs``, ``queues``,
+    ``blks``, ``hdds``) with ``dev_index``."""
+    devs, dev_index = device_closure(tops)
+    kinds = [_dev_kind(d)[0] for d in devs]
+    R = request_rows(kinds, n_req + 1)
+    C = R + 4 * kinds.count(L.DK_HDD) + 64
+    gi = np.zeros(L.NGI, np.int64)
+    gf = np.zeros(L.NGF)
+    gf[L.GF_NOW] = now
+    gi[L.GI_FREE] = R
+    dv, queues, hdds, blks = device_arrays(devs, dev_index, R)
+    st = L.State(
+        gi=gi, gf=gf, ht=np.zeros(C), hs=np.zeros(C, np.int64), hk=np.zeros(C, np.int64), hg=np.zeros(C, np.int64),
+        ha=np.zeros(C, np.int64), rqi=np.zeros((R, L.NRI), np.int64), rqf=np.zeros((R, L.NRF)),
+        rfree=np.arange(R - 1, -1, -1, dtype=np.int64), thi=np.zeros((0, L.NTI), np.int64), thf=np.zeros((0, L.NTF)),
+        offs=np.zeros((0, 1), np.int64), ru=np.zeros((0, 1)), offw=np.zeros((0, 1), np.int64), mu=np.zeros((0, 1)),
+        bsz=np.zeros((0, 1), np.int64), lg=np.zeros((1, 5)), lgt=np.zeros(R, np.int64), **dv,
+    )  # fmt: skip
+    return st, {"devs": devs, "dev_index": dev_index, "queues": queues, "blks": blks, "hdds": hdds}
+
+
+def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], blks: Sequence[Any],
+                       hdds: Sequence[Any]) -> None:
+    """Put the device tables of ``st`` back into the Python devices (accounting, queue devices' unused
+    uniforms, block layers' state and counters, HDDs' mechanism state and counters), for reporting.
+    The lists are the ones :func:`device_arrays` returned."""
+    for i, d in enumerate(devs):
+        a = st.dacc[i]
+        d._t0 = float(a[L.DA_T0])
+        d._tq = float(a[L.DA_TQ])
+        d._qarea = float(a[L.DA_QAREA])
+        d._inside = int(a[L.DA_INSIDE])
+        d._busy_acc = float(a[L.DA_BUSY])
+        d.completed = [int(x) for x in a[L.DA_COMP : L.DA_COMP + 4]]
+        d.bytes = [int(x) for x in a[L.DA_BYTES : L.DA_BYTES + 4]]
+    for q, d in enumerate(queues):
+        pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
+        br = d.rand
+        br._buf = st.qu[q, pos:ln].tolist() + br._buf[br._i :]
+        br._i = 0
+        d._free = int(st.qi[q, L.QI_FREE])
+        st.qi[q, L.QI_UPOS] = st.qi[q, L.QI_ULEN]
+    for b, d in enumerate(blks):
+        bi, bf = st.bi[b], st.bf[b]
+        d._tags = int(bi[L.BI_TAGS])
+        d._at_dev = int(bi[L.BI_ATDEV])
+        d._n_sched = int(bi[L.BI_NSCHED])
+        d._seq = int(bi[L.BI_SEQ])
+        d._last = (int(bi[L.BI_LASTOFF]), int(bi[L.BI_LASTSEQ])) if bi[L.BI_HASLAST] else None
+        d._bdir = int(bi[L.BI_BDIR])
+        d._batching = int(bi[L.BI_BATCHING])
+        d._starved = int(bi[L.BI_STARVED])
+        d.tag_waits = int(bi[L.BI_TAG_WAITS])
+        d.max_waiting = int(bi[L.BI_MAX_WAITING])
+        d.max_queued = int(bi[L.BI_MAX_QUEUED])
+        d.flushes_skipped = int(bi[L.BI_FL_SKIPPED])
+        d.flushes_merged = int(bi[L.BI_FL_MERGED])
+        d.device_flushes = int(bi[L.BI_DEV_FLUSHES])
+        d.direct = int(bi[L.BI_DIRECT])
+        d.reads_queued = int(bi[L.BI_READS_QUEUED])
+        d._busy_since = float(bf[L.BF_BUSY_SINCE])
+        d.read_wait = float(bf[L.BF_READ_WAIT])
+    for h, d in enumerate(hdds):
+        d._par[:] = st.hpar[h]
+        d._seg[:] = st.hseg[h]
+        d.read_hits = int(st.hi[h, L.HI_READHITS])
+        d.destaged = int(st.hi[h, L.HI_DESTAGED])
+        d.destaged_bytes = int(st.hi[h, L.HI_DESTAGED_BYTES])
+        d.overwrites = int(st.hi[h, L.HI_OVERWRITES])
+        d.coalesced = int(st.hi[h, L.HI_COALESCED])
+        d.dirty_read_hits = int(st.hi[h, L.HI_DIRTY_READ_HITS])
+        d._busy = bool(st.hi[h, L.HI_BUSY])
+        d._mech_end = float(st.hf[h, L.HF_MECH_END])
+        d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
+        d._seq = int(st.hi[h, L.HI_SEQ])
+        d.link.busy = float(st.hf[int(st.hi[h, L.HI_LINK]), L.HF_LINK_BUSY])
+        # the drive's queue and pending events stay in the compiled state: the Python drive
+        # cannot continue this run (unsupported() refuses a drive with state)
+        d._n = int(st.hi[h, L.HI_N])
+        d._outstanding = int(st.hi[h, L.HI_OUT])
+
+
 class CompiledRun:
     """One compiled run of a not-yet-started Workload."""
 
@@ -199,30 +511,7 @@ class CompiledRun:
         self.sim = sim
         self.wl = wl
         self.threads = list(wl.threads)
-        devs: list[Any] = []
-        dev_index: dict[int, int] = {}
-        for th in self.threads:
-            d = th.files[0].dev
-            if id(d) not in dev_index:
-                dev_index[id(d)] = len(devs)
-                devs.append(d)
-        from simulator.devices.hdd.drive import DualActuatorHDD
-
-        def add(x: Any) -> None:
-            if id(x) not in dev_index:
-                dev_index[id(x)] = len(devs)
-                devs.append(x)
-
-        for d in list(devs):  # the devices below the block layers
-            if _dev_kind(d)[0] == L.DK_BLK:
-                add(d.dev)
-        for d in list(devs):  # both actuators of a dual-actuator drive (they share the host link)
-            if type(d) is DualActuatorHDD:
-                for a in d.actuators:
-                    add(a)
-            elif isinstance(getattr(d, "parent", None), DualActuatorHDD):
-                for a in d.parent.actuators:
-                    add(a)
+        devs, dev_index = device_closure([th.files[0].dev for th in self.threads])
         self.devs = devs
         self.dev_index = dev_index
         self.st = self._build()
@@ -238,14 +527,8 @@ class CompiledRun:
         nT = len(threads)
         R = sum(th._depth for th in threads) + 1
         kinds = [_dev_kind(d)[0] for d in devs]
-        queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
-        hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
-        blks = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_BLK]
-        nQ, nH = len(queues), len(hdds)
-        R += len(blks)  # each block layer's own FLUSH (one at the device at a time) takes a request
-        duals = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_DUAL]
-        if duals:
-            R *= 3  # a dual-actuator drive's request has up to two parts, each a request of its own
+        nH = kinds.count(L.DK_HDD)
+        R = request_rows(kinds, R)
         C = R + 2 * nH + 4 * nT + 16
 
         gi = np.zeros(L.NGI, np.int64)
@@ -299,181 +582,11 @@ class CompiledRun:
         # log
         lg = np.zeros((LOG_ROWS, 5))
         lgt = np.zeros(LOG_ROWS, np.int64)
-        # devices
-        dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
-        counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0}
-        dacc = np.zeros((len(devs), L.NDA))
-        for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
-            dvi[i, 0] = k
-            dvi[i, 1] = counts[k]
-            counts[k] += 1
-            a = dacc[i]
-            a[L.DA_T0] = d._t0
-            a[L.DA_TQ] = d._tq
-            a[L.DA_QAREA] = d._qarea
-            a[L.DA_INSIDE] = d._inside
-            a[L.DA_BUSY] = d._busy_acc
-            a[L.DA_COMP : L.DA_COMP + 4] = d.completed
-            a[L.DA_BYTES : L.DA_BYTES + 4] = d.bytes
-        # queue devices
-        nq = max(nQ, 1)
-        qi = np.zeros((nq, L.NQI), np.int64)
-        qf = np.zeros((nq, L.NQF))
-        qring = np.zeros((nq, R), np.int64)
-        need = 0
-        dist_codes = {"deterministic": 0, "exponential": 1, "uniform": 2, "lognormal": 3, "erlang": 4}
-        for q, d in enumerate(queues):
-            cfg = d.cfg
-            dist = cfg.service
-            code = dist_codes[dist.dist]
-            draws = (0, 1, 1, 2, getattr(dist, "k", 1))[code]
-            qi[q, L.QI_SERVERS] = cfg.servers
-            qi[q, L.QI_FREE] = d._free
-            qi[q, L.QI_DIST] = code
-            qi[q, L.QI_K] = getattr(dist, "k", 1)
-            qi[q, L.QI_NEED] = draws * (R + 1)
-            need = max(need, draws * (R + 1))
-            qf[q, L.QF_P0] = dist.value if code == 0 else (dist.low if code == 2 else dist.mean)
-            qf[q, L.QF_P1] = getattr(dist, "high", 0.0) if code == 2 else getattr(dist, "cv", 0.0)
-            qf[q, L.QF_BW] = float(cfg.bandwidth or 0.0)
-            qf[q, L.QF_FLUSH] = cfg.flush_time
-        ucap = max(4 * _BLOCK, -(-4 * need // _BLOCK) * _BLOCK) + _BLOCK
-        qu = np.zeros((nq, ucap))
-        self._queues = queues
-        self._hdds = hdds
-        # HDDs
-        if hdds:
-            h0 = hdds[0]
-            cqs, zts, tts, ets, segs = h0._cq.shape, h0._zt.shape, h0._tt.shape, h0._et.shape, h0._seg.shape
-        else:
-            from simulator.devices.hdd import kernels as K
-
-            cqs, zts, tts, ets, segs = (1, K.NCOL), (1, 6), (2, 2), (3, 1), (1, 3)
-        nh = max(nH, 1)
-        from simulator.devices.hdd import kernels as K
-
-        hpar = np.zeros((nh, K.NPAR))
-        hcq = np.zeros((nh, *cqs))
-        hcr = np.zeros((nh, cqs[0]), np.int64)
-        hzt = np.zeros((nh, *zts))
-        hsk = np.zeros((nh, 2, K.NSEEK))
-        htt = np.zeros((nh, *tts))
-        het = np.zeros((nh, *ets))
-        hseg = np.zeros((nh, *segs))
-        hi = np.zeros((nh, L.NHI), np.int64)
-        hf = np.zeros((nh, L.NHF))
-        hhq = np.zeros((nh, R), np.int64)
-        hlk = np.zeros((nh, 2 * R + 16, 2))
-        # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
-        # only: at most one per sector of it)
-        E = max((_extent_slots(d) for d in hdds), default=0) + 2
-        hext = np.zeros((nh, E, W.NE), np.int64)
-        hlive = np.zeros((nh, E), np.int64)
-        hfl = np.zeros((nh, R + 1, L.NFL))
-        # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
-        cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
-        hidx = np.zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
-        for h, d in enumerate(hdds):
-            W.wc_init_index(hidx[h], d._pg)
-        hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
-        hdq = np.zeros((nh, E), np.int64)
-        hbl = np.zeros((nh, R), np.int64)
-        link_row: dict[int, int] = {}
-        for h, d in enumerate(hdds):
-            hpar[h] = d._par
-            hzt[h] = d._zt
-            hsk[h] = d._sk
-            htt[h] = d._tt
-            het[h] = d._et
-            hseg[h] = d._seg
-            hi[h, L.HI_MECH] = -1
-            hi[h, L.HI_SEQ] = d._seq
-            hi[h, L.HI_QD] = d._qd
-            hi[h, L.HI_WINDOW] = d._window
-            hi[h, L.HI_WC] = 1 if d._wc == "volatile" else 0
-            hi[h, L.HI_MAXSEG] = d._max_seg
-            hi[h, L.HI_EFREE] = E
-            hi[h, L.HI_READHITS] = d.read_hits
-            hi[h, L.HI_DESTAGED] = d.destaged
-            hi[h, L.HI_DESTAGED_BYTES] = d.destaged_bytes
-            hi[h, L.HI_IDLE] = 1 if d._idle_destage else 0
-            hi[h, L.HI_SS] = d._ss
-            hi[h, L.HI_FUA_OK] = 1 if d._fua_ok else 0
-            hi[h, L.HI_MERGE] = d._merge
-            hi[h, L.HI_PG] = d._pg
-            hi[h, L.HI_OVERWRITES] = d.overwrites
-            hi[h, L.HI_COALESCED] = d.coalesced
-            hi[h, L.HI_DIRTY_READ_HITS] = d.dirty_read_hits
-            hf[h, L.HF_OVH_R] = d._ovh_r
-            hf[h, L.HF_OVH_W] = d._ovh_w
-            hf[h, L.HF_OVH_HIT] = d._ovh_hit
-            hf[h, L.HF_OVH_FLUSH] = d._ovh_flush
-            hf[h, L.HF_LRATE] = d._lrate
-            hf[h, L.HF_MECH_END] = d._mech_end
-            hf[h, L.HF_WC_SIZE] = d._wc_size
-            hf[h, L.HF_DIRTY_BYTES] = d._dirty_bytes
-            hf[h, L.HF_HW] = d._hw
-            # the host link: its state lives in the row of the first drive using it
-            owner = link_row.setdefault(id(d.link), h)
-            hi[h, L.HI_LINK] = owner
-            if owner == h:
-                hf[h, L.HF_LINK_BUSY] = d.link.busy
-                iv = [x for x in d.link._iv]
-                hi[h, L.HI_LK_N] = len(iv)
-                for j, (s, e) in enumerate(iv):
-                    hlk[h, j] = (s, e)
-        # dual-actuator drives
-        xi = np.zeros((max(len(duals), 1), L.NXI), np.int64)
-        for x, d in enumerate(duals):
-            xi[x, L.XI_ACT0] = self.dev_index[id(d.actuators[0])]
-            xi[x, L.XI_ACT1] = self.dev_index[id(d.actuators[1])]
-            xi[x, L.XI_HALF] = d._half
-        # block layers
-        nb = max(len(blks), 1)
-        NR = max([b.nr_requests for b in blks] + [1]) + 1
-        bi = np.zeros((nb, L.NBI), np.int64)
-        bf = np.zeros((nb, L.NBF))
-        bso = np.zeros((nb, 2, NR, L.NSO), np.int64)
-        bdl = np.zeros((nb, 2, NR))
-        bfq = np.zeros((nb, NR), np.int64)
-        bwt = np.zeros((nb, R), np.int64)
-        bfw = np.zeros((nb, NR), np.int64)
-        brun = np.zeros((nb, 2, NR), np.int64)
-        bpend = np.zeros((nb, NR), np.int64)
-        self._blks = blks
-        for b, d in enumerate(blks):
-            cfg = d.cfg
-            bi[b, L.BI_LOWER] = self.dev_index[id(d.dev)]
-            bi[b, L.BI_QDEPTH] = d.qdepth
-            bi[b, L.BI_DEADLINE] = 1 if d.deadline else 0
-            bi[b, L.BI_FBATCH] = d._fifo_batch
-            bi[b, L.BI_WSTARVED] = cfg.writes_starved
-            bi[b, L.BI_SKIPFL] = 1 if d._skip_flush else 0
-            bi[b, L.BI_NR] = d.nr_requests
-            bi[b, L.BI_TAGS] = d._tags
-            bi[b, L.BI_SEQ] = d._seq
-            if d._last is not None:
-                bi[b, L.BI_LASTOFF], bi[b, L.BI_LASTSEQ] = d._last
-                bi[b, L.BI_HASLAST] = 1
-            bi[b, L.BI_BDIR] = d._bdir
-            bi[b, L.BI_BATCHING] = d._batching
-            bi[b, L.BI_STARVED] = d._starved
-            bi[b, L.BI_TAG_WAITS] = d.tag_waits
-            bi[b, L.BI_MAX_WAITING] = d.max_waiting
-            bi[b, L.BI_MAX_QUEUED] = d.max_queued
-            bi[b, L.BI_FL_SKIPPED] = d.flushes_skipped
-            bi[b, L.BI_FL_MERGED] = d.flushes_merged
-            bi[b, L.BI_DEV_FLUSHES] = d.device_flushes
-            bi[b, L.BI_DIRECT] = d.direct
-            bi[b, L.BI_READS_QUEUED] = d.reads_queued
-            bf[b, L.BF_EXPIRE], bf[b, L.BF_EXPIRE + 1] = d._expire
-            bf[b, L.BF_BUSY_SINCE] = d._busy_since
-            bf[b, L.BF_READ_WAIT] = d.read_wait
+        dv, self._queues, self._hdds, self._blks = device_arrays(devs, self.dev_index, R)
         st = L.State(
-            gi, gf, np.zeros(C), np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros(C, np.int64),
-            np.zeros(C, np.int64), rqi, rqf, rfree, thi, thf, offs, ru, offw, mu, bsz, lg, lgt, dvi, dacc, qi, qf, qring, qu,
-            hpar, hcq, hcr, hzt, hsk, htt, het, hseg, hi, hf, hhq, hlk, hext, hefree, hdq, hbl,
-            hlive, hfl, hidx, bi, bf, bso, bdl, bfq, bwt, bfw, brun, bpend, xi,
+            gi=gi, gf=gf, ht=np.zeros(C), hs=np.zeros(C, np.int64), hk=np.zeros(C, np.int64), hg=np.zeros(C, np.int64),
+            ha=np.zeros(C, np.int64), rqi=rqi, rqf=rqf, rfree=rfree, thi=thi, thf=thf, offs=offs, ru=ru, offw=offw, mu=mu,
+            bsz=bsz, lg=lg, lgt=lgt, **dv,
         )  # fmt: skip
         self.st = st
         self._refill_all(first=True)
@@ -711,60 +824,7 @@ class CompiledRun:
                 st.thi[t, L.TI_RPOS] = st.thi[t, L.TI_RLEN]
             th._backlog.clear()
         self.wl._started = True
-        for i, d in enumerate(self.devs):
-            a = st.dacc[i]
-            d._t0 = float(a[L.DA_T0])
-            d._tq = float(a[L.DA_TQ])
-            d._qarea = float(a[L.DA_QAREA])
-            d._inside = int(a[L.DA_INSIDE])
-            d._busy_acc = float(a[L.DA_BUSY])
-            d.completed = [int(x) for x in a[L.DA_COMP : L.DA_COMP + 4]]
-            d.bytes = [int(x) for x in a[L.DA_BYTES : L.DA_BYTES + 4]]
-        for q, d in enumerate(self._queues):
-            pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
-            br = d.rand
-            br._buf = st.qu[q, pos:ln].tolist() + br._buf[br._i :]
-            br._i = 0
-            d._free = int(st.qi[q, L.QI_FREE])
-            st.qi[q, L.QI_UPOS] = st.qi[q, L.QI_ULEN]
-        for b, d in enumerate(self._blks):
-            bi, bf = st.bi[b], st.bf[b]
-            d._tags = int(bi[L.BI_TAGS])
-            d._at_dev = int(bi[L.BI_ATDEV])
-            d._n_sched = int(bi[L.BI_NSCHED])
-            d._seq = int(bi[L.BI_SEQ])
-            d._last = (int(bi[L.BI_LASTOFF]), int(bi[L.BI_LASTSEQ])) if bi[L.BI_HASLAST] else None
-            d._bdir = int(bi[L.BI_BDIR])
-            d._batching = int(bi[L.BI_BATCHING])
-            d._starved = int(bi[L.BI_STARVED])
-            d.tag_waits = int(bi[L.BI_TAG_WAITS])
-            d.max_waiting = int(bi[L.BI_MAX_WAITING])
-            d.max_queued = int(bi[L.BI_MAX_QUEUED])
-            d.flushes_skipped = int(bi[L.BI_FL_SKIPPED])
-            d.flushes_merged = int(bi[L.BI_FL_MERGED])
-            d.device_flushes = int(bi[L.BI_DEV_FLUSHES])
-            d.direct = int(bi[L.BI_DIRECT])
-            d.reads_queued = int(bi[L.BI_READS_QUEUED])
-            d._busy_since = float(bf[L.BF_BUSY_SINCE])
-            d.read_wait = float(bf[L.BF_READ_WAIT])
-        for h, d in enumerate(self._hdds):
-            d._par[:] = st.hpar[h]
-            d._seg[:] = st.hseg[h]
-            d.read_hits = int(st.hi[h, L.HI_READHITS])
-            d.destaged = int(st.hi[h, L.HI_DESTAGED])
-            d.destaged_bytes = int(st.hi[h, L.HI_DESTAGED_BYTES])
-            d.overwrites = int(st.hi[h, L.HI_OVERWRITES])
-            d.coalesced = int(st.hi[h, L.HI_COALESCED])
-            d.dirty_read_hits = int(st.hi[h, L.HI_DIRTY_READ_HITS])
-            d._busy = bool(st.hi[h, L.HI_BUSY])
-            d._mech_end = float(st.hf[h, L.HF_MECH_END])
-            d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
-            d._seq = int(st.hi[h, L.HI_SEQ])
-            d.link.busy = float(st.hf[int(st.hi[h, L.HI_LINK]), L.HF_LINK_BUSY])
-            # the drive's queue and pending events stay in the compiled state: the Python drive
-            # cannot continue this run (unsupported() refuses a drive with state)
-            d._n = int(st.hi[h, L.HI_N])
-            d._outstanding = int(st.hi[h, L.HI_OUT])
+        write_back_devices(st, self.devs, self._queues, self._blks, self._hdds)
         env = self.sim.env
         if t_end > env.now:
             self.sim.run(until=t_end)  # nothing scheduled: advances the clock for Device.stats()

@@ -1,0 +1,208 @@
+"""The compiled Ceph core driving the device core's HDDs, dual-actuator LUNs and block layers under
+BlueStore, against the Python model (the reference).
+
+The Ceph core holds a device-core State (``CephState.dev``) and submits BlueStore's device requests
+through ``core.loop.device_submit``; the two heaps share one sequence counter, so the compiled run
+processes every event at the instant and in the order SimPy does, and completion times are
+identical. Mutation notes in the docstrings say which deliberate error each test was checked to catch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simulator.ceph  # noqa: F401
+from simulator.ceph.cluster import Cluster
+from simulator.devices.registry import resolve_params
+from simulator.engine import Simulation
+
+US = 1e-6
+
+
+def _params(dev: dict, bl: bool, bs: dict | None = None, split: object = 1, cv: float = 0.3, hosts: int = 3,
+            drives: int = 2, extra: dict | None = None) -> dict:
+    p = {
+        "hosts": [{"name": "h", "count": hosts, "cpu": {"cores": 2},
+                   "drives": [{"count": drives, "device": dev, "split": split}]}],
+        "pools": [{"name": "p", "size": 3, "min_size": 2, "pg_num": 8}],
+        "images": [{"pool": "p", "name": "img", "size": "1GiB"}],
+        "osd": {"cost_cv": cv},
+        "bluestore": bs or {},
+        "block_layer": {"enabled": bl},
+    }
+    if extra:
+        p.update(extra)
+    return p
+
+
+def _cluster(params: dict, seed: int = 1) -> tuple[Simulation, Cluster]:
+    _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": params})
+    sim = Simulation(seed)
+    return sim, Cluster(cfg, "cluster", sim.root)
+
+
+def _py_closed(sim, img, kinds, offs, sizes, depth):
+    """The Python reference driver of ceph_build.run_closed (as tests/test_core_ceph.py's)."""
+    from simulator.devices.base import Request
+
+    env = sim.env
+    n = len(kinds)
+    t_issue = np.full(n, np.nan)
+    done = np.full(n, np.nan)
+    nxt = [min(depth, n)]
+
+    def submit(i):
+        t_issue[i] = env.now
+        img.submit(Request(int(kinds[i]), int(offs[i]), int(sizes[i]))).callbacks.append(lambda e, i=i: on_done(i))
+
+    def on_done(i):
+        done[i] = env.now
+        if nxt[0] < n:
+            nxt[0] += 1
+            submit(nxt[0] - 1)
+
+    for i in range(min(depth, n)):
+        submit(i)
+    env.run()
+    return t_issue, done
+
+
+def _writes(img, n, rng, size=4096):
+    offs = rng.integers(0, (img.capacity - size) // 4096, n) * 4096
+    return np.ones(n, np.int64), offs, np.full(n, size, np.int64)
+
+
+def _hdd(profile: str, wc: str, **cache) -> dict:
+    return {"kind": "hdd", "profile": profile, "params": {"cache": {"write_cache": wc, **cache}}}
+
+
+_TOSHIBA = "hdd/toshiba_mg06sca10te"
+_MACH2 = "hdd/seagate_exos_2x14"
+
+
+def _drives(cl: Cluster) -> list:
+    """Every device below the OSDs (drives, their LUNs / actuators, block layers), in build order."""
+    out = []
+    for h in cl.hosts:
+        for d in h.drives:
+            out.append(d)
+            out.extend(getattr(d, "actuators", []))
+    for o in cl.osds:
+        io = o.io_device
+        while type(io).__name__ == "Partition":
+            io = io.base
+        if type(io).__name__ == "BlockLayer" and all(io is not x for x in out):
+            out.append(io)
+    return out
+
+
+def _check_identical(p: dict, n: int = 1500, depth: int = 16, size: int = 4096, seed: int = 21) -> dict:
+    from simulator.core.ceph_build import run_closed, unsupported_writes
+
+    sim_py, py = _cluster(p)
+    _, cc = _cluster(p)
+    assert unsupported_writes(cc) is None
+    rng = np.random.default_rng(seed)
+    req = _writes(py.image("p", "img"), n, rng, size)
+    t_is, ref = _py_closed(sim_py, py.image("p", "img"), *req, depth)
+    c_is, out, info = run_closed(cc, cc.image("p", "img"), *req, depth)
+    assert not np.isnan(ref).any()
+    np.testing.assert_array_equal(c_is, t_is)
+    np.testing.assert_array_equal(out, ref)
+    for a, b in zip(py.osds, cc.osds, strict=True):
+        assert (a.ops, a.subops, a.replies) == (b.ops, b.subops, b.replies)
+        sa, sb = a.bs, b.bs
+        assert (sa.kv_batches, sa.kv_txcs, sa.deferred_ops, sa.deferred_ios, sa.throttled, sa.direct_writes,
+                sa.kv_data_flushes, sa.wal_pos, sa.cursor) == \
+               (sb.kv_batches, sb.kv_txcs, sb.deferred_ops, sb.deferred_ios, sb.throttled, sb.direct_writes,
+                sb.kv_data_flushes, sb.wal_pos, sb.cursor)
+    da, db = _drives(py), _drives(cc)
+    assert len(da) == len(db)
+    for a, b in zip(da, db, strict=True):
+        assert a.path == b.path
+        assert (a.completed, a.bytes) == (b.completed, b.bytes), a.path
+        sa, sb = a.stats(), b.stats()
+        assert sa["utilisation"] == pytest.approx(sb["utilisation"], rel=1e-9, abs=1e-12), a.path
+        assert sa["mean_queue_depth"] == pytest.approx(sb["mean_queue_depth"], rel=1e-9, abs=1e-12), a.path
+    return {"py": py, "cc": cc, "info": info}
+
+
+_VARIANTS = {
+    # name: (drive, block layer, split, BlueStore options)
+    "hdd-off": (_hdd(_TOSHIBA, "off"), False, 1, {}),
+    "hdd-volatile": (_hdd(_TOSHIBA, "volatile"), False, 1, {"kv_commit_cost": 20 * US}),
+    "blk-off": (_hdd(_TOSHIBA, "off"), True, 1, {}),
+    "blk-volatile": (_hdd(_TOSHIBA, "volatile"), True, 1, {"deferred_batch_ops": 8}),
+    "lvm-volatile": (_hdd(_TOSHIBA, "volatile"), True, 2, {"deferred_batch_ops": 8}),
+    "mach2-luns": (_hdd(_MACH2, "volatile"), True, "luns", {}),
+    "mach2-drive": (_hdd(_MACH2, "off"), False, 1, {"prefer_deferred_size": 0}),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(_VARIANTS))
+def test_closed_loop_writes_on_device_core_devices_identical(variant):
+    """Replicated 4 KiB writes, closed loop QD16, BlueStore on HDDs (write cache off / volatile),
+    through the block layer or not, on LVM volumes (two OSDs on one drive) and on a MACH.2's LUNs or
+    the whole dual-actuator drive: every request's issue and completion time, the OSD and BlueStore
+    counters and every device's completions, bytes, utilisation and mean queue depth are identical in
+    the compiled core and the Python model."""
+    dev, bl, split, bs = _VARIANTS[variant]
+    r = _check_identical(_params(dev, bl, bs, split=split))
+    bst = r["info"]["bluestore"]
+    if bs.get("prefer_deferred_size") == 0:
+        assert bst["direct_writes"] > 0
+    else:
+        assert bst["deferred_ops"] > 0
+
+
+def test_croit_mach2_pool_on_its_drives_identical():
+    """The croit cluster on its HDD profiles behind the block layer (mq-deadline, the MACH.2's LUNs,
+    their write cache volatile), 4 KiB random writes at QD64 to the MACH.2 pool: completion times and
+    the LUNs' and block layers' counters identical to the Python model."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.core.ceph_bench import CROIT_HDD_OVERRIDES, py_closed
+    from simulator.core.ceph_build import run_closed
+
+    def build():
+        sim = Simulation(seed=1)
+        return sim, build_cluster_from_profile(sim, overrides=CROIT_HDD_OVERRIDES)
+
+    sim_py, py = build()
+    _, cc = build()
+    img = py.image("test-mach2", "test")
+    n = 3000
+    rng = np.random.default_rng(5)
+    req = (np.ones(n, np.int64), rng.integers(0, img.capacity // 4096, n) * 4096, np.full(n, 4096, np.int64))
+    ref = py_closed(sim_py, img, *req, 64)
+    _, out, info = run_closed(cc, cc.image("test-mach2", "test"), *req, 64)
+    np.testing.assert_array_equal(out, ref)
+    assert info["bluestore"]["deferred_ops"] > 0
+    for a, b in zip(py.osds, cc.osds, strict=True):
+        if a.device_class != "mach2":  # the other pool's OSDs (LVM volumes of the single-actuator drives): idle
+            continue
+        for x, y in ((a.io_device, b.io_device), (a.io_device.dev, b.io_device.dev)):
+            assert x.path == y.path
+            assert (x.completed, x.bytes) == (y.completed, y.bytes), x.path
+            assert x.stats()["mean_queue_depth"] == pytest.approx(y.stats()["mean_queue_depth"], rel=1e-9), x.path
+        assert sum(a.io_device.dev.completed) > 0
+        assert (a.io_device.device_flushes, a.io_device.flushes_merged, a.io_device.tag_waits) == \
+               (b.io_device.device_flushes, b.io_device.flushes_merged, b.io_device.tag_waits)
+
+
+def test_what_the_device_composition_refuses_is_named():
+    """The croit profile's MACH.2 media cache and the fitted profile's persistent cache are named; a
+    run on both drive kinds at once (different HDD table shapes) is refused, one pool at a time is not."""
+    from simulator.ceph.bench import build_cluster_from_profile
+    from simulator.core.ceph_bench import CROIT_HDD_OVERRIDES
+    from simulator.core.ceph_build import unsupported_writes
+
+    cl = build_cluster_from_profile(Simulation(seed=1))
+    why = unsupported_writes(cl, [cl.image("test-mach2", "test")])
+    assert "lun0" in why and "'media_cache'" in why
+    cl = build_cluster_from_profile(Simulation(seed=1), "clusters/croit_mach2_fitted")
+    assert "'persistent'" in unsupported_writes(cl, [cl.image("test-mach2", "test")])
+    cl = build_cluster_from_profile(Simulation(seed=1), overrides=CROIT_HDD_OVERRIDES)
+    assert "different table shapes" in unsupported_writes(cl)
+    assert unsupported_writes(cl, [cl.image("test-mach2", "test")]) is None
+    assert unsupported_writes(cl, [cl.image("test-normal-hdd", "test")]) is None
