@@ -308,7 +308,7 @@ def engine_usage(outputs: list[RunOutput]) -> str:
     whys: dict[str, int] = {}
     for o in eng:
         w = o.extra.get("why")
-        if o.extra["engine"] == "python" and w and o.extra.get("rbd"):
+        if o.extra["engine"] == "python" and w and o.extra.get("rbd") and w != "engine=python was asked for":
             whys[w] = whys.get(w, 0) + 1
     if not comp and not whys:
         return ""
