@@ -526,13 +526,14 @@ def _cacheless(cluster: Any) -> bool:
 
 def unsupported_reads(cluster: Any) -> str | None:
     """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
-    it covers BlueStore without a data cache on queue devices, every onode cached."""
+    it covers BlueStore without a data cache on queue devices or the device core's, every onode cached."""
     why = unsupported(cluster)
     if why:
         return why
     if not _cacheless(cluster):
         return ("reads of written objects need BlueStore without a data cache (cache.buffered_read and "
-                "buffered_write off, nothing cached or waiting to be applied) on queue devices")
+                "buffered_write off, nothing cached or waiting to be applied) on queue devices or the device core's "
+                "(HDDs with the write cache off or volatile, LUNs, block layers over these)")
     return _onode_coverage(cluster, reads=True)
 
 
