@@ -354,12 +354,13 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
             top, shift, why = _core_device(d)
             if why is None:
                 didx[id(d)] = len(rows)
-                rows.append((top, shift))
+                rows.append((top, shift, d))
                 tops.append(top)
     why = _hdd_shapes_why(tops)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     dev_st, dev_meta = device_state(tops, n_dr if tops else 0, cluster.env.now)
+    dev_meta["partitions"] = parts = []
     nd = len(rows)
     dvi = np.zeros((max(nd, 1), L.NDVI), np.int64)
     dvf = np.zeros((max(nd, 1), L.NDVF), np.float64)
@@ -368,12 +369,21 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         if type(q) is tuple:
             dvi[k, L.DV_CORE] = dev_meta["dev_index"][id(q[0])]
             dvi[k, L.DV_SHIFT] = q[1]
+            v = q[2]
+            if v is not q[0]:  # a Partition: BlueStore's view of its device keeps its own accounting
+                dvi[k, L.DV_PART] = 1
+                f = dvf[k]
+                f[L.DVF_P_T0], f[L.DVF_P_TQ], f[L.DVF_P_QAREA] = v._t0, v._tq, v._qarea
+                f[L.DVF_P_INSIDE], f[L.DVF_P_BSINCE], f[L.DVF_P_BUSY] = v._inside, v._busy_since, v._busy_acc
+                f[L.DVF_P_COMP : L.DVF_P_COMP + 4] = v.completed
+                f[L.DVF_P_BYTES : L.DVF_P_BYTES + 4] = v.bytes
+                parts.append((k, v))
             continue
         devs.append((k, q))
         det = isinstance(q._dist, Deterministic)
         dvi[k, : L.DV_DONE + 1] = (q.cfg.servers, q._free, -1, -1, 0, 0 if det else 1, -1 if det else streams.row(q), 0)
         dvi[k, L.DV_CORE] = -1
-        dvf[k] = (q._dist.value if det else q._dist.mean_, q._bw or 0.0, q.cfg.flush_time, 0.0)
+        dvf[k, : L.DVF_BUSY + 1] = (q._dist.value if det else q._dist.mean_, q._bw or 0.0, q.cfg.flush_time, 0.0)
     for j, o in enumerate(osds):
         bs = o.bs
         if not hasattr(bs, "tb"):  # not a BlueStore
@@ -927,6 +937,12 @@ def _write_back_core_devices(st: L.CephState, meta: dict[str, Any]) -> None:
     """The device core's devices (HDDs, LUNs, block layers) back into the Python devices after a
     drained run: accounting, mechanism state, counters (core.run.write_back_devices)."""
     cm = meta["core_devices"]
+    for k, v in cm["partitions"]:  # Partition accounting (Device + PassThroughBusy fields)
+        f = st.dvf[k]
+        v._t0, v._tq, v._qarea = float(f[L.DVF_P_T0]), float(f[L.DVF_P_TQ]), float(f[L.DVF_P_QAREA])
+        v._inside, v._busy_since, v._busy_acc = int(f[L.DVF_P_INSIDE]), float(f[L.DVF_P_BSINCE]), float(f[L.DVF_P_BUSY])
+        v.completed = [int(x) for x in f[L.DVF_P_COMP : L.DVF_P_COMP + 4]]
+        v.bytes = [int(x) for x in f[L.DVF_P_BYTES : L.DVF_P_BYTES + 4]]
     if not cm["devs"]:
         return
     from simulator.core import layout as DL

@@ -369,12 +369,23 @@ DV_STREAM = 6
 DV_DONE = 7  # requests completed (statistics)
 DV_CORE = 8  # -1: a queue device of this core; else the device-core device (row of ``dev.dvi``) requests go to
 DV_SHIFT = 9  # device-core device: offset added to each request's (a Partition's start)
-NDVI = 10
+DV_PART = 10  # 1 = the row is a Partition over a device-core device: its accounting is kept in DVF_P_*
+NDVI = 11
 DVF_P0 = 0  # deterministic value / exponential mean
 DVF_BW = 1  # bytes per second, 0 = none
 DVF_FLUSH = 2
 DVF_BUSY = 3  # server-seconds of service
-NDVF = 4
+# a Partition's accounting (Device + PassThroughBusy fields: window start, queue-depth integral,
+# requests inside, busy since / busy time, completions and bytes per op)
+DVF_P_T0 = 4
+DVF_P_TQ = 5
+DVF_P_QAREA = 6
+DVF_P_INSIDE = 7
+DVF_P_BSINCE = 8
+DVF_P_BUSY = 9
+DVF_P_COMP = 10  # 4 columns
+DVF_P_BYTES = 14  # 4 columns
+NDVF = 18
 
 # ---- device requests
 DR_DEV = 0

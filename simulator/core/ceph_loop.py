@@ -146,6 +146,7 @@ from simulator.core.ceph_layout import (
     DV_DIST,
     DV_DONE,
     DV_FREE,
+    DV_PART,
     DV_QH,
     DV_QN,
     DV_QT,
@@ -155,6 +156,14 @@ from simulator.core.ceph_layout import (
     DVF_BW,
     DVF_FLUSH,
     DVF_P0,
+    DVF_P_BSINCE,
+    DVF_P_BUSY,
+    DVF_P_BYTES,
+    DVF_P_COMP,
+    DVF_P_INSIDE,
+    DVF_P_QAREA,
+    DVF_P_T0,
+    DVF_P_TQ,
     EV_ARRIVAL,
     EV_DEFER_TIMER,
     EV_DEV_DONE,
@@ -1262,6 +1271,14 @@ def _dev_submit(sp, d, opk, off, size, purp, arg, o):
     st.dri[r, DR_NEXT] = -1
     c = st.dvi[d, DV_CORE]
     if c >= 0:
+        if st.dvi[d, DV_PART]:  # Partition._enter: PassThroughBusy._enter_inside
+            f = st.dvf[d]
+            now = st.gf[GF_NOW]
+            f[DVF_P_QAREA] += f[DVF_P_INSIDE] * (now - f[DVF_P_TQ])
+            f[DVF_P_TQ] = now
+            if f[DVF_P_INSIDE] == 0.0:
+                f[DVF_P_BSINCE] = now
+            f[DVF_P_INSIDE] += 1.0
         _core_submit(sp, c, r, opk, off + st.dvi[d, DV_SHIFT], size)
         return
     if st.dvi[d, DV_FREE] > 0:
@@ -2013,6 +2030,17 @@ def _dev_done(sp, d, r):
     st = _ld(sp)
     if st.dvi[d, DV_CORE] < 0:  # a device-core device did its own bookkeeping (_core_event)
         _dev_finish(sp, d)
+    elif st.dvi[d, DV_PART]:  # Partition._done: Device._finish + PassThroughBusy's busy time
+        f = st.dvf[d]
+        now = st.gf[GF_NOW]
+        f[DVF_P_QAREA] += f[DVF_P_INSIDE] * (now - f[DVF_P_TQ])
+        f[DVF_P_TQ] = now
+        f[DVF_P_INSIDE] -= 1.0
+        op = st.dri[r, DR_OP]
+        f[DVF_P_COMP + op] += 1.0
+        f[DVF_P_BYTES + op] += st.dri[r, DR_SIZE]
+        if f[DVF_P_INSIDE] == 0.0:
+            f[DVF_P_BUSY] += now - f[DVF_P_BSINCE]
     o = st.dri[r, DR_OSD]
     purp = st.dri[r, DR_PURP]
     arg = st.dri[r, DR_ARG]
@@ -2062,3 +2090,14 @@ def reset_core_devices(st):
     now = st.gf[GF_NOW]
     for d in range(ds.dvi.shape[0]):
         _core_reset_one(dsp, d, now)
+    for d in range(st.dvi.shape[0]):  # the Partitions' windows (Device.reset_stats, PassThroughBusy's)
+        if st.dvi[d, DV_PART]:
+            f = st.dvf[d]
+            f[DVF_P_T0] = now
+            f[DVF_P_TQ] = now
+            f[DVF_P_QAREA] = 0.0
+            f[DVF_P_BUSY] = 0.0
+            f[DVF_P_BSINCE] = now
+            for k in range(4):
+                f[DVF_P_COMP + k] = 0.0
+                f[DVF_P_BYTES + k] = 0.0
