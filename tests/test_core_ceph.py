@@ -17,6 +17,7 @@ from simulator.ceph.cluster import Cluster
 from simulator.core import ceph_arith as A
 from simulator.core import ceph_layout as L
 from simulator.core import ceph_loop as K
+from simulator.core.ceph_bench import py_closed
 from simulator.core.ceph_build import build_state, run_kernel, unsupported, write_back
 from simulator.devices.registry import resolve_params
 from simulator.engine import Simulation
@@ -273,31 +274,6 @@ def test_open_loop_new_object_reads_identical(variant):
 
 
 # ------------------------------------------------------------------------------------------ the write path
-def _py_closed(sim, img, kinds, offs, sizes, depth):
-    """The Python reference driver of ceph_build.run_closed: ``depth`` requests issued now in order,
-    each completion issues the next."""
-    from simulator.devices.base import Request
-
-    env = sim.env
-    n = len(kinds)
-    t_issue = np.full(n, np.nan)
-    done = np.full(n, np.nan)
-    nxt = [min(depth, n)]
-
-    def submit(i):
-        t_issue[i] = env.now
-        img.submit(Request(int(kinds[i]), int(offs[i]), int(sizes[i]))).callbacks.append(lambda e, i=i: on_done(i))
-
-    def on_done(i):
-        done[i] = env.now
-        if nxt[0] < n:
-            nxt[0] += 1
-            submit(nxt[0] - 1)
-
-    for i in range(min(depth, n)):
-        submit(i)
-    env.run()
-    return t_issue, done
 
 
 def _writes(img, n, rng, size=4096):
@@ -336,7 +312,7 @@ def test_closed_loop_writes_identical(variant):
     assert unsupported_writes(cc) is None
     rng = np.random.default_rng(21)
     req = _writes(py.image("p", "img"), 3000, rng, size)
-    t_is, ref = _py_closed(sim_py, py.image("p", "img"), *req, 16)
+    t_is, ref = py_closed(sim_py, py.image("p", "img"), *req, 16)
     c_is, out, info = run_closed(cc, cc.image("p", "img"), *req, 16)
     assert not np.isnan(ref).any()
     np.testing.assert_array_equal(c_is, t_is)
@@ -403,7 +379,7 @@ def test_croit_stand_in_writes_identical():
     """The croit cluster (24 OSDs, both pools, pre-filled images; stand-in queue devices, no block
     layer): 4 KiB random writes at QD64 complete at identical times in the compiled loop and in
     the Python model."""
-    from simulator.core.ceph_bench import _croit_writes, py_closed
+    from simulator.core.ceph_bench import _croit_writes
     from simulator.core.ceph_build import run_closed
 
     sim_py, py = _croit_writes()
@@ -412,7 +388,7 @@ def test_croit_stand_in_writes_identical():
     rng = np.random.default_rng(2)
     img = py.image("test-mach2", "test")
     req = _writes(img, n, rng)
-    ref = py_closed(sim_py, img, *req, 64)
+    _, ref = py_closed(sim_py, img, *req, 64)
     _, out, info = run_closed(cc, cc.image("test-mach2", "test"), *req, 64)
     np.testing.assert_array_equal(out, ref)
     assert info["events"] > 5 * n
@@ -424,7 +400,7 @@ def test_tx_rows_hold_every_osds_pending_deferred_batch():
     pool is sized for those, not only for the ops in flight (1,008 OSDs at QD64 once ran out of rows
     and stopped with status 4). Here the op pool is the smallest that fits QD1 (16 rows), while the
     MACH.2 pool's 12 OSDs can hold 12 x 64 pending txcs; the run completes identical to Python."""
-    from simulator.core.ceph_bench import _croit_writes, py_closed
+    from simulator.core.ceph_bench import _croit_writes
     from simulator.core.ceph_build import run_closed
 
     sim_py, py = _croit_writes()
@@ -432,7 +408,7 @@ def test_tx_rows_hold_every_osds_pending_deferred_batch():
     rng = np.random.default_rng(5)
     img = py.image("test-mach2", "test")
     req = _writes(img, 600, rng)
-    ref = py_closed(sim_py, img, *req, 1)
+    _, ref = py_closed(sim_py, img, *req, 1)
     _, out, _ = run_closed(cc, cc.image("test-mach2", "test"), *req, 1, n_ops=16)
     np.testing.assert_array_equal(out, ref)
     held = sum(o.bs.deferred_queue_size for o in cc.osds)
@@ -545,13 +521,13 @@ def test_python_continues_after_compiled_writes(variant):
     rng = np.random.default_rng(41)
     first = _writes(a.image("p", "img"), 1500, rng, size)
     second = _writes(a.image("p", "img"), 1500, rng, size)
-    _py_closed(sim_a, a.image("p", "img"), *first, 16)
+    py_closed(sim_a, a.image("p", "img"), *first, 16)
     run_closed(b, b.image("p", "img"), *first, 16)
     assert sim_b.env.now == sim_a.env.now
     held = sum(len(o.bs._dq) + len(o.bs.deferred_stable) + len(o.bs.deferred_done) for o in b.osds)
     assert held > 0  # there was state to hand over
-    _, ra = _py_closed(sim_a, a.image("p", "img"), *second, 16)
-    _, rb = _py_closed(sim_b, b.image("p", "img"), *second, 16)
+    _, ra = py_closed(sim_a, a.image("p", "img"), *second, 16)
+    _, rb = py_closed(sim_b, b.image("p", "img"), *second, 16)
     np.testing.assert_array_equal(rb, ra)
     for x, y in zip(a.osds, b.osds, strict=True):
         assert (x.bs.kv_batches, x.bs.deferred_ops, x.bs.throttled, x.bs.wal_pos) == \
@@ -572,14 +548,14 @@ def test_compiled_continues_after_a_run(order):
     rng = np.random.default_rng(43)
     first = _writes(a.image("p", "img"), 1500, rng, size)
     second = _writes(a.image("p", "img"), 1500, rng, size)
-    _py_closed(sim_a, a.image("p", "img"), *first, 16)
+    py_closed(sim_a, a.image("p", "img"), *first, 16)
     if order == "python-compiled":
-        _py_closed(sim_b, b.image("p", "img"), *first, 16)
+        py_closed(sim_b, b.image("p", "img"), *first, 16)
     else:
         run_closed(b, b.image("p", "img"), *first, 16)
     assert sum(len(o.bs._dq) + len(o.bs.deferred_stable) for o in b.osds) > 0
     assert unsupported_writes(b) is None
-    _, ra = _py_closed(sim_a, a.image("p", "img"), *second, 16)
+    _, ra = py_closed(sim_a, a.image("p", "img"), *second, 16)
     _, rb, _ = run_closed(b, b.image("p", "img"), *second, 16)
     np.testing.assert_array_equal(rb, ra)
     for x, y in zip(a.osds, b.osds, strict=True):
@@ -604,7 +580,7 @@ def test_closed_loop_degraded_and_trims_identical(case):
     kinds, offs, sizes = _writes(py.image("p", "img"), 2500, rng)
     if case == "trims":
         kinds = np.where(rng.random(len(kinds)) < 0.3, 2, 1).astype(np.int64)
-    _, ref = _py_closed(sim_py, py.image("p", "img"), kinds, offs, sizes, 16)
+    _, ref = py_closed(sim_py, py.image("p", "img"), kinds, offs, sizes, 16)
     _, out, _ = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
     np.testing.assert_array_equal(out, ref)
     if case == "degraded":
@@ -640,7 +616,7 @@ def test_closed_loop_writes_identical_on_devices_with_bandwidth_and_flush_time()
     _, cc = _cluster(p)
     rng = np.random.default_rng(61)
     req = _writes(py.image("p", "img"), 2500, rng, 8192)
-    _, ref = _py_closed(sim_py, py.image("p", "img"), *req, 16)
+    _, ref = py_closed(sim_py, py.image("p", "img"), *req, 16)
     _, out, info = run_closed(cc, cc.image("p", "img"), *req, 16)
     np.testing.assert_array_equal(out, ref)
     assert info["bluestore"]["deferred_ios"] < info["bluestore"]["deferred_ops"]  # adjacent extents merged
@@ -670,7 +646,7 @@ def test_closed_loop_reads_of_written_objects_identical(variant):
     sizes = np.where(rng.random(n) < 0.2, 98304, 4096).astype(np.int64)
     offs = rng.integers(0, (img.capacity - 98304) // 4096, n) * 4096
     kinds = np.zeros(n, np.int64)
-    _, ref = _py_closed(sim_py, img, kinds, offs, sizes, 16)
+    _, ref = py_closed(sim_py, img, kinds, offs, sizes, 16)
     _, out, _info = run_closed(cc, cc.image("p", "img"), kinds, offs, sizes, 16)
     np.testing.assert_array_equal(out, ref)
     assert sum(o.ops[0] for o in cc.osds) > n  # spanning reads: several object ops

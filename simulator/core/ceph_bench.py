@@ -98,18 +98,22 @@ def _croit_writes(seed: int = 1) -> tuple[Simulation, Any]:
     return sim, build_cluster_from_profile(sim, stand_in=True, overrides={"block_layer.enabled": False})
 
 
-def py_closed(sim: Simulation, img: Any, kinds: np.ndarray, offs: np.ndarray, sizes: np.ndarray, depth: int) -> np.ndarray:
+def py_closed(sim: Simulation, img: Any, kinds: np.ndarray, offs: np.ndarray, sizes: np.ndarray,
+              depth: int) -> tuple[np.ndarray, np.ndarray]:
     """The Python model driven as ``ceph_build.run_closed`` drives the compiled one: ``depth``
-    requests issued now in order, each completion issues the next. Returns completion times."""
+    requests issued now in order, each completion issues the next. Returns (issue times,
+    completion times), the reference the identity tests compare run_closed's with."""
     from simulator.devices.base import Request
 
     env = sim.env
     n = len(kinds)
+    t_issue = np.full(n, np.nan)
     done = np.full(n, np.nan)
     kl, ol, sl = kinds.tolist(), offs.tolist(), sizes.tolist()
     nxt = [min(depth, n)]
 
     def submit(i: int) -> None:
+        t_issue[i] = env.now
         img.submit(Request(kl[i], ol[i], sl[i])).callbacks.append(lambda e, i=i: on_done(i))
 
     def on_done(i: int) -> None:
@@ -121,7 +125,7 @@ def py_closed(sim: Simulation, img: Any, kinds: np.ndarray, offs: np.ndarray, si
     for i in range(min(depth, n)):
         submit(i)
     env.run()
-    return done
+    return t_issue, done
 
 
 def bench_qd64write(n: int, compiled: bool) -> tuple[float, str]:
@@ -137,7 +141,7 @@ def bench_qd64write(n: int, compiled: bool) -> tuple[float, str]:
     sizes = np.full(n, 4096, np.int64)
     if not compiled:
         t0 = time.perf_counter()
-        done = py_closed(sim, img, kinds, offs, sizes, 64)
+        _, done = py_closed(sim, img, kinds, offs, sizes, 64)
         wall = time.perf_counter() - t0
         return n / wall, f"{n / done.max():,.0f} simulated IOPS"
     _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
@@ -229,7 +233,7 @@ def bench_qd64write_hdd(n: int, compiled: bool) -> tuple[float, str]:
     sizes = np.full(n, 4096, np.int64)
     if not compiled:
         c0 = time.process_time()
-        done = py_closed(sim, img, kinds, offs, sizes, 64)
+        _, done = py_closed(sim, img, kinds, offs, sizes, 64)
         return n / (time.process_time() - c0), f"{n / done.max():,.0f} simulated IOPS"
     _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
     return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/write"
@@ -251,7 +255,7 @@ def bench_qd64read_hdd(n: int, compiled: bool) -> tuple[float, str]:
     sizes = np.full(n, 4096, np.int64)
     if not compiled:
         c0 = time.process_time()
-        done = py_closed(sim, img, kinds, offs, sizes, 64)
+        _, done = py_closed(sim, img, kinds, offs, sizes, 64)
         return n / (time.process_time() - c0), f"{n / done.max():,.0f} simulated IOPS"
     _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
     return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/read"

@@ -73,8 +73,8 @@ def _unsupported_cluster(th: Any) -> str | None:
     from simulator.core.ceph_build import obj_base_of, unsupported, unsupported_reads, unsupported_writes
 
     image = th.files[0].dev
-    if th._ddir0 == 1:
-        return unsupported_writes(image.cluster)
+    if th._ddir0 == 1:  # only the driven image's tables (another pool on other drives may differ in shape)
+        return unsupported_writes(image.cluster, [image])
     if bool((obj_base_of(image) >= 0).any()):
         return unsupported_reads(image.cluster)
     return unsupported(image.cluster)
@@ -171,6 +171,7 @@ def _reset_counters(st: Any) -> None:
     windows restart in Python at the same instant; write-back then puts these counters in them)."""
     from simulator.core import ceph_build as B
     from simulator.core import ceph_layout as L
+    from simulator.core import ceph_loop as K
 
     st.cf[:, L.CF_BUSY] = 0.0
     st.cf[:, L.CF_FGBUSY] = 0.0
@@ -189,6 +190,7 @@ def _reset_counters(st: Any) -> None:
     st.bsi[:, L.BS_DTPEAK] = st.bsi[:, L.BS_DTCUR]
     st.bsi[:, L.BS_PEAKDTXCS] = st.bsi[:, L.BS_DTXCS]
     st.dvf[:, L.DVF_BUSY] = 0.0
+    K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
 def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddir: int, bs: int) -> None:
