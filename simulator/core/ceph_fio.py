@@ -315,6 +315,10 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     n = int(st.gi[L.GI_NEXTREQ])
     write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
     write_back(st, meta, set_now=False)
+    for o in image.cluster.osds:  # what the loop does not count yet reads NaN in this window, not 0
+        o.bs.onode_untracked = True
+    for _k, q in meta["devices"]:  # the Ceph loop's own queue-device rows (device-core devices keep theirs)
+        q.counts_untracked = True
     t_issue = st.rqf[:n, L.RQF_TISSUE]
     t_done = st.rqf[:n, L.RQF_TDONE]
     order = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
