@@ -109,6 +109,16 @@ def pytest_configure(config):
     os.environ[WARMUP_ENV] = str(done_dir)  # inherited by the xdist workers, started after this hook
 
 
+def pytest_unconfigure(config):
+    """The controller removes the warm-up's done files (its compiled code stays in numba's cache)."""
+    done_dir = os.environ.get(WARMUP_ENV)
+    if done_dir and not hasattr(config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(done_dir, ignore_errors=True)
+        del os.environ[WARMUP_ENV]
+
+
 def pytest_collection_modifyitems(session, config, items):
     """While a warm-up runs (see pytest_configure), the tests of COMPILED_CORE_FILES go last (same
     order in every worker, as xdist requires), so the workers do not wait idle for the compiler."""

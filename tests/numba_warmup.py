@@ -13,6 +13,7 @@ Usage: python tests/numba_warmup.py {devices|ceph} [DONE_FILE]
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -55,5 +56,6 @@ if __name__ == "__main__":
         status = main(sys.argv[1])
     finally:
         if len(sys.argv) > 2:
-            Path(sys.argv[2]).write_text(f"{status}\n")
+            with contextlib.suppress(OSError):  # the pytest run ended (and removed the directory) first
+                Path(sys.argv[2]).write_text(f"{status}\n")
     sys.exit(status)
