@@ -34,22 +34,20 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
-#: test files that drive a numba-compiled core (simulator.core: the device loop, the Ceph loop); under
-#: xdist they run last, after the controller's warm-up has filled numba's cache (see pytest_configure)
-COMPILED_CORE_FILES = frozenset(
-    {
-        "test_core.py",
-        "test_core_ceph.py",
-        "test_core_ceph_wire.py",
-        "test_core_ceph_devices.py",
-        "test_ceph_wakeup_rule.py",
-        "test_ceph_lab_kv_counter.py",
-        "test_ceph_speed_placement.py",
-        "test_hdd_queued_writes.py",
-        "test_experiment_core_usage.py",
-        "test_core_random.py",
-    }
-)
+#: test files that drive a numba-compiled core, with the warm-up groups (tests/numba_warmup.py) they
+#: wait for under xdist: they run last, after the controller's warm-up has filled numba's cache (see
+#: pytest_configure); the device-core files first (their group compiles in about a minute)
+COMPILED_CORE_FILES = {
+    "test_core.py": ("devices",),
+    "test_core_random.py": ("devices",),
+    "test_hdd_queued_writes.py": ("devices",),
+    "test_core_ceph.py": ("ceph",),
+    "test_core_ceph_wire.py": ("ceph",),
+    "test_core_ceph_devices.py": ("ceph",),
+    "test_ceph_wakeup_rule.py": ("ceph",),
+    "test_ceph_lab_kv_counter.py": ("ceph",),
+    "test_ceph_speed_placement.py": ("ceph",),
+}
 #: environment variable naming the file tests/numba_warmup.py writes when it is done (set by the
 #: controller for its workers; absent: no warm-up in this run)
 WARMUP_ENV = "SIMRUN_TEST_NUMBA_WARMUP"
@@ -123,19 +121,22 @@ def pytest_collection_modifyitems(session, config, items):
     """While a warm-up runs (see pytest_configure), the tests of COMPILED_CORE_FILES go last (same
     order in every worker, as xdist requires), so the workers do not wait idle for the compiler."""
     if os.environ.get(WARMUP_ENV):
-        items.sort(key=lambda item: item.path.name in COMPILED_CORE_FILES)  # stable: relative order kept
+        order = {"devices": 1, "ceph": 2}
+        # stable: the relative order within each class is kept
+        items.sort(
+            key=lambda item: max((order[g] for g in COMPILED_CORE_FILES.get(item.path.name, ())), default=0)
+        )
 
 
 @pytest.fixture(autouse=True)
 def _numba_warm(request):
-    """Before a test of COMPILED_CORE_FILES, under a warm-up: wait for its groups to finish (then the
+    """Before a test of COMPILED_CORE_FILES, under a warm-up: wait for the groups it needs to finish (then the
     compiled code loads from the cache). A failed warm-up is reported by the test that then compiles
     (and fails, if it does) by itself; a warm-up still running after WARMUP_WAIT_S is not waited for."""
     done_dir = os.environ.get(WARMUP_ENV)
-    if done_dir and request.node.path.name in COMPILED_CORE_FILES:
+    groups = COMPILED_CORE_FILES.get(request.node.path.name, ())
+    if done_dir and groups:
         deadline = time.monotonic() + WARMUP_WAIT_S
-        while time.monotonic() < deadline and not all(
-            (Path(done_dir) / g).exists() for g in ("ceph", "devices")
-        ):
+        while time.monotonic() < deadline and not all((Path(done_dir) / g).exists() for g in groups):
             time.sleep(0.5)
     yield
