@@ -330,3 +330,23 @@ def test_a_persist_state_chain_runs_compiled_with_the_python_models_documents():
     for a, b in zip(res["python"], res["auto"], strict=True):
         assert a.doc["jobs"] == b.doc["jobs"], a.labels
         assert a.sim_s == b.sim_s
+
+
+def test_what_the_loop_does_not_count_reads_nan_not_zero():
+    """After a compiled run the figures its loop does not keep yet (BlueStore's onode lookups; a queue
+    device's completions, bytes and queue-depth area) read NaN in that statistics window, not a 0
+    that looks measured; the busy time is kept; the next window (reset_stats) counts again."""
+    import math
+
+    job = _job(rw="randwrite", iodepth=8, number_ios=300)
+    (_, py, _), (_, cc, _) = _both(_params(), job)
+    bs_py, bs_cc = py.osds[0].bs.stats(), cc.osds[0].bs.stats()
+    assert bs_py["onode_hit_ratio"] > 0 and math.isnan(bs_cc["onode_hit_ratio"])
+    dev_py, dev_cc = py.osds[0].bs.dev, cc.osds[0].bs.dev
+    s_py, s_cc = dev_py.stats(), dev_cc.stats()
+    assert s_py["completed"]["write"] > 0 and math.isnan(s_cc["completed"]["write"])
+    assert math.isnan(s_cc["mean_queue_depth"])
+    assert s_cc["utilisation"] == pytest.approx(s_py["utilisation"], rel=1e-6)
+    cc.reset_stats()
+    assert cc.osds[0].bs.stats()["onode_hit_ratio"] == 0.0
+    assert dev_cc.stats()["completed"]["write"] == 0
