@@ -215,47 +215,36 @@ def bench_fio_qd64read(n: int, compiled: bool) -> tuple[float, str]:
 CROIT_HDD_OVERRIDES = {"hosts.0.drives.0.device.params.cache.write_cache": "volatile"}
 
 
-def bench_qd64write_hdd(n: int, compiled: bool) -> tuple[float, str]:
-    """croit MACH.2 pool on its real drives (HDD profiles, block layer mq-deadline; the MACH.2 LUNs'
-    write cache volatile instead of the profile's media cache), 4 KiB random writes, closed loop QD64:
-    client writes per CPU second of the run (the Python model's whole run, the compiled loop's);
-    note: simulated IOPS, events per write. Python and compiled give identical completion times
-    (tests/test_core_ceph_devices.py)."""
+def _bench_hdd(n: int, compiled: bool, kind: int, overrides: dict[str, Any]) -> tuple[float, str]:
+    """croit on its real drives (``CROIT_HDD_OVERRIDES`` + ``overrides``), closed loop QD64 of 4 KiB
+    random IOs of ``kind`` (0 read, 1 write) on the MACH.2 pool's image: client IOs per CPU second of
+    the run (the Python model's whole run, the compiled loop's); note: simulated IOPS, events per IO."""
     from simulator.ceph.bench import build_cluster_from_profile
     from simulator.core.ceph_build import run_closed
 
     sim = Simulation(seed=1)
-    cl = build_cluster_from_profile(sim, overrides=CROIT_HDD_OVERRIDES)
+    cl = build_cluster_from_profile(sim, overrides={**CROIT_HDD_OVERRIDES, **overrides})
     img = cl.image("test-mach2", "test")
     rng = np.random.default_rng(1)
     offs = rng.integers(0, img.capacity // 4096, n) * 4096
-    kinds = np.ones(n, np.int64)
+    kinds = np.full(n, kind, np.int64)
     sizes = np.full(n, 4096, np.int64)
     if not compiled:
         c0 = time.process_time()
         _, done = py_closed(sim, img, kinds, offs, sizes, 64)
         return n / (time.process_time() - c0), f"{n / done.max():,.0f} simulated IOPS"
     _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
-    return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/write"
+    return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/IO"
+
+
+def bench_qd64write_hdd(n: int, compiled: bool) -> tuple[float, str]:
+    """croit MACH.2 pool on its real drives (HDD profiles, block layer mq-deadline; the MACH.2 LUNs'
+    write cache volatile instead of the profile's media cache), 4 KiB random writes, closed loop QD64.
+    Python and compiled give identical completion times (tests/test_core_ceph_devices.py)."""
+    return _bench_hdd(n, compiled, 1, {})
 
 
 def bench_qd64read_hdd(n: int, compiled: bool) -> tuple[float, str]:
     """The same croit MACH.2 pool on its drives, BlueStore without a data cache (buffered reads off),
-    4 KiB random reads of the pre-filled image, closed loop QD64: client reads per CPU second of the
-    run; note: simulated IOPS, events per read (identical in both engines)."""
-    from simulator.ceph.bench import build_cluster_from_profile
-    from simulator.core.ceph_build import run_closed
-
-    sim = Simulation(seed=1)
-    cl = build_cluster_from_profile(sim, overrides={**CROIT_HDD_OVERRIDES, "bluestore.cache.buffered_read": False})
-    img = cl.image("test-mach2", "test")
-    rng = np.random.default_rng(1)
-    offs = rng.integers(0, img.capacity // 4096, n) * 4096
-    kinds = np.zeros(n, np.int64)
-    sizes = np.full(n, 4096, np.int64)
-    if not compiled:
-        c0 = time.process_time()
-        _, done = py_closed(sim, img, kinds, offs, sizes, 64)
-        return n / (time.process_time() - c0), f"{n / done.max():,.0f} simulated IOPS"
-    _, done, info = run_closed(cl, img, kinds, offs, sizes, 64)
-    return n / info["cpu_s"], f"{n / done.max():,.0f} simulated IOPS, {info['events'] / n:.2f} events/read"
+    4 KiB random reads of the pre-filled image, closed loop QD64 (identical in both engines)."""
+    return _bench_hdd(n, compiled, 0, {"bluestore.cache.buffered_read": False})
