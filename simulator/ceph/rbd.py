@@ -126,6 +126,10 @@ class BaseTable:
         """Per object, whether it has data at any acting-set position (bool array)."""
         return self._np.max(axis=1) >= 0
 
+    def any_allocated(self) -> bool:
+        """Whether any object has data anywhere (one pass over the table, no copy)."""
+        return bool(self._np.size) and int(self._np.max()) >= 0
+
     def bases(self, rows: Any = slice(None)) -> np.ndarray:
         """Device offsets (bytes, int64, -1: not allocated) of the objects ``rows`` (a numpy index of
         objects) at every position: a copy of shape (objects, width)."""

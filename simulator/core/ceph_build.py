@@ -780,7 +780,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
 
     writes = bool(np.any(np.asarray(kinds) != 0))
     why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
-    if not why and not writes and bool((obj_base_of(image) >= 0).any()):
+    if not why and not writes and image.base_table.any_allocated():
         why = unsupported_reads(cluster)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")

@@ -70,12 +70,12 @@ def rbd_targets(wl: Any) -> bool:
 
 
 def _unsupported_cluster(th: Any) -> str | None:
-    from simulator.core.ceph_build import obj_base_of, unsupported, unsupported_reads, unsupported_writes
+    from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
 
     image = th.files[0].dev
     if th._ddir0 == 1:  # only the driven image's tables (another pool on other drives may differ in shape)
         return unsupported_writes(image.cluster, [image])
-    if bool((obj_base_of(image) >= 0).any()):
+    if image.base_table.any_allocated():
         return unsupported_reads(image.cluster)
     return unsupported(image.cluster)
 
