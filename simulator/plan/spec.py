@@ -147,7 +147,7 @@ class FailureSpec(ConfigModel):
 
 
 class Requirement(ConfigModel):
-    usable_capacity: Bytes = Field(gt=0, le=2**62, description="data the clients store, bytes (e.g. 500TB)")
+    usable_capacity: Bytes = Field(gt=0, le=2**60, description="data the clients store, bytes, at most 1 EiB (e.g. 500TB)")
     max_fill: float = Field(
         0.8, gt=0.1, le=0.95,
         description="highest fill of the raw space after a failure (Ceph's nearfull ratio is 0.85), fraction (default 0.8)",

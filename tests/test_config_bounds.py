@@ -1,0 +1,413 @@
+"""Every number a configuration takes has a physically meaningful upper bound (docs/design.md: "every
+field documented with unit, default and physically meaningful bounds").
+
+The walk: every pydantic model defined in the ``simulator`` package; for each field, every int/float
+the annotation admits (inside Optional/Union arms, lists, tuples, dict values; dict keys are labels,
+``bool`` and ``Literal`` are not quantities) must carry ``le``/``lt``, either on the field itself or on
+the ``Annotated`` element type. A field where no upper bound is physically right is listed in
+ALLOWED with its reason, and says "no upper bound" in its own description.
+
+Then, for every scalar field with a bound, the value at the bound passes and a value just above it is
+refused by the field's own validation (units parsed first), and a few such values through the
+command line end the way bad input must: exit 2, one ``error:`` line naming the file and the field,
+no traceback.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import importlib
+import inspect
+import os
+import pkgutil
+import subprocess
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import annotated_types as at
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+
+import simulator
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: fields whose numbers have no upper bound, with the reason (each field's description says "no upper bound")
+ALLOWED: dict[str, str] = {
+    "simulator.calibration.spec.CalibrationSpec.seed": "a seed is a label, not a quantity (MAX_NUMBER caps it at 2**64)",
+    "simulator.calibration.spec.Prior.mean": "in the fitted parameter's own units: that field's bound applies when the fit sets it",
+    "simulator.calibration.spec.Prior.sd": "in the fitted parameter's units; a wider prior is only a weaker penalty",
+    "simulator.calibration.spec.FreeParam.bounds": "in the fitted parameter's own units: that field's bound refuses a value beyond it",
+    "simulator.calibration.spec.FreeParam.start": "within FreeParam.bounds, which the fitted field's own bound limits",
+}
+
+#: fields still being bounded on this branch (must shrink to empty); every entry must still be unbounded
+PENDING: set[str] = {
+    "simulator.ceph.config.AutotuneConfig.cache_min",
+    "simulator.ceph.config.AutotuneConfig.interval",
+    "simulator.ceph.config.AutotuneConfig.memory_base",
+    "simulator.ceph.config.AutotuneConfig.onode_bytes",
+    "simulator.ceph.config.BalancerConfig.max_deviation",
+    "simulator.ceph.config.BalancerConfig.max_iterations",
+    "simulator.ceph.config.BlueStoreConfig.block_size",
+    "simulator.ceph.config.BlueStoreConfig.bluefs_size",
+    "simulator.ceph.config.BlueStoreConfig.cache_hit_cost",
+    "simulator.ceph.config.BlueStoreConfig.deferred_batch_ops",
+    "simulator.ceph.config.BlueStoreConfig.deferred_max_interval",
+    "simulator.ceph.config.BlueStoreConfig.kv_cleanup_bytes",
+    "simulator.ceph.config.BlueStoreConfig.kv_txc_bytes",
+    "simulator.ceph.config.BlueStoreConfig.max_deferred_txc",
+    "simulator.ceph.config.BlueStoreConfig.min_alloc_size",
+    "simulator.ceph.config.BlueStoreConfig.onode_miss_cost",
+    "simulator.ceph.config.BlueStoreConfig.onode_miss_read",
+    "simulator.ceph.config.BlueStoreConfig.prefer_deferred_size",
+    "simulator.ceph.config.BlueStoreConfig.read_unit",
+    "simulator.ceph.config.BlueStoreConfig.throttle_bytes",
+    "simulator.ceph.config.BlueStoreConfig.throttle_cost_per_io",
+    "simulator.ceph.config.BlueStoreConfig.throttle_deferred_bytes",
+    "simulator.ceph.config.BlueStoreConfig.wal_size",
+    "simulator.ceph.config.ClientConfig.complete_cost",
+    "simulator.ceph.config.ClientConfig.cost_per_byte",
+    "simulator.ceph.config.ClientConfig.submit_cost",
+    "simulator.ceph.config.CpuConfig.speed",
+    "simulator.ceph.config.CrushConfig.choose_total_tries",
+    "simulator.ceph.config.DriveGroupConfig.lvm_offset",
+    "simulator.ceph.config.DriveGroupConfig.split",
+    "simulator.ceph.config.DriveGroupConfig.weight",
+    "simulator.ceph.config.ErasureCodeConfig.decode_rate",
+    "simulator.ceph.config.ErasureCodeConfig.encode_rate",
+    "simulator.ceph.config.FailureEventConfig.at",
+    "simulator.ceph.config.FailureEventConfig.osd",
+    "simulator.ceph.config.FileStoreConfig.apply_cost",
+    "simulator.ceph.config.FileStoreConfig.cache_hit_cost",
+    "simulator.ceph.config.FileStoreConfig.inode_miss_cost",
+    "simulator.ceph.config.FileStoreConfig.inode_miss_read",
+    "simulator.ceph.config.FileStoreConfig.inode_writeback",
+    "simulator.ceph.config.FileStoreConfig.journal_align_min_size",
+    "simulator.ceph.config.FileStoreConfig.journal_block_size",
+    "simulator.ceph.config.FileStoreConfig.journal_entry_header",
+    "simulator.ceph.config.FileStoreConfig.journal_max_write_bytes",
+    "simulator.ceph.config.FileStoreConfig.journal_max_write_entries",
+    "simulator.ceph.config.FileStoreConfig.journal_queue_max_bytes",
+    "simulator.ceph.config.FileStoreConfig.journal_queue_max_ops",
+    "simulator.ceph.config.FileStoreConfig.journal_size",
+    "simulator.ceph.config.FileStoreConfig.max_sync_interval",
+    "simulator.ceph.config.FileStoreConfig.max_write_size",
+    "simulator.ceph.config.FileStoreConfig.min_sync_interval",
+    "simulator.ceph.config.FileStoreConfig.omap_bytes",
+    "simulator.ceph.config.FileStoreConfig.op_threads",
+    "simulator.ceph.config.FileStoreConfig.queue_max_bytes",
+    "simulator.ceph.config.FileStoreConfig.queue_max_ops",
+    "simulator.ceph.config.FileStoreConfig.read_unit",
+    "simulator.ceph.config.FileStoreConfig.txn_bytes",
+    "simulator.ceph.config.FileStoreConfig.wb_bytes_hard_limit",
+    "simulator.ceph.config.FileStoreConfig.wb_bytes_start_flusher",
+    "simulator.ceph.config.FileStoreConfig.wb_inodes_hard_limit",
+    "simulator.ceph.config.FileStoreConfig.wb_inodes_start_flusher",
+    "simulator.ceph.config.FileStoreConfig.wb_ios_hard_limit",
+    "simulator.ceph.config.FileStoreConfig.wb_ios_start_flusher",
+    "simulator.ceph.config.FileStoreConfig.xfs_log_bytes",
+    "simulator.ceph.config.FileStoreConfig.xfs_log_size",
+    "simulator.ceph.config.KrbdConfig.file_offset",
+    "simulator.ceph.config.KrbdConfig.file_size",
+    "simulator.ceph.config.NetworkConfig.latency",
+    "simulator.ceph.config.NetworkConfig.loopback_latency",
+    "simulator.ceph.config.NetworkConfig.message_overhead",
+    "simulator.ceph.config.OsdConfig.commit_cost",
+    "simulator.ceph.config.OsdConfig.ec_subread_cost",
+    "simulator.ceph.config.OsdConfig.msgr_cost_per_byte",
+    "simulator.ceph.config.OsdConfig.msgr_recv_cost",
+    "simulator.ceph.config.OsdConfig.msgr_send_cost",
+    "simulator.ceph.config.OsdConfig.op_num_threads_per_shard",
+    "simulator.ceph.config.OsdConfig.read_cost",
+    "simulator.ceph.config.OsdConfig.reply_cost",
+    "simulator.ceph.config.OsdConfig.subop_cost",
+    "simulator.ceph.config.OsdConfig.write_cost",
+    "simulator.ceph.config.PoolConfig.id",
+    "simulator.ceph.config.PoolConfig.min_size",
+    "simulator.ceph.config.RecoveryConfig.backfill_scan_cost",
+    "simulator.ceph.config.RecoveryConfig.down_out_interval",
+    "simulator.ceph.config.RecoveryConfig.max_pg_log_entries",
+    "simulator.ceph.config.RecoveryConfig.mclock_max_capacity_iops",
+    "simulator.ceph.config.RecoveryConfig.mclock_max_sequential_bandwidth",
+    "simulator.ceph.config.RecoveryConfig.min_pg_log_entries",
+    "simulator.ceph.config.RecoveryConfig.peering_time",
+    "simulator.ceph.config.RecoveryConfig.recovery_cost",
+    "simulator.ceph.config.RecoveryConfig.recovery_max_chunk",
+    "simulator.ceph.config.RecoveryConfig.recovery_op_cost",
+    "simulator.ceph.config.RecoveryConfig.recovery_sleep",
+    "simulator.ceph.config.RecoveryConfig.target_pg_log_entries_per_osd",
+    "simulator.devices.blocklayer.BlockLayerConfig.fifo_batch",
+    "simulator.devices.blocklayer.BlockLayerConfig.read_expire",
+    "simulator.devices.blocklayer.BlockLayerConfig.write_expire",
+    "simulator.devices.blocklayer.BlockLayerConfig.writes_starved",
+    "simulator.devices.hdd.config.CacheConfig.destage_merge",
+    "simulator.devices.hdd.config.CacheConfig.media_cache_batch",
+    "simulator.devices.hdd.config.CacheConfig.media_cache_size",
+    "simulator.devices.hdd.config.CacheConfig.persistent_ack",
+    "simulator.devices.hdd.config.CacheConfig.persistent_size",
+    "simulator.devices.hdd.config.CacheConfig.write_cache_size",
+    "simulator.devices.hdd.config.GeometryConfig.physical_sector_size",
+    "simulator.devices.hdd.config.GeometryConfig.sector_size",
+    "simulator.devices.hdd.config.InterfaceConfig.cache_hit_overhead",
+    "simulator.devices.hdd.config.InterfaceConfig.flush_overhead",
+    "simulator.devices.hdd.config.QueueConfig.age_weight",
+    "simulator.devices.hdd.config.QueueConfig.max_age",
+    "simulator.devices.hdd.config.SeekConfig.head_switch",
+    "simulator.devices.hdd.config.SeekConfig.read_settle",
+    "simulator.devices.hdd.config.SeekConfig.rw_long_const",
+    "simulator.devices.hdd.config.SeekConfig.rw_long_linear",
+    "simulator.devices.hdd.config.SeekConfig.rw_short_const",
+    "simulator.devices.hdd.config.SeekConfig.rw_short_sqrt",
+    "simulator.devices.hdd.config.SeekConfig.table",
+    "simulator.devices.hdd.config.SeekConfig.write_average",
+    "simulator.devices.hdd.config.SeekConfig.write_full_stroke",
+    "simulator.devices.hdd.config.SeekConfig.write_head_switch",
+    "simulator.devices.hdd.config.SeekConfig.write_settle",
+    "simulator.devices.hdd.config.SeekConfig.write_single_track",
+    "simulator.devices.hdd.config.ZoneRow.fraction",
+    "simulator.devices.raid.config.RaidConfig.failed",
+    "simulator.devices.simple.QueueDeviceConfig.bandwidth",
+    "simulator.devices.simple.QueueDeviceConfig.flush_time",
+    "simulator.devices.ssd.config.FTLConfig.over_provisioning",
+    "simulator.devices.ssd.config.FlashConfig.program_latency",
+    "simulator.devices.ssd.config.FlashConfig.read_latency",
+    "simulator.devices.ssd.config.HostInterfaceConfig.queues",
+    "simulator.devices.ssd.config.SSDConfig.sector_size",
+    "simulator.experiment.appstudy.HotbandSpec.region",
+    "simulator.experiment.appstudy.HotbandSpec.threads",
+    "simulator.experiment.appstudy.IometerSpec.mixes",
+    "simulator.experiment.appstudy.IometerSpec.qd",
+    "simulator.experiment.appstudy.OltpSpec.checkpoints_min",
+    "simulator.experiment.appstudy.OltpSpec.threads",
+    "simulator.experiment.appstudy.WebSpec.users",
+    "simulator.plan.catalog.HostPart.bays",
+    "simulator.plan.catalog.HostPart.ram_per_osd",
+    "simulator.plan.spec.Protection.ec",
+    "simulator.plan.spec.ShapeSpace.db_fanout",
+    "simulator.plan.spec.ShapeSpace.db_size",
+    "simulator.plan.spec.ShapeSpace.osds_per_host",
+    "simulator.plan.spec.ShapeSpace.pgs_per_osd",
+    "simulator.plan.spec.Slo.percentile",
+    "simulator.workloads.apps.VdiBootConfig.read_sizes",
+    "simulator.workloads.apps.VdiBootConfig.write_sizes",
+    "simulator.workloads.options.FioJob.blockalign",
+    "simulator.workloads.options.FioJob.bs",
+    "simulator.workloads.options.FioJob.filesize",
+    "simulator.workloads.options.FioJob.io_size",
+    "simulator.workloads.options.FioJob.offset",
+    "simulator.workloads.options.FioJob.offset_increment",
+    "simulator.workloads.options.FioJob.percentage_random",
+    "simulator.workloads.options.FioJob.ramp_time",
+    "simulator.workloads.options.FioJob.rate",
+    "simulator.workloads.options.FioJob.rate_iops",
+    "simulator.workloads.options.FioJob.runtime",
+    "simulator.workloads.options.FioJob.size",
+    "simulator.workloads.options.FioJob.startdelay",
+}
+
+
+def _models() -> list[type[BaseModel]]:
+    out: list[type[BaseModel]] = []
+    seen: set[type] = set()
+    for info in sorted(pkgutil.walk_packages(simulator.__path__, "simulator."), key=lambda m: m.name):
+        mod = importlib.import_module(info.name)
+        for obj in vars(mod).values():
+            if (inspect.isclass(obj) and issubclass(obj, BaseModel) and obj.__module__ == mod.__name__
+                    and obj not in seen):
+                seen.add(obj)
+                out.append(obj)
+    return out
+
+
+def _has_upper(meta: Any) -> bool:
+    if isinstance(meta, (at.Le, at.Lt)):
+        return True
+    if isinstance(meta, at.Interval):
+        return meta.le is not None or meta.lt is not None
+    if isinstance(meta, FieldInfo):
+        return any(_has_upper(m) for m in meta.metadata)
+    return False
+
+
+def _numbers(tp: Any, bounded: bool, where: str) -> collections.abc.Iterator[tuple[str, bool]]:
+    """(where, bounded) for every int/float the annotation ``tp`` admits."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is Annotated:
+        yield from _numbers(args[0], bounded or any(_has_upper(m) for m in tp.__metadata__), where)
+    elif origin in (Union, types.UnionType):
+        for a in args:
+            if a is not type(None):
+                yield from _numbers(a, bounded, where)
+    elif origin is Literal:
+        return
+    elif origin in (list, tuple, set, frozenset, collections.abc.Sequence):
+        for a in args:
+            if a is not Ellipsis:
+                yield from _numbers(a, bounded, f"{where}[]")
+    elif origin in (dict, collections.abc.Mapping):
+        yield from _numbers(args[1], bounded, f"{where}{{}}")  # keys are labels
+    elif tp is bool:
+        return
+    elif isinstance(tp, type) and issubclass(tp, (int, float)):
+        yield where, bounded
+
+
+def _fields() -> dict[str, tuple[type[BaseModel], str, FieldInfo]]:
+    return {f"{cls.__module__}.{cls.__qualname__}.{name}": (cls, name, fi)
+            for cls in _models() for name, fi in cls.model_fields.items()}
+
+
+FIELDS = _fields()
+
+
+def _unbounded() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, (_cls, _name, fi) in FIELDS.items():
+        top = any(_has_upper(m) for m in fi.metadata)
+        bad = [w for w, b in _numbers(fi.annotation, top, key) if not b]
+        if bad:
+            out[key] = bad
+    return out
+
+
+def test_the_walk_sees_the_config_models() -> None:
+    names = {k.rsplit(".", 1)[0] for k in FIELDS}
+    for cls in ("simulator.ceph.config.BlueStoreConfig", "simulator.devices.hdd.config.SeekConfig",
+                "simulator.workloads.options.FioJob", "simulator.calibration.spec.CalibrationSpec"):
+        assert cls in names
+    assert len(FIELDS) > 500, len(FIELDS)
+
+
+def test_every_number_has_an_upper_bound() -> None:
+    missing = sorted(set(_unbounded()) - set(ALLOWED) - PENDING)
+    assert not missing, "numeric fields without an upper bound (give le=/lt= or an ALLOWED reason):\n" + "\n".join(missing)
+
+
+def test_allowed_and_pending_are_current() -> None:
+    unb = _unbounded()
+    stale = sorted(k for k in [*ALLOWED, *PENDING] if k not in unb)
+    assert not stale, f"listed but bounded (or gone): {stale}"
+    assert not set(ALLOWED) & PENDING
+    for key in ALLOWED:
+        desc = FIELDS[key][2].description or ""
+        assert "no upper bound" in desc, f"{key}: its description should say why it has no upper bound"
+
+
+# ------------------------------------------------------------------ the bounds bite, units parsed first
+def _scalar_bounds() -> list[tuple[str, float | int, bool]]:
+    """(field, bound, inclusive) of every field whose bound sits on the field itself."""
+    out = []
+    for key, (_cls, _name, fi) in FIELDS.items():
+        for m in fi.metadata:
+            if isinstance(m, at.Le):
+                out.append((key, m.le, True))
+            elif isinstance(m, at.Lt):
+                out.append((key, m.lt, False))
+    return out
+
+
+BOUNDS = _scalar_bounds()
+
+
+def _adapter(key: str) -> TypeAdapter:
+    _cls, _name, fi = FIELDS[key]
+    return TypeAdapter(Annotated[fi.annotation, fi])
+
+
+def _si(ta: TypeAdapter, value: float | int, integer: bool) -> Any:
+    """``value`` (SI) as input: a number, or seconds with their unit where a bare number means another unit
+    (fio's thinktime: microseconds)."""
+    if integer:
+        return int(value)
+    try:
+        one = ta.validate_python(1)
+    except ValidationError:
+        return value
+    return value if one == 1 else f"{value!r}s"
+
+
+def _above(bound: float | int, integer: bool, excess: float = 1e-6) -> float | int:
+    """A value beyond the bound by a relative ``excess`` (and at least one unit of an integer)."""
+    if integer:
+        return int(bound) + max(1, int(abs(bound) * excess))
+    return bound * (1 + excess) + excess
+
+
+def _is_int(key: str) -> bool:
+    return all(a is int or a is type(None) or typing.get_origin(a) is Literal for a in _flat(FIELDS[key][2].annotation))
+
+
+def _flat(tp: Any) -> list[Any]:
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _flat(typing.get_args(tp)[0])
+    if origin in (Union, types.UnionType):
+        return [x for a in typing.get_args(tp) for x in _flat(a)]
+    return [tp]
+
+
+@pytest.mark.parametrize("key,bound,inclusive", BOUNDS, ids=[b[0].removeprefix("simulator.") for b in BOUNDS])
+def test_value_above_the_bound_is_refused(key: str, bound: float | int, inclusive: bool) -> None:
+    ta = _adapter(key)
+    integer = _is_int(key)
+    if inclusive and (not integer or bound == int(bound)):
+        ta.validate_python(_si(ta, bound, integer))  # the bound itself is a legal value
+    with pytest.raises(ValidationError) as e:
+        ta.validate_python(_si(ta, _above(bound, integer), integer))
+    assert len(e.value.errors()) >= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(BOUNDS), st.floats(min_value=1e-6, max_value=1e3))
+def test_anything_beyond_a_bound_is_refused(case: tuple[str, float, bool], excess: float) -> None:
+    key, bound, _inclusive = case
+    integer = _is_int(key)
+    value = _above(bound, integer, excess)
+    if abs(value) > 2**64:
+        return  # the root check (MAX_NUMBER) refuses it already
+    ta = _adapter(key)
+    with pytest.raises(ValidationError):
+        ta.validate_python(_si(ta, value, integer))
+
+
+# ------------------------------------------------------------------ through the command line
+QUEUE = {"name": "d", "kind": "queue", "params": {"capacity": "1GiB", "service": {"dist": "exponential", "mean": "1ms"}}}
+
+
+def _exp(system: dict, glob: dict | None = None) -> dict:
+    g = {"rw": "randread", "bs": "4k", "iodepth": 1, "number_ios": 100, "filename": "d", **(glob or {})}
+    return {"name": "t", "system": system, "workload": {"global": g, "jobs": [{"name": "j"}]}}
+
+
+CLI_CASES = {
+    "hdd-seek-average": (_exp({"devices": [{"name": "d", "profile": "hdd/seagate_st91000640ns",
+                                            "params": {"seek": {"average": "2s"}}}]}), "average"),
+    "fio-thinktime": (_exp({"devices": [QUEUE]}, {"thinktime": "2h"}), "thinktime"),
+    "ceph-client-write-cost": (_exp({"cluster": {"profile": "clusters/croit_mach2", "params": {"client": {"write_cost": "20ms"}}}},
+                                    {"ioengine": "rbd", "pool": "test-mach2", "rbdname": "test", "filename": None}), "write_cost"),
+}
+
+
+@pytest.mark.parametrize("doc,field", CLI_CASES.values(), ids=list(CLI_CASES))
+def test_beyond_a_bound_through_the_cli(tmp_path: Path, doc: dict, field: str) -> None:
+    doc["workload"]["global"] = {k: v for k, v in doc["workload"]["global"].items() if v is not None}
+    p = tmp_path / "e.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMRUN_USER_MODELS": str(tmp_path / "none")}
+    r = subprocess.run([sys.executable, "-m", "simulator.cli", "check", str(p)], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, r.stderr
+    assert "e.yaml" in errors[0] and field in r.stderr, r.stderr
+    assert "less than" in r.stderr, r.stderr
