@@ -50,23 +50,6 @@ ALLOWED: dict[str, str] = {
 
 #: fields still being bounded on this branch (must shrink to empty); every entry must still be unbounded
 PENDING: set[str] = {
-    "simulator.experiment.appstudy.HotbandSpec.region",
-    "simulator.experiment.appstudy.HotbandSpec.threads",
-    "simulator.experiment.appstudy.IometerSpec.mixes",
-    "simulator.experiment.appstudy.IometerSpec.qd",
-    "simulator.experiment.appstudy.OltpSpec.checkpoints_min",
-    "simulator.experiment.appstudy.OltpSpec.threads",
-    "simulator.experiment.appstudy.WebSpec.users",
-    "simulator.plan.catalog.HostPart.bays",
-    "simulator.plan.catalog.HostPart.ram_per_osd",
-    "simulator.plan.spec.Protection.ec",
-    "simulator.plan.spec.ShapeSpace.db_fanout",
-    "simulator.plan.spec.ShapeSpace.db_size",
-    "simulator.plan.spec.ShapeSpace.osds_per_host",
-    "simulator.plan.spec.ShapeSpace.pgs_per_osd",
-    "simulator.plan.spec.Slo.percentile",
-    "simulator.workloads.apps.VdiBootConfig.read_sizes",
-    "simulator.workloads.apps.VdiBootConfig.write_sizes",
     "simulator.workloads.options.FioJob.blockalign",
     "simulator.workloads.options.FioJob.bs",
     "simulator.workloads.options.FioJob.filesize",
