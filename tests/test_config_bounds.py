@@ -48,23 +48,6 @@ ALLOWED: dict[str, str] = {
     "simulator.calibration.spec.FreeParam.start": "within FreeParam.bounds, which the fitted field's own bound limits",
 }
 
-#: fields still being bounded on this branch (must shrink to empty); every entry must still be unbounded
-PENDING: set[str] = {
-    "simulator.workloads.options.FioJob.blockalign",
-    "simulator.workloads.options.FioJob.bs",
-    "simulator.workloads.options.FioJob.filesize",
-    "simulator.workloads.options.FioJob.io_size",
-    "simulator.workloads.options.FioJob.offset",
-    "simulator.workloads.options.FioJob.offset_increment",
-    "simulator.workloads.options.FioJob.percentage_random",
-    "simulator.workloads.options.FioJob.ramp_time",
-    "simulator.workloads.options.FioJob.rate",
-    "simulator.workloads.options.FioJob.rate_iops",
-    "simulator.workloads.options.FioJob.runtime",
-    "simulator.workloads.options.FioJob.size",
-    "simulator.workloads.options.FioJob.startdelay",
-}
-
 
 def _models() -> list[type[BaseModel]]:
     out: list[type[BaseModel]] = []
@@ -140,15 +123,14 @@ def test_the_walk_sees_the_config_models() -> None:
 
 
 def test_every_number_has_an_upper_bound() -> None:
-    missing = sorted(set(_unbounded()) - set(ALLOWED) - PENDING)
+    missing = sorted(set(_unbounded()) - set(ALLOWED))
     assert not missing, "numeric fields without an upper bound (give le=/lt= or an ALLOWED reason):\n" + "\n".join(missing)
 
 
-def test_allowed_and_pending_are_current() -> None:
+def test_allowed_is_current() -> None:
     unb = _unbounded()
-    stale = sorted(k for k in [*ALLOWED, *PENDING] if k not in unb)
+    stale = sorted(k for k in ALLOWED if k not in unb)
     assert not stale, f"listed but bounded (or gone): {stale}"
-    assert not set(ALLOWED) & PENDING
     for key in ALLOWED:
         desc = FIELDS[key][2].description or ""
         assert "no upper bound" in desc, f"{key}: its description should say why it has no upper bound"
@@ -246,6 +228,8 @@ CLI_CASES = {
                                            "params": {"seek": {"head_switch": "2s"}}}]}), "head_switch"),
     "hdd-seek-average": (_exp({"devices": [{"name": "d", "profile": "hdd/seagate_st91000640ns",
                                             "params": {"seek": {"average": "2s"}}}]}), "average"),
+    "fio-runtime": (_exp({"devices": [QUEUE]}, {"runtime": "200d"}), "runtime"),
+    "fio-size": (_exp({"devices": [QUEUE]}, {"size": 2**61}), "size"),
     "fio-thinktime": (_exp({"devices": [QUEUE]}, {"thinktime": "2h"}), "thinktime"),
     "ceph-osd-read-cost": (_exp({"cluster": {"profile": "clusters/croit_mach2", "params": {"osd": {"read_cost": "2s"}}}},
                                 {"ioengine": "rbd", "pool": "test-mach2", "rbdname": "test", "filename": None}), "read_cost"),
