@@ -523,6 +523,8 @@ def _size_or_pct(v: Any) -> Any:
     n = _fio_int(v)
     if n < 0:
         raise ValueError(f"must be >= 0, got {n}")
+    if n > MAX_BYTES:
+        raise ValueError(f"must be at most 1 EiB ({MAX_BYTES} bytes), got {n}")
     return n
 
 
