@@ -300,6 +300,11 @@ def _core_device(dev: Any) -> tuple[Any, int, str | None]:
         return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
     if kind == DL.DK_QUEUE:
         return None, 0, f"{top.path}: a queue device"
+    from simulator.core.run import fixed_table_why
+
+    why = fixed_table_why([top])
+    if why:
+        return None, 0, why
     return top, shift, None
 
 
@@ -543,7 +548,7 @@ def unsupported_reads(cluster: Any) -> str | None:
     if not _cacheless(cluster):
         return ("reads of written objects need BlueStore without a data cache (cache.buffered_read and "
                 "buffered_write off, nothing cached or waiting to be applied) on queue devices or the device core's "
-                "(HDDs with the write cache off or volatile, LUNs, block layers over these)")
+                "(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these)")
     return _onode_coverage(cluster, reads=True)
 
 
@@ -592,7 +597,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 top, _shift, why = _core_device(d)
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
-                            "devices, and HDDs with the write cache off or volatile, dual-actuator drives and their "
+                            "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
                             "LUNs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
