@@ -539,7 +539,8 @@ def _cacheless(cluster: Any) -> bool:
 
 def unsupported_reads(cluster: Any) -> str | None:
     """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
-    it covers BlueStore without a data cache on queue devices or the device core's, every onode cached."""
+    it covers BlueStore without a data cache on queue devices or the device core's (onode caches of
+    any size: ceph_onode)."""
     why = unsupported(cluster)
     if why:
         return why
