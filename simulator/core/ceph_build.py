@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from simulator.core import ceph_layout as L
+from simulator.core import ceph_onode
 
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
 
@@ -240,6 +241,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_TXFREE] = n_tx
     gi[L.GI_DEVFREE] = n_dr
     _load_transactions(cluster, osds, pg_list, pgrow, maxsize, bsi, osi, txi, txfree, gi)
+    oni, onf, okey, oprev, onext, omi, omap = ceph_onode.build(osds, imgs, imi, obj_ps, pga, len(obj_base), streams)
     ns = max(len(streams.rands), 1)
     su = np.zeros((ns, L.SLEN), np.float64)
     si = np.zeros((ns, L.NSI), np.int64)
@@ -253,6 +255,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
         bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
         scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
+        oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext, omi=omi, omap=omap,
     )  # fmt: skip
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
             "core_devices": dev_meta}
@@ -541,7 +544,8 @@ def _cacheless(cluster: Any) -> bool:
 
 def unsupported_reads(cluster: Any) -> str | None:
     """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
-    it covers BlueStore without a data cache on queue devices or the device core's, every onode cached."""
+    it covers BlueStore without a data cache on queue devices or the device core's (onode caches of
+    any size: ceph_onode)."""
     why = unsupported(cluster)
     if why:
         return why
@@ -549,30 +553,17 @@ def unsupported_reads(cluster: Any) -> str | None:
         return ("reads of written objects need BlueStore without a data cache (cache.buffered_read and "
                 "buffered_write off, nothing cached or waiting to be applied) on queue devices or the device core's "
                 "(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these)")
-    return _onode_coverage(cluster, reads=True)
+    return _onode_coverage(cluster)
 
 
-def _onode_misses_matter(o: Any) -> bool:
-    """An onode miss changes what happens on ``o`` (a DB read, or CPU to decode the onode)."""
-    return o.bs.cfg.onode_miss_read > 0 or o.bs.cfg.onode_miss_cost > 0
-
-
-def _onode_coverage(cluster: Any, reads: bool = False) -> str | None:
-    """Every onode a run looks up is cached (onode misses — a DB read, CPU to decode it — are not
-    compiled yet). A write's miss costs a DB read only (and does not load the onode when there is
-    none); a read's also costs decode CPU (Osd._dispatch), so with ``reads`` the objects of an image
-    that was not pre-filled (written since, their onodes never loaded) count as misses too."""
-    per_osd = np.zeros(len(cluster.osds), np.int64)
-    for img in cluster.images.values():
-        if not img.cfg.prefilled and any(
-                (_onode_misses_matter(o) if reads else o.bs.cfg.onode_miss_read > 0) for o in cluster.osds):
-            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses are not compiled yet"
-        acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
-        per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
-        np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
-    for o in cluster.osds:
-        if _onode_misses_matter(o) and per_osd[o.id] > o.bs.onodes.capacity:
-            return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
+def _onode_coverage(cluster: Any) -> str | None:
+    """The compiled onode caches (ceph_onode) key an object on an OSD by its acting position: an
+    acting set naming one OSD twice is not covered. (Onode misses, and images not pre-filled, are.)"""
+    for pool in cluster.pools.values():
+        for pg in pool.pgs:
+            ids = [a.id for a in pg.acting]
+            if len(set(ids)) != len(ids):
+                return f"pool {pool.name}: PG {pg.pgid} names an OSD twice in its acting set (not compiled)"
     return None
 
 
@@ -712,6 +703,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
         rand._i = 0
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
     _write_back_core_devices(st, meta)
+    ceph_onode.write_back(st, meta["osds"])
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None
         if env is not None and st.gf[L.GF_NOW] > env._now:
