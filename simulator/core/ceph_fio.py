@@ -190,6 +190,7 @@ def _reset_counters(st: Any) -> None:
     st.bsi[:, L.BS_DTPEAK] = st.bsi[:, L.BS_DTCUR]
     st.bsi[:, L.BS_PEAKDTXCS] = st.bsi[:, L.BS_DTXCS]
     st.dvf[:, L.DVF_BUSY] = 0.0
+    B._dcache.reset_counters(st.dc)  # BlueStore's data cache hits and misses
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
