@@ -185,3 +185,38 @@ def test_lru_hit_ratio_uniform_reads():
     assert c.hits + c.misses == n
     sd = (n * q * (1 - q)) ** 0.5
     assert abs(c.hits - n * q) < 4.5 * sd, (c.hits, n * q, sd)
+
+
+@pytest.mark.parametrize("policy", ["2q", "lru"])
+def test_fio_persist_chain_with_the_cache_identical(policy):
+    """The flagship's pattern through the run path (simulator.core.choose, fio jobs, persist_state):
+    randwrite, randread with a ramp (the hit and miss counts restart at its end), randread,
+    randwrite, randread on one cluster, every run compiled (the decision covers it), against the
+    same chain in the Python model: fio results, the cluster's cache contents in order, hit ratios
+    and writing buffers identical."""
+    from simulator.core import choose
+    from simulator.workloads.options import resolve_jobs
+    from simulator.workloads.runner import Workload, run_fio
+
+    def job(**kw):
+        return {"name": "j", "ioengine": "libaio", "sim_slat": 0, "bs": 4096, "size": "16m", "norandommap": 1, **kw}
+
+    chain = [job(rw="randwrite", iodepth=16, number_ios=1500, randseed=1),
+             job(rw="randread", iodepth=32, time_based=1, runtime="0.3s", ramp_time="0.05s", randseed=2),
+             job(rw="randread", iodepth=4, number_ios=1500, randseed=2),
+             job(rw="randwrite", iodepth=8, number_ios=800, randseed=3),
+             job(rw="randread", iodepth=16, number_ios=1500, randseed=4, bs=8192)]
+    p = _params({"policy": policy, "size": "2MiB"})
+    out = {}
+    for engine in ("python", "auto"):
+        sim, cl = _cluster(p, 5)
+        img = cl.image("p", "img")
+        res = []
+        for j in chain:
+            wl = Workload(sim, resolve_jobs({}, [j], "t"), lambda _j, _i=img: [_i])
+            assert choose(sim, wl, "auto") is None  # compiled in the auto chain
+            r = run_fio(sim, [img], j, engine=engine)
+            res.append((repr(r[0]), [o.bs.stats()["cache_hit_ratio"] for o in cl.osds], sim.env.now))
+        out[engine] = (res, _cache_state(cl))
+    assert out["auto"] == out["python"]
+    assert any(h > 0 for h in out["auto"][0][2][1])  # reads hit the cache

@@ -527,13 +527,21 @@ def _cacheless(cluster: Any) -> bool:
     """Every OSD is a BlueStore whose data device is a queue device or one of the device core's (so a
     read of a written object that misses the data cache is one device read; the data cache and the
     writing buffers are compiled: core.ceph_dcache)."""
+    return _read_device_why(cluster) is None
+
+
+def _read_device_why(cluster: Any) -> str | None:
+    """Why some OSD's reads of written objects cannot be compiled (None = every OSD's can): not a
+    BlueStore, or a data device of neither kind (its reason)."""
     for o in cluster.osds:
         bs = o.bs
         if not hasattr(bs, "writing"):
-            return False
-        if _queue_device(bs.dev) is None and _core_device(bs.dev)[2] is not None:  # neither kind of device row
-            return False
-    return True
+            return f"osd.{o.id}: object store {type(bs).__name__}"
+        if _queue_device(bs.dev) is None:
+            why = _core_device(bs.dev)[2]
+            if why is not None:  # neither kind of device row
+                return f"osd.{o.id}: device {bs.dev.path} ({type(bs.dev).__name__}): {why}"
+    return None
 
 
 def unsupported_reads(cluster: Any) -> str | None:
@@ -542,9 +550,10 @@ def unsupported_reads(cluster: Any) -> str | None:
     why = unsupported(cluster)
     if why:
         return why
-    if not _cacheless(cluster):
-        return ("reads of written objects need BlueStore on queue devices or the device core's "
-                "(HDDs with the write cache off or volatile, LUNs, block layers over these)")
+    dwhy = _read_device_why(cluster)
+    if dwhy:
+        return (f"reads of written objects need BlueStore on queue devices or the device core's "
+                f"(HDDs with the write cache off or volatile, LUNs, block layers over these): {dwhy}")
     return _onode_coverage(cluster, reads=True)
 
 
