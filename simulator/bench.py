@@ -296,3 +296,12 @@ CASES.update({
     "hdd-awc-randwrite-qd32-compiled": ("the same through the compiled device core (identical results; IO per CPU-s)",
                                         _hdd_awc_case(True)),
 })  # fmt: skip
+
+
+CASES.update({
+    "ceph-hdd-qd64read-2q": ("Ceph croit MACH.2 pool on its HDD profiles + block layer, BlueStore 2Q data cache 8 MiB per "
+                             "OSD, 4KiB randread QD64 over twice the pool's cache after a warm-up (Python; client IOs per "
+                             "CPU second)", _ceph_core_case("bench_qd64read_cached", False)),
+    "ceph-hdd-qd64read-2q-compiled": ("the same through the compiled Ceph core with its data cache (identical results)",
+                                      _ceph_core_case("bench_qd64read_cached", True)),
+})  # fmt: skip
