@@ -9,8 +9,8 @@ one decision (``unsupported`` / ``run_workload``, used by ``simrun fio``, the ex
 one job dict directly.
 
 Covered: one job thread on one image, closed loop (an asynchronous engine, no submission latency),
-one direction (write; read of objects never written, or of written objects on a cluster without a
-data cache), a fixed block size, number_ios / size limits, runtime / time_based, ramp_time (the
+one direction (write; read — of written objects with BlueStore's data cache and writing buffers,
+core.ceph_dcache), a fixed block size, number_ios / size limits, runtime / time_based, ramp_time (the
 statistics restart at the ramp's end, as the Python runner does; limits then apply: number_ios or
 size with a ramp are refused), a fixed startdelay; the cluster as ``ceph_build.unsupported_writes``
 / ``unsupported_reads`` allow. :func:`unsupported_job` names what is not.
@@ -190,6 +190,9 @@ def _reset_counters(st: Any) -> None:
     st.bsi[:, L.BS_DTPEAK] = st.bsi[:, L.BS_DTCUR]
     st.bsi[:, L.BS_PEAKDTXCS] = st.bsi[:, L.BS_DTXCS]
     st.dvf[:, L.DVF_BUSY] = 0.0
+    st.oni[:, L.ON_HITS] = 0  # BlueStore.reset_stats: onodes.hits = misses = 0
+    st.oni[:, L.ON_MISSES] = 0
+    B._dcache.reset_counters(st.dc)  # BlueStore's data cache hits and misses
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
@@ -315,9 +318,9 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     n = int(st.gi[L.GI_NEXTREQ])
     write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
     write_back(st, meta, set_now=False)
-    for o in image.cluster.osds:  # what the loop does not count yet reads NaN in this window, not 0
-        o.bs.onode_untracked = True
-    for _k, q in meta["devices"]:  # the Ceph loop's own queue-device rows (device-core devices keep theirs)
+    # what the loop does not count yet reads NaN in this window, not 0: the completions of the Ceph
+    # loop's own queue-device rows (device-core devices keep theirs)
+    for _k, q in meta["devices"]:
         q.counts_untracked = True
     t_issue = st.rqf[:n, L.RQF_TISSUE]
     t_done = st.rqf[:n, L.RQF_TDONE]
