@@ -284,6 +284,17 @@ def test_field_with_an_element_beyond_its_bound_is_refused(key: str, value: Any)
         _adapter(key).validate_python(value)
 
 
+def test_units_are_parsed_before_the_bound() -> None:
+    """fio's thinktime is microseconds when bare: 3600000000 is the bound (1 h) itself, one more is refused."""
+    from simulator.workloads.options import FioJob
+
+    assert FioJob(name="j", thinktime=3_600_000_000).thinktime == 3600.0
+    assert FioJob(name="j", thinktime="3600000000").thinktime == 3600.0
+    assert FioJob(name="j", thinktime=100).thinktime == 100 / 1e6
+    with pytest.raises(ValidationError, match="thinktime"):
+        FioJob(name="j", thinktime=3_600_000_001)
+
+
 # ------------------------------------------------------------------ through the command line
 QUEUE = {"name": "d", "kind": "queue", "params": {"capacity": "1GiB", "service": {"dist": "exponential", "mean": "1ms"}}}
 

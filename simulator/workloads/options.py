@@ -485,8 +485,12 @@ def _time_default_us(v: Any) -> float:
     if isinstance(v, bool):
         raise ValueError("expected a duration, not a boolean")
     bare = isinstance(v, str) and len(v) <= 80 and re.match(r"^\s*[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*$", v)
+    # a bare number is microseconds: converted before the duration limit applies (3600000000 = 1 h)
     if isinstance(v, (int, float)) or bare:
-        t = parse_time(v) / 1e6
+        try:
+            t = parse_time(float(v) / 1e6)
+        except OverflowError:
+            raise ValueError("a duration beyond anything the simulator models") from None
     else:
         t = parse_time(v)
     if t < 0:
