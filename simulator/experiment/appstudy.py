@@ -74,10 +74,10 @@ class IometerSpec(ConfigModel):
     ``percent_random`` % random) at each queue depth, run through :mod:`simulator.workloads.iometer`."""
 
     volume: dict[str, Any] = Field(description="raid parameters (members.device is the configuration's drive)")
-    mixes: dict[str, Annotated[int, Field(le=100)]] = Field(
-        description="label -> percent reads (100 = all reads, 0 = all writes), at most 100"
+    mixes: dict[str, Annotated[int, Field(ge=0, le=100)]] = Field(
+        description="label -> percent reads (100 = all reads, 0 = all writes), 0-100"
     )
-    qd: list[Annotated[int, Field(le=65536)]] = Field(description="outstanding IOs (Iometer queue depth), each at most 65536")
+    qd: list[Annotated[int, Field(ge=1, le=65536)]] = Field(description="outstanding IOs (Iometer queue depth), each 1-65536")
     bs: str = Field("4k", description="transfer size (default 4k)")
     percent_random: int = Field(100, ge=0, le=100, description="Iometer % random of every mix (default 100)")
     workers: int = Field(1, ge=1, le=64, description="Iometer disk workers, each with qd outstanding IOs (default 1)")
@@ -99,11 +99,11 @@ class HotbandSpec(ConfigModel):
         description="fio jobs of one worker set, numjobs multiplied by the threads swept; default none = the SNIA "
         "Emerald hot band of simulator.workloads.hotband at iodepth = threads",
     )
-    region: tuple[Annotated[float, Field(le=100)], Annotated[float, Field(le=100)]] = Field(
-        (0.0, 100.0), description="(start %, end %) of the volume the hot band covers, each at most 100"
+    region: tuple[Annotated[float, Field(ge=0, le=100)], Annotated[float, Field(ge=0, le=100)]] = Field(
+        (0.0, 100.0), description="(start %, end %) of the volume the hot band covers, each 0-100"
     )
-    threads: list[Annotated[int, Field(le=65536)]] = Field(
-        description="worker threads swept (numjobs multiplier, or the hot band's outstanding IOs), each at most 65536"
+    threads: list[Annotated[int, Field(ge=1, le=65536)]] = Field(
+        description="worker threads swept (numjobs multiplier, or the hot band's outstanding IOs), each 1-65536"
     )
     target_latency_ms: float = Field(5.0, gt=0, le=1000, description="mean latency target, ms (default 5)")
     runtime: float = Field(2.0, gt=0, le=3600, description="measured seconds per point")
@@ -115,7 +115,7 @@ class WebSpec(ConfigModel):
     volume: dict[str, Any] = Field(description="raid parameters (with the web volume in volumes)")
     target: str = Field("web", description="name of the web volume inside the RAID")
     app: dict[str, Any] = Field(default_factory=dict, description="WebServerConfig fields except users/target")
-    users: list[Annotated[int, Field(le=100_000)]] = Field(description="closed-loop users swept, each at most 100000")
+    users: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(description="closed-loop users swept, each 1-100000")
     runtime: float = Field(3.0, gt=0, le=3600, description="measured seconds per point")
     ramp: float = Field(0.5, ge=0, le=3600, description="seconds before measuring")
     precondition: PreconditionSpec = Field(default_factory=PreconditionSpec, description="functional warm-up (requests = file reads)")
@@ -127,11 +127,11 @@ class OltpSpec(ConfigModel):
     app: dict[str, Any] = Field(default_factory=dict, description="OltpConfig fields except data/log/threads")
     baseline: str = Field(description="configuration whose mean latency sets the load")
     target_latency_ms: float = Field(8.0, gt=0, le=1000, description="baseline mean latency the load is chosen for, ms")
-    threads: list[Annotated[int, Field(le=100_000)]] = Field(
-        description="candidate loads (outstanding IOs), ascending, each at most 100000; the one closest to the target is kept"
+    threads: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
+        description="candidate loads (outstanding IOs), ascending, each 1-100000; the one closest to the target is kept"
     )
-    checkpoints_min: list[Annotated[float, Field(le=43200)]] = Field(
-        description="minutes after the start at which the timeline is sampled, each at most 43200 (30 days)"
+    checkpoints_min: list[Annotated[float, Field(ge=0, le=43200)]] = Field(
+        description="minutes after the start at which the timeline is sampled, each 0-43200 (30 days)"
     )
     sample_s: float = Field(1.5, gt=0, le=3600, description="timed seconds per checkpoint")
     ramp: float = Field(0.3, ge=0, le=3600, description="seconds before each sample is measured")

@@ -67,8 +67,8 @@ class HostPart(ConfigModel):
     """A storage server chassis with its processors and memory (without data drives and NICs)."""
 
     name: str = Field(pattern=_PART, description="part name")
-    bays: dict[Literal["3.5", "2.5", "u.2", "m.2"], Annotated[int, Field(le=1024)]] = Field(
-        description="drive bays per form factor, count, each at most 1024 (a 3.5 bay also takes a 2.5 drive)"
+    bays: dict[Literal["3.5", "2.5", "u.2", "m.2"], Annotated[int, Field(ge=0, le=1024)]] = Field(
+        description="drive bays per form factor, count, each 0-1024 (a 3.5 bay also takes a 2.5 drive)"
     )
     cores: int = Field(ge=1, le=1024, description="physical cores (all sockets)")
     threads_per_core: int = Field(2, ge=1, le=8, description="hardware threads per core (default 2)")

@@ -245,20 +245,20 @@ class ShapeSpace(ConfigModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]{1,40}$", description="family name (e.g. hdd, hdd_nvme_db, all_flash)")
     host: list[str] = Field(min_length=1, description="host chassis (catalogue hosts)")
     drive: list[str] = Field(min_length=1, description="OSD data drives (catalogue drives)")
-    osds_per_host: list[Annotated[int, Field(le=1024)]] = Field(
-        min_length=1, description="data drives (= OSDs) per host, each at most 1024"
+    osds_per_host: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        min_length=1, description="data drives (= OSDs) per host, each 1-1024"
     )
     db_device: list[str] = Field(default_factory=lambda: ["none"], description="DB/WAL device (catalogue drive) or none")
-    db_fanout: list[Annotated[int, Field(le=1024)]] = Field(
-        default_factory=lambda: [6], description="OSDs sharing one DB/WAL device, each at most 1024"
+    db_fanout: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=lambda: [6], description="OSDs sharing one DB/WAL device, each 1-1024"
     )
     db_size: Bytes = Field("60GiB", gt=0, le=2**50, description="DB/WAL volume per OSD, bytes, at most 1 PiB (default 60GiB)")
     protection: list[Protection] = Field(
         default_factory=lambda: [Protection(replicated=3)], description="replicated size or EC k+m (default replicated 3)"
     )
-    pgs_per_osd: list[Annotated[int, Field(le=100_000)]] = Field(
+    pgs_per_osd: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
         default_factory=lambda: [100],
-        description="PG replicas per OSD the pg_num aims at, each at most 100000 (power of two rounding; default 100)",
+        description="PG replicas per OSD the pg_num aims at, each 1-100000 (power of two rounding; default 100)",
     )
     nic: list[str] = Field(min_length=1, description="network cards (catalogue NICs)")
     ceph_release: list[Literal["nautilus", "octopus", "pacific", "quincy"]] = Field(

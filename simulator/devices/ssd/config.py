@@ -280,7 +280,7 @@ class FTLConfig(ConfigModel):
     )
     over_provisioning: float = Field(
         0.07, le=10.0,
-        description="spare ratio (physical − logical) / logical, dimensionless, at most 10 (default 0.07 = GB vs GiB)",
+        description="spare ratio (physical − logical) / logical, dimensionless, at most 10 = 1000 % (default 0.07 = GB vs GiB)",
     )
     gc_threshold: int = Field(
         3,
@@ -302,8 +302,6 @@ class FTLConfig(ConfigModel):
                 f"ftl.over_provisioning is {self.over_provisioning}: it must be >= 0 "
                 "(physical flash smaller than the user capacity cannot hold the data)"
             )
-        if self.over_provisioning > 10:
-            raise ValueError(f"ftl.over_provisioning {self.over_provisioning} is implausible (> 10 = 1000%)")
         return self
 
 
