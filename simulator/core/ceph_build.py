@@ -223,7 +223,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_OPFREE] = n_ops
     gi[L.GI_OVH] = cluster.net.overhead
     gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
-    gi[L.GI_CACHELESS] = int(_cacheless(cluster))
+    gi[L.GI_CACHELESS] = int(_cacheless(cluster, imgs))
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
@@ -531,17 +531,21 @@ def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow:
         bsi[j, L.BS_TIMER] = int(bs._timer_armed)
 
 
-def _cacheless(cluster: Any) -> bool:
-    """Every OSD is a BlueStore whose data device is a queue device or one of the device core's (so a
-    read of a written object that misses the data cache is one device read; the data cache and the
-    writing buffers are compiled: core.ceph_dcache)."""
-    return _read_device_why(cluster) is None
+def _cacheless(cluster: Any, images: list[Any] | None = None) -> bool:
+    """Every OSD the run's images reach (default: every image's) is a BlueStore whose data device is a
+    queue device or one of the device core's (so a read of a written object that misses the data
+    cache is one device read; the data cache and the writing buffers are compiled: core.ceph_dcache)."""
+    return _read_device_why(cluster, images) is None
 
 
-def _read_device_why(cluster: Any) -> str | None:
+def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | None:
     """Why some OSD's reads of written objects cannot be compiled (None = every OSD's can): not a
-    BlueStore, or a data device of neither kind (its reason)."""
+    BlueStore, or a data device of neither kind (its reason). Only the OSDs ``images`` reach
+    (default: every image's) are read from."""
+    run = _run_osds(list(cluster.images.values()) if images is None else list(images))
     for o in cluster.osds:
+        if o.id not in run:
+            continue
         bs = o.bs
         if not hasattr(bs, "writing"):
             return f"osd.{o.id}: object store {type(bs).__name__}"
@@ -552,13 +556,14 @@ def _read_device_why(cluster: Any) -> str | None:
     return None
 
 
-def unsupported_reads(cluster: Any) -> str | None:
+def unsupported_reads(cluster: Any, images: list[Any] | None = None) -> str | None:
     """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
-    it covers BlueStore (its data cache included) on queue devices or the device core's, onode caches of any size (ceph_onode)."""
+    it covers BlueStore (its data cache included) on queue devices or the device core's, onode caches of any size (ceph_onode).
+    ``images``: the images the run reads (default all): only the devices of OSDs their pools reach count."""
     why = unsupported(cluster)
     if why:
         return why
-    dwhy = _read_device_why(cluster)
+    dwhy = _read_device_why(cluster, images)
     if dwhy:
         return (f"reads of written objects need BlueStore on queue devices or the device core's "
                 f"(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these): {dwhy}")
@@ -742,7 +747,7 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
     writes = bool(np.any(np.asarray(kinds) != 0))
     why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
     if not why and bool(np.any(np.asarray(kinds) == 0)) and (writes or image.base_table.any_allocated()):
-        why = unsupported_reads(cluster)  # reads of written objects (or of objects the run writes)
+        why = unsupported_reads(cluster, [image])  # reads of written objects (or of objects the run writes)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(times)
@@ -788,7 +793,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     writes = bool(np.any(np.asarray(kinds) != 0))
     why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
     if not why and bool(np.any(np.asarray(kinds) == 0)) and (writes or image.base_table.any_allocated()):
-        why = unsupported_reads(cluster)  # reads of written objects (or of objects the run writes)
+        why = unsupported_reads(cluster, [image])  # reads of written objects (or of objects the run writes)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(kinds)

@@ -48,6 +48,7 @@ from simulator.core.ceph_layout import (
     DC_UNITS,
     DCG_FREE,
     DCG_MASK,
+    DCG_OVER,
     DCG_TOP,
     DCG_WFREE,
     DCG_WMASK,
@@ -112,7 +113,12 @@ def _new(dc, o, key, u):
         e = dc.fr[g[DCG_FREE]]
     else:
         e = g[DCG_TOP]
-        g[DCG_TOP] = e + 1  # the builder sized the pool for every entry the caches can hold at once
+        if e >= dc.ek.shape[0]:  # cannot happen (the builder sized the pool for every entry the caches can
+            g[DCG_OVER] = 1  # hold at once): flag it, reuse the last entry; write_back refuses the run
+            e = dc.ek.shape[0] - 1
+            _hash_out(dc, e)
+        else:
+            g[DCG_TOP] = e + 1
     dc.ek[e] = key
     dc.eu[e] = u
     dc.eo[e] = o
@@ -121,19 +127,25 @@ def _new(dc, o, key, u):
 
 
 @njit(cache=True, _nrt=False)
-def _del(dc, e):
-    """Unhash entry ``e`` (on no list) and free it."""
+def _hash_out(dc, e):
+    """Take entry ``e`` off its hash chain."""
     b = _h(dc.eo[e], dc.ek[e], dc.eu[e], dc.g[DCG_MASK])
     x = dc.bk[b] - 1
     if x == e:
         dc.bk[b] = dc.eh[e]
     else:
-        while True:
+        while x >= 0:
             nx = dc.eh[x] - 1
             if nx == e:
                 dc.eh[x] = dc.eh[e]
                 break
             x = nx
+
+
+@njit(cache=True, _nrt=False)
+def _del(dc, e):
+    """Unhash entry ``e`` (on no list) and free it."""
+    _hash_out(dc, e)
     g = dc.g
     dc.fr[g[DCG_FREE]] = e
     g[DCG_FREE] += 1
@@ -348,6 +360,9 @@ def writing_add(dc, o, key, off, length):
         x = dc.wfr[g[DCG_WFREE]]
     else:
         x = g[DCG_WTOP]
+        if x >= dc.wk.shape[0]:  # cannot happen (bounded by the transaction rows): flagged, as in _new
+            g[DCG_OVER] = 1
+            return
         g[DCG_WTOP] = x + 1
     dc.wk[x] = key
     dc.wo[x] = o
@@ -502,9 +517,51 @@ def reset_counters(dc: DCache) -> None:
     dc.oi[:, DC_MISSES] = 0
 
 
+def _rebuild(c: Any, parts: list[tuple[Any, np.ndarray, np.ndarray]]) -> None:
+    """Fill the cleared Python cache ``c``: each list ``pl`` gets the units (objects ``k``, units ``u``,
+    oldest first) as runs of consecutive units of one object; the per-object index sorted by start."""
+    from simulator.ceph.cache import _Ext
+
+    keys, starts, exts = [], [], []
+    for pl, k, u in parts:
+        n = k.size
+        cut = np.nonzero((k[1:] != k[:-1]) | (u[1:] != u[:-1] + 1))[0] + 1
+        s0 = np.concatenate(([0], cut))
+        rk = k[s0]
+        ra = u[s0]
+        rb = ra + (np.concatenate((cut, [n])) - s0)
+        runs = list(map(_Ext, rk.tolist(), ra.tolist(), rb.tolist()))
+        prev = None
+        for r in runs:
+            r.lst = pl
+            r.prev = prev
+            if prev is not None:
+                prev.next = r
+            prev = r
+        pl.head, pl.tail, pl.units = runs[0], runs[-1], int(n)
+        keys.append(rk)
+        starts.append(ra)
+        exts.extend(runs)
+    if not exts:
+        return
+    rk = np.concatenate(keys)
+    ra = np.concatenate(starts)
+    order = np.lexsort((ra, rk))
+    rk, ra = rk[order], ra[order]
+    bounds = np.concatenate(([0], np.nonzero(rk[1:] != rk[:-1])[0] + 1, [rk.size])).tolist()
+    ol = order.tolist()
+    ral = ra.tolist()
+    idx = c._idx
+    for i in range(len(bounds) - 1):
+        a, b = bounds[i], bounds[i + 1]
+        idx[int(rk[a])] = (ral[a:b], [exts[x] for x in ol[a:b]])
+
+
 def write_back(dc: DCache, osds: list[Any]) -> None:
     """The compiled caches back into the Python ones (runs of consecutive units of one object,
     in list order), their counters, and every BlueStore's writing buffers."""
+    if dc.g[DCG_OVER]:
+        raise RuntimeError("compiled Ceph core: the data cache's entry pool ran out (a sizing bug): the run is void")
     oi = dc.oi
     for j, o in enumerate(osds):
         bs = o.bs
@@ -513,20 +570,15 @@ def write_back(dc: DCache, osds: list[Any]) -> None:
             continue
         if oi[j, DC_POLICY]:
             c.clear()
+            parts = []
             for lst, pl in enumerate(_lists(c)):
                 n = int(oi[j, DC_UNITS + lst])
-                if not n:
-                    continue
-                k = np.empty(n, np.int64)
-                u = np.empty(n, np.int64)
-                _dump(dc, j, lst, k, u)
-                cut = np.nonzero((k[1:] != k[:-1]) | (u[1:] != u[:-1] + 1))[0] + 1
-                starts = np.concatenate(([0], cut))
-                ends = np.concatenate((cut, [n]))
-                for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-                    key = int(k[s])
-                    a = int(u[s])
-                    c._add(key, a, a + (e - s), pl)
+                if n:
+                    k = np.empty(n, np.int64)
+                    u = np.empty(n, np.int64)
+                    _dump(dc, j, lst, k, u)
+                    parts.append((pl, k, u))
+            _rebuild(c, parts)
             c.hits = int(oi[j, DC_HITS])
             c.misses = int(oi[j, DC_MISSES])
         bs.writing = {}

@@ -76,7 +76,7 @@ def _unsupported_cluster(th: Any) -> str | None:
     if th._ddir0 == 1:  # only the driven image's tables (another pool on other drives may differ in shape)
         return unsupported_writes(image.cluster, [image])
     if image.base_table.any_allocated():
-        return unsupported_reads(image.cluster)
+        return unsupported_reads(image.cluster, [image])
     return unsupported(image.cluster)
 
 

@@ -475,4 +475,5 @@ DCG_MASK = 2  # hash buckets - 1
 DCG_WTOP = 3  # writing buffers ever used
 DCG_WFREE = 4
 DCG_WMASK = 5
-NDCG = 6
+DCG_OVER = 6  # 1 = a pool ran out (a sizing bug: write_back refuses the run)
+NDCG = 7
