@@ -178,8 +178,8 @@ def test_lru_hit_ratio_is_capacity_over_objects():
 def test_kernels_are_one_ordered_dict_lru():
     """ceph_onode.probe / insert on one OSD's arrays against LruCache (one OrderedDict LRU) under
     random lookups and inserts, through build and write back (the compact pre-filled segment too)."""
-    from simulator.core import ceph_onode as K
     from simulator.core import ceph_layout as L
+    from simulator.core import ceph_onode as K
 
     rng = np.random.default_rng(2)
     for trial in range(40):
@@ -197,7 +197,7 @@ def test_kernels_are_one_ordered_dict_lru():
             db_base = 0
             db_span = 4096 * 8
 
-            class cfg:  # noqa: N801
+            class cfg:
                 onode_miss_read = 4096
                 onode_miss_cost = 0.0
 
