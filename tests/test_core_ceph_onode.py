@@ -178,8 +178,8 @@ def test_lru_hit_ratio_is_capacity_over_objects():
 def test_kernels_are_one_ordered_dict_lru():
     """ceph_onode.probe / insert on one OSD's arrays against LruCache (one OrderedDict LRU) under
     random lookups and inserts, through build and write back (the compact pre-filled segment too)."""
-    from simulator.core import ceph_onode as K
     from simulator.core import ceph_layout as L
+    from simulator.core import ceph_onode as K
 
     rng = np.random.default_rng(2)
     for trial in range(40):
@@ -197,7 +197,7 @@ def test_kernels_are_one_ordered_dict_lru():
             db_base = 0
             db_span = 4096 * 8
 
-            class cfg:  # noqa: N801
+            class cfg:
                 onode_miss_read = 4096
                 onode_miss_cost = 0.0
 
@@ -233,3 +233,33 @@ def test_kernels_are_one_ordered_dict_lru():
         K.write_back(st, [_Osd])
         assert (shadow.order() - kb).tolist() == ref.order().tolist(), trial
         assert (shadow.hits, shadow.misses) == (ref.hits, ref.misses)
+
+
+def test_fitted_croit_profile_normal_pool_writes_identical():
+    """The flagship's fitted croit profile (onode cache 52,934 for 65,560 objects per OSD, misses
+    reading the DB on the HDDs' DB partitions through the device core): 4 KiB randwrite QD16 on the
+    normal-HDD pool runs compiled with the Python model's results, and both count the same onode
+    hits and misses (about 81 % hits, the cache's share of the objects)."""
+    from simulator.core import choose
+    from simulator.experiment.model import SystemSpec
+    from simulator.experiment.system import System
+
+    spec = SystemSpec.model_validate({"cluster": {"profile": "clusters/croit_mach2_fitted", "params": {"state_scale": 0.1}}})
+    job = {"name": "t", "ioengine": "rbd", "pool": "test-normal-hdd", "rbdname": "test", "rw": "randwrite", "bs": "4k",
+           "iodepth": 16, "time_based": 1, "runtime": "2s", "direct": 1}
+    out = {}
+    for engine in ("python", "compiled"):
+        sim = Simulation(1)
+        system = System(sim, spec, "t")
+        cl = system.cluster
+        img = cl.image("test-normal-hdd", "test")
+        if engine == "compiled":
+            wl = Workload(sim, resolve_jobs({}, [job], "t"), lambda _j, _i=img: [_i])
+            assert choose(sim, wl, "auto") is None
+        res = run_fio(sim, [img], job, engine=engine)
+        out[engine] = (repr(res[0]), sim.env.now, [(o.bs.onodes.hits, o.bs.onodes.misses) for o in cl.osds],
+                       [(o.bs.wal_dev.completed, o.bs.dev.completed) for o in cl.osds])
+    assert out["compiled"] == out["python"]
+    h = sum(x for x, _ in out["python"][2])
+    m = sum(y for _, y in out["python"][2])
+    assert m > 0 and 0.75 < h / (h + m) < 0.87

@@ -24,6 +24,7 @@ from simulator import nbcache
 from simulator.core import ceph_arith as _arith
 from simulator.core import ceph_dcache as _DC
 from simulator.core import ceph_layout as _clayout
+from simulator.core import ceph_onode as _onode
 from simulator.core import layout as DL
 from simulator.core import loop as _loop
 from simulator.core.ceph_arith import (
@@ -133,6 +134,8 @@ from simulator.core.ceph_layout import (
     DP_DATA_FLUSH,
     DP_DEFERRED,
     DP_DIRECT,
+    DP_ONODE_READ,
+    DP_ONODE_WRITE,
     DP_READ,
     DP_WAL,
     DP_WAL_FLUSH,
@@ -243,6 +246,12 @@ from simulator.core.ceph_layout import (
     OI_STREAM,
     OI_SUBOPS,
     OI_UP,
+    ON_BLOCK,
+    ON_DBBASE,
+    ON_DBN,
+    ON_MREAD,
+    ON_STREAM,
+    ONF_COST,
     OPF_T0,
     OPF_TLOCAL,
     OPF_TWAIT,
@@ -332,8 +341,6 @@ from simulator.core.ceph_layout import (
     WHY_RESUME_PAST,
     WHY_STREAM,
 )  # fmt: skip
-from simulator.core import ceph_onode as _onode
-from simulator.core.ceph_layout import DP_ONODE_READ, DP_ONODE_WRITE, ON_BLOCK, ON_DBBASE, ON_DBN, ON_MREAD, ON_STREAM, ONF_COST
 from simulator.core.loop import _ld, _state_ptr
 from simulator.core.loop import _reset_one as _core_reset_one
 from simulator.core.loop import device_submit as _core_device_submit

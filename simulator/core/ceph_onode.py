@@ -152,6 +152,65 @@ def _orders(oni, okey, onext, out):
 
 
 # =============================================================================== build / write back
+@njit(cache=True, _nrt=False)
+def _run_counts(imi, nimg, obj_ps, pga, out):
+    """``out[o]`` += the run's objects on OSD ``o`` (rows of obj_base by OSD: object x acting position)."""
+    for k in range(nimg):
+        n = imi[k, II_NOBJ]
+        size = imi[k, II_SIZE]
+        ps0 = imi[k, II_PS0]
+        pg0 = imi[k, II_PG0]
+        for x in range(n):
+            r = pg0 + obj_ps[ps0 + x]
+            for p in range(size):
+                a = pga[r, p]
+                if a >= 0:
+                    out[a] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _map_keys(keys, owner, imi, nimg, obj_ps, pga, mi, mapped):
+    """``mi[i]``: the obj_base row of key ``keys[i]`` cached on OSD ``owner[i]`` (-1: not an object of
+    the run's images on that OSD, e.g. a key no longer placed there: never looked up); ``mapped[o]``
+    counts them."""
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        o = owner[i]
+        mi[i] = -1
+        for k in range(nimg):
+            kb = imi[k, II_KB]
+            if (kb >> _KEY_BITS) != (key >> _KEY_BITS):
+                continue
+            objno = key - kb
+            if 0 <= objno < imi[k, II_NOBJ]:
+                size = imi[k, II_SIZE]
+                r = imi[k, II_PG0] + obj_ps[imi[k, II_PS0] + objno]
+                for p in range(size):
+                    if pga[r, p] == o:
+                        mi[i] = imi[k, II_KEY] + objno * size + p
+                        mapped[o] += 1
+                        break
+            break
+
+
+@njit(cache=True, _nrt=False)
+def _link(oni, no, keys, mi, okey, omi, oprev, onext, omap):
+    """Each OSD's keys (in ``keys``, OSD by OSD, oldest first) into the first slots of its range, linked."""
+    i = 0
+    for o in range(no):
+        s0 = oni[o, ON_S0]
+        n = oni[o, ON_N]
+        for t in range(n):
+            s = s0 + t
+            okey[s] = keys[i]
+            omi[s] = mi[i]
+            oprev[s] = s - 1 if t > 0 else -1
+            onext[s] = s + 1 if t < n - 1 else -1
+            if mi[i] >= 0:
+                omap[mi[i]] = s
+            i += 1
+
+
 def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray, pga: np.ndarray, nbase: int,
           streams: Any) -> tuple[np.ndarray, ...]:
     """The onode arrays (oni, onf, okey, oprev, onext, omi, omap) of ``osds`` from their LruCaches, for a
@@ -159,35 +218,18 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
     A BlueStore whose misses read the DB gets a random stream row (its ``rand``, _db_offset) when a
     miss can happen in the run (an object of the run on it is not cached)."""
     no = len(osds)
-    oni = np.zeros((max(no, 1), NONI), np.int64)
-    onf = np.zeros((max(no, 1), NONF), np.float64)
+    nr = max(no, 1)
+    oni = np.zeros((nr, NONI), np.int64)
+    onf = np.zeros((nr, NONF), np.float64)
     omap = np.full(max(nbase, 1), -1, np.int64)
-    # the run's objects per OSD (rows of obj_base by OSD: object x acting position)
-    runcnt = np.zeros(max(no, 1), np.int64)
-    for k in range(len(imgs)):
-        n, size = int(imi[k, II_NOBJ]), int(imi[k, II_SIZE])
-        ps = obj_ps[imi[k, II_PS0] : imi[k, II_PS0] + n].astype(np.int64)
-        act = pga[imi[k, II_PG0] + ps, :size].ravel()
-        runcnt += np.bincount(act[act >= 0], minlength=len(runcnt))[: len(runcnt)]
+    runcnt = np.zeros(nr, np.int64)
+    _run_counts(imi, len(imgs), obj_ps, pga, runcnt)
     orders = [o.bs.onodes.order() for o in osds]
     nkeys = np.array([len(x) for x in orders], np.int64)
     keys = np.concatenate(orders) if orders else np.zeros(0, np.int64)
-    owner = np.repeat(np.arange(no, dtype=np.int64), nkeys)
-    mi = np.full(len(keys), -1, np.int64)
-    hi = keys >> _KEY_BITS
-    for k in range(len(imgs)):
-        kb = int(imi[k, II_KB])
-        sel = np.nonzero(hi == (kb >> _KEY_BITS))[0]
-        objno = keys[sel] - kb
-        ok = (objno >= 0) & (objno < imi[k, II_NOBJ])
-        sel, objno = sel[ok], objno[ok]
-        size = int(imi[k, II_SIZE])
-        act = pga[imi[k, II_PG0] + obj_ps[imi[k, II_PS0] + objno].astype(np.int64), :size]
-        on = act == owner[sel, None]
-        found = on.any(axis=1)  # a key of an object no longer on this OSD stays unmapped (never looked up)
-        pos = on.argmax(axis=1)
-        mi[sel[found]] = imi[k, II_KEY] + objno[found] * size + pos[found]
-    mapped = np.bincount(owner[mi >= 0], minlength=max(no, 1))
+    mi = np.empty(len(keys), np.int64)
+    mapped = np.zeros(nr, np.int64)
+    _map_keys(keys, np.repeat(np.arange(no, dtype=np.int64), nkeys), imi, len(imgs), obj_ps, pga, mi, mapped)
     s0 = 0
     for j, o in enumerate(osds):
         bs = o.bs
@@ -211,22 +253,12 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
         r[ON_DBN] = bs.db_span // bs.block
         onf[j, ONF_COST] = cfg.onode_miss_cost
         s0 += int(r[ON_NSLOT])
-    ns = max(s0, 1)
-    okey = np.zeros(ns, np.int64)
-    omi = np.full(ns, -1, np.int64)
-    oprev = np.full(ns, -1, np.int64)
-    onext = np.full(ns, -1, np.int64)
-    slot = np.repeat(oni[:no, ON_S0], nkeys) + (np.arange(len(keys), dtype=np.int64) - np.repeat(np.cumsum(nkeys) - nkeys, nkeys))
-    okey[slot] = keys
-    omi[slot] = mi
-    first = np.zeros(len(keys), bool)
-    last = np.zeros(len(keys), bool)
-    ends = np.cumsum(nkeys)
-    first[(ends - nkeys)[nkeys > 0]] = True
-    last[(ends - 1)[nkeys > 0]] = True
-    oprev[slot] = np.where(first, -1, slot - 1)
-    onext[slot] = np.where(last, -1, slot + 1)
-    omap[mi[mi >= 0]] = slot[mi >= 0]
+    ns = max(s0, 1)  # a slot past an OSD's entries is written by the insert that takes it, before any read
+    okey = np.empty(ns, np.int64)
+    omi = np.empty(ns, np.int64)
+    oprev = np.empty(ns, np.int64)
+    onext = np.empty(ns, np.int64)
+    _link(oni, no, keys, mi, okey, omi, oprev, onext, omap)
     return oni, onf, okey, oprev, onext, omi, omap
 
 
