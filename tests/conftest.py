@@ -44,6 +44,8 @@ COMPILED_CORE_FILES = {
     "test_core_ceph.py": ("ceph",),
     "test_core_ceph_wire.py": ("ceph",),
     "test_core_ceph_devices.py": ("ceph",),
+    "test_core_hdd_wcache.py": ("devices", "ceph"),
+    "test_core_ceph_onode.py": ("ceph",),
     "test_core_ceph_dcache.py": ("ceph",),
     "test_ceph_wakeup_rule.py": ("ceph",),
     "test_ceph_lab_kv_counter.py": ("ceph",),

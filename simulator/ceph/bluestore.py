@@ -279,7 +279,6 @@ class BlueStore(ObjectStore):
         self.peak_deferred_txcs = self.deferred_txcs
         self.cache.hits = self.cache.misses = 0
         self.onodes.hits = self.onodes.misses = 0
-        self.onode_untracked = False  # set by a compiled run (simulator.core.ceph_fio)
 
     def stats(self) -> dict[str, Any]:
         lookups = self.cache.hits + self.cache.misses
@@ -318,8 +317,7 @@ class BlueStore(ObjectStore):
             "max_deferred_txc_submits": self.max_txc_submits,
             "cache_hit_ratio": self.cache.hits / lookups if lookups else 0.0,
             "cache_buffers": len(self.cache),
-            # NaN after a compiled run: its loop does not count onode lookups yet (not a 0 that looks measured)
-            "onode_hit_ratio": float("nan") if self.onode_untracked else (self.onodes.hits / ol if ol else 0.0),
+            "onode_hit_ratio": self.onodes.hits / ol if ol else 0.0,
         }
 
     # ------------------------------------------------------------------ reads

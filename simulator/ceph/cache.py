@@ -201,6 +201,26 @@ class LruCache:
         self._cpos = 0
         self._cn = n
 
+    def order(self) -> np.ndarray:
+        """The cached keys, oldest first (the LRU order), as int64: what the compiled core's onode
+        cache is built from (simulator.core.ceph_onode)."""
+        parts = []
+        if self._cn:
+            n0 = len(self._ck)
+            idx = np.arange(n0) if self._corder is None else np.frombuffer(self._corder, dtype=np.int32)
+            idx = idx[self._cpos :]
+            idx = idx[np.frombuffer(self._calive, dtype=np.uint8)[idx] != 0]
+            ckd = np.uint32 if self._ck.typecode == "I" else np.int64
+            parts.append(np.frombuffer(self._ck, dtype=ckd)[idx].astype(np.int64) + self._cbase)
+        if self._d:
+            parts.append(np.fromiter(self._d, dtype=np.int64, count=len(self._d)))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def set_order(self, keys: np.ndarray) -> None:
+        """Hold exactly ``keys`` (distinct, oldest first), compactly: the reverse of :meth:`order`."""
+        self.clear()
+        self.load(keys)
+
     def discard(self, key: int) -> None:
         if self._d.pop(key, 1) is None:
             return

@@ -18,6 +18,7 @@ import numpy as np
 
 from simulator.core import ceph_dcache as _dcache
 from simulator.core import ceph_layout as L
+from simulator.core import ceph_onode
 
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
 
@@ -241,6 +242,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_TXFREE] = n_tx
     gi[L.GI_DEVFREE] = n_dr
     _load_transactions(cluster, osds, pg_list, pgrow, maxsize, bsi, osi, txi, txfree, gi)
+    oni, onf, okey, oprev, onext, omi, omap = ceph_onode.build(osds, imgs, imi, obj_ps, pga, len(obj_base), streams)
     ns = max(len(streams.rands), 1)
     su = np.zeros((ns, L.SLEN), np.float64)
     si = np.zeros((ns, L.NSI), np.int64)
@@ -254,6 +256,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
         bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
         scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
+        oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext, omi=omi, omap=omap,
         dc=_dcache.build(osds, _run_osds(imgs), n_tx, max((1 << img.order for img in imgs), default=1)),
     )  # fmt: skip
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
@@ -302,6 +305,11 @@ def _core_device(dev: Any) -> tuple[Any, int, str | None]:
         return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
     if kind == DL.DK_QUEUE:
         return None, 0, f"{top.path}: a queue device"
+    from simulator.core.run import fixed_table_why
+
+    why = fixed_table_why([top])
+    if why:
+        return None, 0, why
     return top, shift, None
 
 
@@ -550,7 +558,7 @@ def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | Non
 
 def unsupported_reads(cluster: Any, images: list[Any] | None = None) -> str | None:
     """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
-    it covers BlueStore (its data cache included) on queue devices or the device core's, every onode cached.
+    it covers BlueStore (its data cache included) on queue devices or the device core's, onode caches of any size (ceph_onode).
     ``images``: the images the run reads (default all): only the devices of OSDs their pools reach count."""
     why = unsupported(cluster)
     if why:
@@ -558,31 +566,18 @@ def unsupported_reads(cluster: Any, images: list[Any] | None = None) -> str | No
     dwhy = _read_device_why(cluster, images)
     if dwhy:
         return (f"reads of written objects need BlueStore on queue devices or the device core's "
-                f"(HDDs with the write cache off or volatile, LUNs, block layers over these): {dwhy}")
-    return _onode_coverage(cluster, reads=True)
+                f"(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these): {dwhy}")
+    return _onode_coverage(cluster)
 
 
-def _onode_misses_matter(o: Any) -> bool:
-    """An onode miss changes what happens on ``o`` (a DB read, or CPU to decode the onode)."""
-    return o.bs.cfg.onode_miss_read > 0 or o.bs.cfg.onode_miss_cost > 0
-
-
-def _onode_coverage(cluster: Any, reads: bool = False) -> str | None:
-    """Every onode a run looks up is cached (onode misses — a DB read, CPU to decode it — are not
-    compiled yet). A write's miss costs a DB read only (and does not load the onode when there is
-    none); a read's also costs decode CPU (Osd._dispatch), so with ``reads`` the objects of an image
-    that was not pre-filled (written since, their onodes never loaded) count as misses too."""
-    per_osd = np.zeros(len(cluster.osds), np.int64)
-    for img in cluster.images.values():
-        if not img.cfg.prefilled and any(
-                (_onode_misses_matter(o) if reads else o.bs.cfg.onode_miss_read > 0) for o in cluster.osds):
-            return f"image {img.cfg.pool}/{img.cfg.name} is not pre-filled: onode misses are not compiled yet"
-        acting = np.array([[a.id for a in pg.acting] for pg in img.pool.pgs], np.int64)
-        per_pg = np.bincount(img.obj_ps_array, minlength=len(img.pool.pgs))
-        np.add.at(per_osd, acting.ravel(), np.repeat(per_pg, acting.shape[1]))
-    for o in cluster.osds:
-        if _onode_misses_matter(o) and per_osd[o.id] > o.bs.onodes.capacity:
-            return f"osd.{o.id}: {per_osd[o.id]} objects, onode cache of {o.bs.onodes.capacity}: onode misses are not compiled yet"
+def _onode_coverage(cluster: Any) -> str | None:
+    """The compiled onode caches (ceph_onode) key an object on an OSD by its acting position: an
+    acting set naming one OSD twice is not covered. (Onode misses, and images not pre-filled, are.)"""
+    for pool in cluster.pools.values():
+        for pg in pool.pgs:
+            ids = [a.id for a in pg.acting]
+            if len(set(ids)) != len(ids):
+                return f"pool {pool.name}: PG {pg.pgid} names an OSD twice in its acting set (not compiled)"
     return None
 
 
@@ -607,7 +602,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 top, _shift, why = _core_device(d)
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
-                            "devices, and HDDs with the write cache off or volatile, dual-actuator drives and their "
+                            "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
                             "LUNs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
@@ -720,6 +715,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
         rand._i = 0
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
     _write_back_core_devices(st, meta)
+    ceph_onode.write_back(st, meta["osds"])
     _dcache.write_back(st.dc, meta["osds"])
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None

@@ -190,6 +190,8 @@ def _reset_counters(st: Any) -> None:
     st.bsi[:, L.BS_DTPEAK] = st.bsi[:, L.BS_DTCUR]
     st.bsi[:, L.BS_PEAKDTXCS] = st.bsi[:, L.BS_DTXCS]
     st.dvf[:, L.DVF_BUSY] = 0.0
+    st.oni[:, L.ON_HITS] = 0  # BlueStore.reset_stats: onodes.hits = misses = 0
+    st.oni[:, L.ON_MISSES] = 0
     B._dcache.reset_counters(st.dc)  # BlueStore's data cache hits and misses
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
@@ -316,9 +318,9 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     n = int(st.gi[L.GI_NEXTREQ])
     write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
     write_back(st, meta, set_now=False)
-    for o in image.cluster.osds:  # what the loop does not count yet reads NaN in this window, not 0
-        o.bs.onode_untracked = True
-    for _k, q in meta["devices"]:  # the Ceph loop's own queue-device rows (device-core devices keep theirs)
+    # what the loop does not count yet reads NaN in this window, not 0: the completions of the Ceph
+    # loop's own queue-device rows (device-core devices keep theirs)
+    for _k, q in meta["devices"]:
         q.counts_untracked = True
     t_issue = st.rqf[:n, L.RQF_TISSUE]
     t_done = st.rqf[:n, L.RQF_TDONE]

@@ -332,6 +332,8 @@ from simulator.core.ceph_layout import (
     WHY_RESUME_PAST,
     WHY_STREAM,
 )  # fmt: skip
+from simulator.core import ceph_onode as _onode
+from simulator.core.ceph_layout import DP_ONODE_READ, DP_ONODE_WRITE, ON_BLOCK, ON_DBBASE, ON_DBN, ON_MREAD, ON_STREAM, ONF_COST
 from simulator.core.loop import _ld, _state_ptr
 from simulator.core.loop import _reset_one as _core_reset_one
 from simulator.core.loop import device_submit as _core_device_submit
@@ -342,7 +344,7 @@ from simulator.devices.hdd import wcache_kernels as _W
 # the loop inlines the heap of core.loop, the arithmetic and the layout, and links the device core's
 # handlers (core.loop with the HDD kernels and the device layout): a change there must recompile it
 nbcache.invalidate_stale(__file__, _loop.__file__, _arith.__file__, _clayout.__file__, DL.__file__, _K.__file__, _W.__file__,
-                        _DC.__file__)
+                         _onode.__file__, _DC.__file__)
 
 #: cache the loop's compilation (the handlers must not call each other in a cycle: see ``_then``)
 _CACHE_LOOP = True
@@ -1034,10 +1036,14 @@ def _dispatch(sp, o, sh, op):
         if st.gi[GI_CACHELESS] == 0:
             _void(sp, WHY_READ_WRITTEN)
             return
-        # the data cache (ObjectStore.probe_read; the onode is cached): a hit is answered after the worker's
-        # job, a miss keeps the worker blocked through the device read
+        # the data cache (ObjectStore.probe_read), then the onode (its decode CPU on a miss): a hit is answered
+        # after the worker's job, a miss keeps the worker blocked through the device read(s)
         cost = _cost(sp, o, st.of[o, OF_READ])
-        if _DC.probe(st.dc, o, st.imi[img, II_KB] + st.opi[op, OPI_OBJNO], st.opi[op, OPI_OFF], st.opi[op, OPI_LEN]):
+        hit = _DC.probe(st.dc, o, st.imi[img, II_KB] + st.opi[op, OPI_OBJNO], st.opi[op, OPI_OFF], st.opi[op, OPI_LEN])
+        if not _onode_probe(sp, o, op):  # BlueStore.read loads it on a miss (EV_READ_MISS)
+            cost += st.onf[o, ONF_COST]
+            st.opi[op, OPI_ONODE] = 0
+        if hit:
             t = _book(sp, c, now, cost + st.dc.of[o])
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
@@ -1125,13 +1131,8 @@ def run_until(st, t_end):
                 _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, 0, DP_DATA_FLUSH, 0, target)
             else:
                 _kv_write(sp, target)
-        elif kind == EV_READ_MISS:  # Osd._read_miss -> BlueStore.read (the onode is cached)
-            u = st.bsi[target, BS_UNIT]  # (a queue device's service does not depend on the offset)
-            off = st.opi[arg, OPI_OFF]
-            first = off // u
-            last = (off + st.opi[arg, OPI_LEN] - 1) // u
-            _dev_submit(sp, st.bsi[target, BS_DEV], _READ, _obj_base(sp, arg) + first * u, (last - first + 1) * u, DP_READ,
-                        arg, target)
+        elif kind == EV_READ_MISS:  # Osd._read_miss -> BlueStore.read
+            _read_miss(sp, target, arg)
         elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
@@ -2074,15 +2075,90 @@ def _dev_done(sp, d, r):
     elif purp == DP_DATA_FLUSH:  # after the data-device FLUSH (kv_flush_lat)
         st.bsf[o, BF_FLUSHTIME] += st.gf[GF_NOW] - st.bsf[o, BF_FLUSHT0]
         _kv_write(sp, o)
+    elif purp == DP_ONODE_READ:  # BlueStore._onode_read_done: the data read
+        _read_data(sp, o, arg)
+    elif purp == DP_ONODE_WRITE:  # Osd._write_onode_loaded
+        if _admit(sp, o, arg):
+            _write_admitted(sp, o, arg)
     else:
         _direct_done(sp, o, arg)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
 def _write_prepared(sp, o, op):
-    """Osd._write_prepared (the onode is cached: the builder refuses clusters where it may not be)."""
+    """Osd._write_prepared: a missed onode is loaded first (a synchronous DB read in the op thread)
+    when misses read the DB (BlueStore.read_onode); then the throttles."""
+    st = _ld(sp)
+    if not _onode_probe(sp, o, op) and st.oni[o, ON_MREAD] > 0:
+        _onode_insert(sp, o, op)
+        _onode_db_read(sp, o, op, DP_ONODE_WRITE)
+        return
     if _admit(sp, o, op):
         _write_admitted(sp, o, op)
+
+
+# ------------------------------------------------------------------------------- the onode cache (ceph_onode)
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _omi(sp, op):
+    """The row of ``op``'s object on its OSD in obj_base / omap."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    return st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _onode_probe(sp, o, op):
+    """BlueStore.probe_onode (onodes.lookup)."""
+    st = _ld(sp)
+    return _onode.probe(st.oni, st.oprev, st.onext, st.omap, o, _omi(sp, op))
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _onode_insert(sp, o, op):
+    """onodes.insert of ``op``'s object."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    if not _onode.insert(st.oni, st.okey, st.oprev, st.onext, st.omi, st.omap, o, _omi(sp, op),
+                         st.imi[img, II_KB] + st.opi[op, OPI_OBJNO]):
+        _void(sp, WHY_POOL)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _onode_db_read(sp, o, op, purp):
+    """The DB read of a missed onode on the WAL/DB device at BlueStore._db_offset (a uniform of its
+    stream), onode_miss_read aligned up to the block."""
+    st = _ld(sp)
+    s = st.oni[o, ON_STREAM]
+    if s < 0:  # the builder saw no miss coming (every object of the run cached): not so
+        _void(sp, WHY_PATH)
+        return
+    b = st.oni[o, ON_BLOCK]
+    off = st.oni[o, ON_DBBASE] + int(_u(sp, s) * st.oni[o, ON_DBN]) * b
+    _dev_submit(sp, st.bsi[o, BS_WALDEV], _READ, off, st.oni[o, ON_MREAD], purp, op, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _read_data(sp, o, op):
+    """BlueStore.read's data read of the aligned range (a queue device's service does not depend on the offset)."""
+    st = _ld(sp)
+    u = st.bsi[o, BS_UNIT]
+    off = st.opi[op, OPI_OFF]
+    first = off // u
+    last = (off + st.opi[op, OPI_LEN] - 1) // u
+    _dev_submit(sp, st.bsi[o, BS_DEV], _READ, _obj_base(sp, op) + first * u, (last - first + 1) * u, DP_READ, op, o)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _read_miss(sp, o, op):
+    """Osd._read_miss -> BlueStore.read: a missed onode is loaded (inserted; a DB read first when
+    misses read the DB), then the data read."""
+    st = _ld(sp)
+    if st.opi[op, OPI_ONODE] == 0:
+        _onode_insert(sp, o, op)
+        if st.oni[o, ON_MREAD] > 0:
+            _onode_db_read(sp, o, op, DP_ONODE_READ)
+            return
+    _read_data(sp, o, op)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
