@@ -263,3 +263,45 @@ CASES.update({
     "ceph-hdd-qd64read-compiled": ("the same through the compiled Ceph core driving the device core (identical results)",
                                    _ceph_core_case("bench_qd64read_hdd", True)),
 })  # fmt: skip
+
+
+# ---- HDD write caches in the device core (tests/test_core_hdd_wcache.py): the non-volatile cache
+def _hdd_awc_case(compiled: bool) -> Callable[[int], Any]:
+    """Seagate Exos 15E900 with Advanced Write Cache (``persistent``, 1 GiB, 128-extent destage window),
+    fio 4 KiB randwrite QD32: simulated IOs per CPU second of this process (the machine is shared: the
+    note gives its 1-minute load average)."""
+
+    def run(n: int) -> Any:
+        import os
+
+        from simulator.devices.registry import build_device
+        from simulator.engine import Simulation
+        from simulator.workloads.runner import run_fio
+
+        if compiled:
+            from simulator.core import run_fio_compiled as run_fio
+        sim = Simulation(1)
+        dev = build_device({"profile": "hdd/seagate_exos_15e900_awc"}, "dev", sim.root)
+        t = time.process_time()
+        run_fio(sim, [dev], {**_FIO_RR, "rw": "randwrite", "iodepth": 32, "number_ios": n}, source="bench")
+        cpu = time.process_time() - t
+        return n / cpu, f"IO per CPU-s; load {os.getloadavg()[0]:.1f}; destaged {dev.destaged}"
+
+    return run
+
+
+CASES.update({
+    "hdd-awc-randwrite-qd32": ("HDD Exos 15E900 AWC (persistent write cache), 4KiB randwrite QD32 (Python; IO per CPU-s)",
+                               _hdd_awc_case(False)),
+    "hdd-awc-randwrite-qd32-compiled": ("the same through the compiled device core (identical results; IO per CPU-s)",
+                                        _hdd_awc_case(True)),
+})  # fmt: skip
+
+
+CASES.update({
+    "ceph-hdd-qd64read-2q": ("Ceph croit MACH.2 pool on its HDD profiles + block layer, BlueStore 2Q data cache 8 MiB per "
+                             "OSD, 4KiB randread QD64 over twice the pool's cache after a warm-up (Python; client IOs per "
+                             "CPU second)", _ceph_core_case("bench_qd64read_cached", False)),
+    "ceph-hdd-qd64read-2q-compiled": ("the same through the compiled Ceph core with its data cache (identical results)",
+                                      _ceph_core_case("bench_qd64read_cached", True)),
+})  # fmt: skip

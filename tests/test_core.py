@@ -424,7 +424,6 @@ def test_trim_jobs_identical_to_python(spec, blk, job):
 @pytest.mark.parametrize(
     "spec,job,needle",
     [
-        ({"profile": "hdd/seagate_exos_x24"}, {"rw": "randwrite"}, "media_cache"),
         (HDD, {"rw": "randread", "thinktime": "1ms"}, "thinktime"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "rate_iops": 100}, "rate_iops with rw=randrw"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randwrite", "rate_iops": 100, "fsync": 2}, "rate_iops"),
@@ -432,8 +431,10 @@ def test_trim_jobs_identical_to_python(spec, blk, job):
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "random_distribution": "sim_hotband"},
          "HotbandOffsets"),
         ({"profile": "ssd/intel_520_60gb"}, {"rw": "randread"}, "device kind"),
-        ({"profile": "hdd/seagate_exos_2x14"}, {"rw": "randread"}, "media_cache"),  # its actuators' cache mode
-        ({**HDD, "params": {"cache": {"write_cache": "persistent"}}}, {"rw": "randwrite"}, "persistent"),
+        ({"profile": "hdd/seagate_exos_2x14", "params": {"cache": {"write_cache": "volatile", "queued_write_candidates": True}}},
+         {"rw": "randread"}, "queued_write_candidates"),  # its actuators' cache mode
+        ({**HDD, "params": {"cache": {"write_cache": "volatile", "queued_write_candidates": True}}}, {"rw": "randwrite"},
+         "queued_write_candidates"),
     ],
 )
 def test_unsupported_features_are_named(spec, job, needle):

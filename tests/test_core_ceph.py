@@ -478,11 +478,11 @@ def test_run_fio_ceph_refuses_what_it_does_not_cover():
     sim, cl = _cluster(_params(extra={"block_layer": {"enabled": False}}))
     with pytest.raises(ConfigError, match="rw=randrw"):
         run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "randrw"})
-    with pytest.raises(ConfigError, match="reads of written objects"):
-        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "randread"})
     sim, cl = _cluster(_params())  # the block layer in front of the drives
     with pytest.raises(ConfigError, match="BlockLayer"):
         run_fio_ceph(sim, cl.image("p", "img"), job)
+    with pytest.raises(ConfigError, match="reads of written objects need BlueStore on queue devices"):
+        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "randread"})
 
 
 def test_open_loop_writes_identical():
@@ -590,17 +590,26 @@ def test_closed_loop_degraded_and_trims_identical(case):
         assert sum(o.ops[2] for o in cc.osds) > 500
 
 
-def test_a_path_not_compiled_stops_with_its_reason():
-    """A run that reaches a path the compiled core does not cover stops with one clear message
-    (here: a read of an object an earlier write created)."""
+def test_a_read_of_an_object_written_in_the_same_run():
+    """A read of an object an earlier write of the same run created: with every onode cached it
+    completes at the Python model's instant (BlueStore's data cache is compiled: core.ceph_dcache);
+    on an image that was not pre-filled the read would miss the object's onode (decode CPU), which
+    the compiled core does not cover yet: the run is refused with that reason (a mixed run asks
+    unsupported_reads too; before it did not, and the loop stopped at the read)."""
     from simulator.core.ceph_build import run_open
 
+    req = (np.array([0.0, 1.0]), np.array([1, 0]), np.array([0, 0]), np.array([4096, 4096]))
+    p = _params(extra={"block_layer": {"enabled": False}, "bluestore": {"onode_miss_read": 0}})
+    sim_py, py = _cluster(p)
+    _, cl = _cluster(p)
+    ref = _py_open(sim_py, py.image("p", "img"), *req)
+    out, _info = run_open(cl, cl.image("p", "img"), *req)
+    np.testing.assert_array_equal(out, ref)
     p = _params(extra={"block_layer": {"enabled": False}, "bluestore": {"onode_miss_read": 0},
                        "images": [{"pool": "p", "name": "img", "size": "1GiB", "prefilled": False}]})
     _, cl = _cluster(p)
-    with pytest.raises(RuntimeError, match="reads of written objects"):
-        run_open(cl, cl.image("p", "img"), np.array([0.0, 1.0]), np.array([1, 0]), np.array([0, 0]),
-                 np.array([4096, 4096]))
+    with pytest.raises(ValueError, match="onode misses are not compiled yet"):
+        run_open(cl, cl.image("p", "img"), *req)
 
 
 def test_closed_loop_writes_identical_on_devices_with_bandwidth_and_flush_time():

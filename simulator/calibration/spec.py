@@ -50,7 +50,7 @@ import glob as _glob
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -79,6 +79,22 @@ BW_TAILS = ("bw_MBps", "bw_MiBps")
 DIRECTIONS = ("read", "write", "trim", "sync")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: longest wall-time budget, measured runtime or simulated runtime per trace a spec may give: 30 days, seconds
+MAX_DURATION = 30 * 86400.0
+#: a duration field: seconds (bounded here) or a string with a unit (bounded by _duration)
+Duration = Annotated[float, Field(gt=0, le=MAX_DURATION)] | str
+
+
+def _duration(v: Any, what: str) -> Any:
+    """A Duration's value: > 0 and at most MAX_DURATION whatever its unit."""
+    if v is None:
+        return v
+    q = quantity(v)[0]
+    if not 0 < q <= MAX_DURATION:
+        raise ValueError(f"{what} must be > 0 and at most 30 days ({MAX_DURATION:.0f} s), got {v!r}")
+    return v
+
+
 _TIME_RE = re.compile(r"^\s*[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?\s*(ns|us|µs|ms|s|sec|min|m|h)\s*$")
 
 
@@ -120,8 +136,13 @@ def metric_kind(name: str) -> str | None:
 class Prior(ConfigModel):
     """Gaussian penalty ½((θ − mean)/sd)² added to the loss, in the parameter's own units."""
 
-    mean: float | str = Field(description="prior mean, in the parameter's units (numbers or quantities such as 50us)")
-    sd: float | str = Field(description="prior standard deviation, same units, > 0")
+    mean: float | str = Field(
+        description="prior mean, in the parameter's units (numbers or quantities such as 50us); no upper bound here: "
+        "the fitted field's own bound applies"
+    )
+    sd: float | str = Field(
+        description="prior standard deviation, same units, > 0; no upper bound here: a wide prior is a weak one"
+    )
 
 
 class FreeParam(ConfigModel):
@@ -132,11 +153,16 @@ class FreeParam(ConfigModel):
         "workload.<fio option> (set on every simulated job of a trace calibration, e.g. workload.sim_slat: host CPU per IO)"
     )
     bounds: tuple[float | str, float | str] | None = Field(
-        None, description="[lo, hi] for a continuous parameter, numbers or quantities with units (10us, 64MiB)"
+        None,
+        description="[lo, hi] for a continuous parameter, numbers or quantities with units (10us, 64MiB); no upper "
+        "bound here: the fitted field's own bound refuses a value beyond it",
     )
     scale: Literal["linear", "log"] = Field("linear", description="search scale of a continuous parameter (default linear)")
     prior: Prior | None = Field(None, description="optional Gaussian prior (penalty) on a continuous parameter")
-    start: float | str | None = Field(None, description="optional start of the local stage when there is no global stage")
+    start: float | str | None = Field(
+        None,
+        description="optional start of the local stage when there is no global stage; within bounds, so no upper bound of its own",
+    )
     choices: list[Any] | None = Field(None, description="values of a discrete parameter (e.g. [off, volatile, persistent])")
     integer: bool = Field(False, description="a continuous parameter whose value is rounded to an integer (a count) (default false)")
     label: str = Field("", description="short name in tables (default: the last part of the key)")
@@ -315,7 +341,7 @@ class TargetSpec(ConfigModel):
         "columns already named like a simulated metric",
     )
     label: str = Field("", description="name of the target in tables (default: file or table name)")
-    weight: float = Field(1.0, ge=0, description="weight of the target in the loss (default 1)")
+    weight: float = Field(1.0, ge=0, le=1e6, description="weight of the target in the loss, at most 1e6 (default 1)")
 
     @model_validator(mode="after")
     def _one(self) -> TargetSpec:
@@ -329,13 +355,19 @@ class TargetSpec(ConfigModel):
 class LossSpec(ConfigModel):
     """Weighted squared log-ratio errors ln(sim/measured), Gaussian with sd ``sigma``, plus priors."""
 
-    metrics: dict[str, float] = Field(
+    metrics: dict[str, Annotated[float, Field(le=1e6)]] = Field(
         default_factory=lambda: dict(DEFAULT_LOSS_METRICS),
         description="metric -> weight; metrics: iops, lat_mean, p50, p90, p99, p99.9, p99.99, bw "
-        "(default iops 1, p50 1, p90 0.5, p99 0.5, p99.9 0.25)",
+        "(default iops 1, p50 1, p90 0.5, p99 0.5, p99.9 0.25); each weight 0-1e6",
     )
-    sigma: float = Field(0.1, gt=0, description="sd of a log-ratio error (0.1 ~ 10 %), scales the data term against the priors (default 0.1)")
-    clip: float = Field(3.0, gt=0, description="log ratios are clipped to ±clip so one absurd point cannot dominate (default 3)")
+    sigma: float = Field(
+        0.1, gt=0, le=10,
+        description="sd of a log-ratio error (0.1 ~ 10 %), scales the data term against the priors, at most 10 (a factor e^10) (default 0.1)",
+    )
+    clip: float = Field(
+        3.0, gt=0, le=50,
+        description="log ratios are clipped to ±clip so one absurd point cannot dominate, at most 50 (default 3)",
+    )
     latency: Literal["auto", "clat", "lat"] = Field(
         "auto",
         description="latency of fio output targets compared: clat (completion), lat (submission + completion: use it when "
@@ -360,17 +392,23 @@ class GlobalStage(ConfigModel):
     method: Literal["de", "sobol", "lhs", "none"] = Field(
         "sobol", description="de = scipy differential_evolution; sobol / lhs = a space-filling screen; none (default sobol)"
     )
-    n: int = Field(16, ge=1, description="sobol/lhs: points; de: population multiplier (popsize) (default 16)")
-    maxiter: int = Field(3, ge=0, description="de: generations after the initial population (default 3)")
+    n: int = Field(16, ge=1, le=100000, description="sobol/lhs: points; de: population multiplier (popsize), at most 100000 (default 16)")
+    maxiter: int = Field(3, ge=0, le=100000, description="de: generations after the initial population, at most 100000 (default 3)")
 
 
 class LocalStage(ConfigModel):
     method: Literal["nelder-mead", "powell", "none"] = Field("nelder-mead", description="local refinement of the continuous parameters (default nelder-mead)")
-    maxiter: int | None = Field(None, ge=1, description="evaluations of the local stage (default: what the budget leaves)")
+    maxiter: int | None = Field(
+        None, ge=1, le=10**7, description="evaluations of the local stage, at most 1e7 (default: what the budget leaves)"
+    )
     step: float = Field(0.1, gt=0, le=0.5, description="initial simplex size as a fraction of each parameter's range (default 0.1)")
-    xatol: float = Field(0.01, gt=0, description="stop when the simplex is smaller than this fraction of the ranges (default 0.01)")
+    xatol: float = Field(
+        0.01, gt=0, le=1, description="stop when the simplex is smaller than this fraction of the ranges, at most 1 (default 0.01)"
+    )
     fatol: float = Field(
-        0.002, gt=0, description="... and the losses of the simplex differ by less than this fraction of the loss at the start of the stage (default 0.002)"
+        0.002, gt=0, le=1,
+        description="... and the losses of the simplex differ by less than this fraction of the loss at the start of the stage, "
+        "at most 1 (default 0.002)",
     )
     per_choice: bool = Field(
         False,
@@ -385,15 +423,15 @@ class OptimizerSpec(ConfigModel):
 
 
 class BudgetSpec(ConfigModel):
-    max_evals: int = Field(100, ge=1, description="evaluations (each = every target simulated once) (default 100)")
-    max_wall: float | str = Field("30m", description="wall time, seconds or with a unit (30m) (default 30m)")
+    max_evals: int = Field(
+        100, ge=1, le=10**7, description="evaluations (each = every target simulated once), at most 1e7 (default 100)"
+    )
+    max_wall: Duration = Field("30m", description="wall time, seconds or with a unit (30m), at most 30 days (default 30m)")
 
     @field_validator("max_wall")
     @classmethod
     def _wall(cls, v: Any) -> Any:
-        if quantity(v)[0] <= 0:
-            raise ValueError("max_wall must be > 0")
-        return v
+        return _duration(v, "max_wall")
 
     @property
     def wall_s(self) -> float:
@@ -405,9 +443,14 @@ class ScaleSpec(ConfigModel):
     (caches) are multiplied by ``factor``, which keeps "IOs per run / cache size" as in the full run."""
 
     factor: float = Field(gt=0, le=1, description="fraction of the full runtime simulated")
-    full_runtime: float | str = Field(description="runtime of the measured runs (900s)")
+    full_runtime: Duration = Field(description="runtime of the measured runs (900s), at most 30 days")
     runtime_key: str = Field("workload.global.runtime", description="experiment key of the runtime")
     keys: list[str] = Field(default_factory=list, description="system keys (sizes) multiplied by factor")
+
+    @field_validator("full_runtime")
+    @classmethod
+    def _full(cls, v: Any) -> Any:
+        return _duration(v, "full_runtime")
 
 
 class OutputSpec(ConfigModel):
@@ -449,9 +492,13 @@ class CalibrationSpec(ConfigModel):
     loss: LossSpec = Field(default_factory=LossSpec, description="loss function")
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec, description="global + local stage")
     budget: BudgetSpec = Field(default_factory=BudgetSpec, description="evaluation and wall-time limits")
-    runtime: float | str | None = Field(None, description="simulated runtime per trace, seconds or with a unit (default: as measured)")
-    seed: int = Field(1, ge=0, description="simulation seed, the same for every evaluation (common random numbers)")
-    workers: int | None = Field(None, ge=1, description="parallel processes (default: all cores)")
+    runtime: Duration | None = Field(
+        None, description="simulated runtime per trace, seconds or with a unit, at most 30 days (default: as measured)"
+    )
+    seed: int = Field(
+        1, ge=0, description="simulation seed, the same for every evaluation (common random numbers); a label, so no upper bound"
+    )
+    workers: int | None = Field(None, ge=1, le=4096, description="parallel processes, at most 4096 (default: all cores)")
     output: OutputSpec = Field(default_factory=OutputSpec, description="profile and report")
 
     @model_validator(mode="after")
@@ -489,8 +536,7 @@ class CalibrationSpec(ConfigModel):
             if t.var in known:
                 raise ValueError(f"tied.{i}: the name {t.var!r} is already used: give it a label")
             known.add(t.var)
-        if self.runtime is not None and quantity(self.runtime)[0] <= 0:
-            raise ValueError("runtime must be > 0")
+        _duration(self.runtime, "runtime")
         if self.optimizer.local.per_choice:
             n = math.prod(len(f.choices or []) for f in self.free if f.discrete)
             if n > 16:

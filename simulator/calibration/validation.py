@@ -821,6 +821,46 @@ LAB_RECORD_PROFILE = "clusters/ceph_lab_quiet_kernel_fitted"  # the lab's model 
 LAB_RECORD_TAG = "quiet_kernel_fitted"  # its tables: data/quiet/prediction_<tag>.csv, counters_<tag>.csv
 
 
+#: the lab's acceptance metrics: (column stem, label, bound)
+_LAB_METRICS = (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %"))
+
+
+def _lab_points(rows: list[dict[str, str]], cell: Any) -> list[str]:
+    """The per-point table of a lab prediction CSV (measured with its range, simulated, error per metric)."""
+    md = ["", "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
+          "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
+                                      *cell(r, "p99_ms")]) + " |")
+    return md
+
+
+def _lab_summary(rows: list[dict[str, str]], campaign: str, summary: list[dict[str, Any]]) -> None:
+    """Append the error statistics of ``rows`` per set (fit, prediction) and metric to ``summary``."""
+    for s2 in ("fit", "prediction"):
+        for m, lab_m, _b in _LAB_METRICS:
+            sel = [_f(r.get(f"err_{m}_pct")) for r in rows if r["set"] == s2]
+            if sel:
+                summary.append({"campaign": f"{campaign} ({s2}, {lab_m})", "kind": s2,
+                                **_stats([e for e in sel if e is not None])})
+
+
+def _lab_versus(blurb: str, base_name: str, other_name: str, base: list[dict[str, str]],
+                other: list[dict[str, str]]) -> list[str]:
+    """Points within the acceptance bounds at the predicted points, ``base`` beside ``other``: all / testable."""
+    md = [f"{blurb} Within bounds at the predicted points (all / testable):", "",
+          f"| metric | {base_name} | {other_name} |", "|---|---|---|"]
+    for m, lab_m, b in _LAB_METRICS:
+        cells = []
+        for tab in (base, other):
+            pr = [r for r in tab if r["set"] == "prediction"]
+            tst = [r for r in pr if r.get(f"{m}_testable") == "True"]
+            cells.append(f"{sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)} / "
+                         f"{sum(r.get(f'{m}_ok') == 'True' for r in tst)} of {len(tst)}")
+        md.append(f"| {lab_m} {b} | {cells[0]} | {cells[1]} |")
+    return md
+
+
 def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str, Any]]]:
     """Model vs the real Ceph 16 cluster of calibration/ceph-lab (committed prediction/counter tables;
     outside quick mode also a fresh replay of the lab's croit sequence)."""
@@ -931,26 +971,10 @@ def _ceph_lab(quick: bool, workers: int | None) -> tuple[list[str], list[dict[st
         if not mech_p.is_file():
             continue
         mech = _read_csv(mech_p)
-        md += ["", f"### {title}", "", f"{blurb} Within bounds (testable points / all predicted points):", "",
-               "| metric | before (ceph_lab_fitted) | with the mechanisms |", "|---|---|---|"]
-        for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %")):
-            cells = []
-            for tab in (pred, mech):
-                pr = [r for r in tab if r["set"] == "prediction"]
-                tst = [r for r in pr if r.get(f"{m}_testable") == "True"]
-                cells.append(f"{sum(r.get(f'{m}_ok') == 'True' for r in tst)} of {len(tst)} / "
-                             f"{sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)}")
-            md.append(f"| {lab_m} {b} | {cells[0]} | {cells[1]} |")
-        md += ["", "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
-               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in mech:
-            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
-                                          *cell(r, "p99_ms")]) + " |")
-        for s2 in ("fit", "prediction"):
-            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
-                sel = [_f(r.get(f"err_{m}_pct")) for r in mech if r["set"] == s2]
-                summary.append({"campaign": f"Ceph lab, {'mechanisms' if tag == 'batching' else tag} ({s2}, {lab_m})", "kind": s2,
-                                **_stats([e for e in sel if e is not None])})
+        md += ["", f"### {title}", ""]
+        md += _lab_versus(blurb, "before (ceph_lab_fitted)", "with the mechanisms", pred, mech)
+        md += _lab_points(mech, cell)
+        _lab_summary(mech, f"Ceph lab, {'mechanisms' if tag == 'batching' else tag}", summary)
     md += _ceph_lab_quiet(lab, cell, summary)
     md += ["", "Mechanisms and what the lab showed: docs/ceph-model.md, \"What the lab showed\".", ""]
     return md, summary
@@ -993,19 +1017,10 @@ def _ceph_lab_quiet(lab: Path, cell: Any, summary: list[dict[str, Any]]) -> list
         rows = _read_csv(p)
         if not tag:
             rows = [{**r, "set": "prediction"} for r in rows]
-        md += ["", f"Quiet campaign, {title}:", "",
-               "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
-               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in rows:
-            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
-                                          *cell(r, "p99_ms")]) + " |")
+        md += ["", f"Quiet campaign, {title}:"]
+        md += _lab_points(rows, cell)
         name = "loaded fit" if not tag else ("quiet fit" if tag == "_quiet" else "kernel fit")
-        for s2 in ("fit", "prediction"):
-            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
-                sel = [_f(r.get(f"err_{m}_pct")) for r in rows if r["set"] == s2]
-                if sel:
-                    summary.append({"campaign": f"Ceph lab quiet campaign, {name} ({s2}, {lab_m})", "kind": s2,
-                                    **_stats([e for e in sel if e is not None])})
+        _lab_summary(rows, f"Ceph lab quiet campaign, {name}", summary)
         if tag == f"_{LAB_RECORD_TAG}":
             pr = [r for r in rows if r["set"] == "prediction"]
             md += [""] + [f"{lab_m} within {b} at {sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)} predicted points "
@@ -1047,27 +1062,10 @@ def _ceph_lab_quiet_hypotheses(q: Path, cell: Any, summary: list[dict[str, Any]]
         if not hp.is_file():
             continue
         hyp = _read_csv(hp)
-        md += ["", f"### {title}", "", f"{blurb} Within bounds at the predicted points (all / testable):", "",
-               "| metric | model of record | this hypothesis |", "|---|---|---|"]
-        for m, lab_m, b in (("iops", "IOPS", "±25 %"), ("p50_ms", "p50", "±35 %"), ("p99_ms", "p99", "±35 %")):
-            cells = []
-            for tab in (rec, hyp):
-                pr = [r for r in tab if r["set"] == "prediction"]
-                tst = [r for r in pr if r.get(f"{m}_testable") == "True"]
-                cells.append(f"{sum(r.get(f'{m}_ok') == 'True' for r in pr)} of {len(pr)} / "
-                             f"{sum(r.get(f'{m}_ok') == 'True' for r in tst)} of {len(tst)}")
-            md.append(f"| {lab_m} {b} | {cells[0]} | {cells[1]} |")
-        md += ["", "| variant | rw | QD | set | IOPS meas (range) | IOPS sim | err | p50 ms meas (range) | p50 sim | err | "
-               "p99 ms meas (range) | p99 sim | err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in hyp:
-            md.append("| " + " | ".join([r["variant"], r["rw"], r["qd"], r["set"], *cell(r, "iops"), *cell(r, "p50_ms"),
-                                          *cell(r, "p99_ms")]) + " |")
-        for s2 in ("fit", "prediction"):
-            for m, lab_m in (("iops", "IOPS"), ("p50_ms", "p50"), ("p99_ms", "p99")):
-                sel = [_f(r.get(f"err_{m}_pct")) for r in hyp if r["set"] == s2]
-                if sel:
-                    summary.append({"campaign": f"Ceph lab quiet campaign, {tag} ({s2}, {lab_m})", "kind": s2,
-                                    **_stats([e for e in sel if e is not None])})
+        md += ["", f"### {title}", ""]
+        md += _lab_versus(blurb, "model of record", "this hypothesis", rec, hyp)
+        md += _lab_points(hyp, cell)
+        _lab_summary(hyp, f"Ceph lab quiet campaign, {tag}", summary)
         cp, cr = q / f"counters_{tag}.csv", q / f"counters_{LAB_RECORD_TAG}.csv"
         if cp.is_file() and cr.is_file():
             hc, rc = _read_csv(cp), _read_csv(cr)

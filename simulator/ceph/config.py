@@ -7,7 +7,7 @@ figures are datasheet-class estimates marked as assumptions in the profiles' ``s
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -61,7 +61,7 @@ class CpuConfig(ConfigModel):
         description="extra throughput of a core per additional hardware thread, fraction (default 0.25)",
     )
     speed: float = Field(
-        1.0, gt=0.0, description="speed relative to the CPU the cost parameters refer to; costs are divided by it (default 1.0)"
+        1.0, gt=0.0, le=100.0, description="speed relative to the CPU the cost parameters refer to; costs are divided by it, at most 100 (default 1.0)"
     )
     wakeup_cost: Seconds = Field(
         0.0, ge=0, le=1e-3,
@@ -163,13 +163,13 @@ class NetworkConfig(ConfigModel):
     """The network between hosts (one switch) and inside a host (loopback)."""
 
     latency: Seconds = Field(
-        "25us", ge=0, description="one-way latency host to host: switch + both kernel TCP stacks, seconds (default 25us)"
+        "25us", ge=0, le=1.0, description="one-way latency host to host: switch + both kernel TCP stacks, seconds, at most 1 s (default 25us)"
     )
     loopback_latency: Seconds = Field(
-        "10us", ge=0, description="one-way latency between two daemons on the same host, seconds (default 10us)"
+        "10us", ge=0, le=1.0, description="one-way latency between two daemons on the same host, seconds, at most 1 s (default 10us)"
     )
     message_overhead: Bytes = Field(
-        256, ge=0, description="bytes of messenger framing + op encoding added to every message's payload (default 256)"
+        256, ge=0, le=1 << 20, description="bytes of messenger framing + op encoding added to every message's payload, at most 1 MiB (default 256)"
     )
 
 
@@ -181,18 +181,18 @@ class DriveGroupConfig(ConfigModel):
         description="device spec as everywhere else: {profile: hdd/<name>, params: {...}} or {kind: queue, params: {...}}"
     )
     device_class: str = Field("hdd", pattern=_NAME, description="CRUSH device class of these OSDs (default hdd)")
-    split: int | Literal["luns"] = Field(
+    split: Annotated[int, Field(le=64)] | Literal["luns"] = Field(
         1,
         description=(
-            "OSDs per drive: an integer N = N equal LVM volumes (partitions) sharing the drive's actuator(s); "
-            "'luns' = one OSD per LUN child device (e.g. a dual-actuator MACH.2 drive) (default 1)"
+            "OSDs per drive: an integer N = N equal LVM volumes (partitions) sharing the drive's actuator(s), at most "
+            "64; 'luns' = one OSD per LUN child device (e.g. a dual-actuator MACH.2 drive) (default 1)"
         ),
     )
     lvm_offset: Bytes = Field(
-        "1MiB", ge=0, description="bytes at the start of the drive taken by the LVM label/metadata before the first volume (default 1MiB)"
+        "1MiB", ge=0, le=2**40, description="bytes at the start of the drive taken by the LVM label/metadata before the first volume, at most 1 TiB (default 1MiB)"
     )
     weight: float | None = Field(
-        None, gt=0, description="CRUSH weight per OSD; default = its device capacity in TiB (as ceph-volume sets it)"
+        None, gt=0, le=65535, description="CRUSH weight per OSD; default = its device capacity in TiB (as ceph-volume sets it); at most 65535 (CRUSH keeps weights in 16.16 fixed point)"
     )
     block_layer: BlockLayerConfig | None = Field(
         None, description="block layer in front of these drives; default: the cluster's block_layer"
@@ -241,14 +241,14 @@ class ClientConfig(ConfigModel):
     cpu: CpuConfig = Field(default_factory=CpuConfig, description="client processors")
     nic: NicConfig = Field(default_factory=NicConfig, description="client network interface")
     submit_cost: Seconds = Field(
-        "20us", ge=0, description="librbd + librados + messenger CPU to issue one object request, seconds (default 20us)"
+        "20us", ge=0, le=1.0, description="librbd + librados + messenger CPU to issue one object request, seconds, at most 1 s (default 20us)"
     )
     complete_cost: Seconds = Field(
-        "10us", ge=0, description="CPU to receive a reply and complete the request in librbd, seconds (default 10us)"
+        "10us", ge=0, le=1.0, description="CPU to receive a reply and complete the request in librbd, seconds, at most 1 s (default 10us)"
     )
     cost_per_byte: float = Field(
-        0.0, ge=0,
-        description="client CPU per byte of data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
+        0.0, ge=0, le=1e-6,
+        description="client CPU per byte of data sent or received (copies, TCP, crc32c), seconds/byte, at most 1e-6 (1 MB/s of CPU per core) (default 0)",
     )
     write_cost: Seconds = Field(
         0.0, ge=0, le=0.01,
@@ -282,14 +282,14 @@ class KrbdConfig(ConfigModel):
         description="the rbd device's block layer (its queue_depth is set from queue_depth above)",
     )
     file_size: Bytes | None = Field(
-        None, gt=0,
+        None, gt=0, le=2**56,
         description=(
             "a preallocated file of this size in a filesystem on the device, read and written with direct IO: "
             "the component <name>_file, one contiguous extent at file_offset (XFS-like; no metadata IO) "
-            "(default none)"
+            "(default none); at most 2^56 (the largest image)"
         ),
     )
-    file_offset: Bytes = Field("1MiB", ge=0, description="device offset of the file's extent, bytes (default 1MiB)")
+    file_offset: Bytes = Field("1MiB", ge=0, le=2**56, description="device offset of the file's extent, bytes, at most 2^56 (default 1MiB)")
 
 
 class CrushRuleConfig(ConfigModel):
@@ -342,12 +342,12 @@ class ErasureCodeConfig(ConfigModel):
         ),
     )
     encode_rate: BytesPerSecond = Field(
-        "4.2GB/s", gt=0,
-        description="primary CPU encode throughput per core over the stripes written, bytes/s (default 4.2GB/s, jerasure)",
+        "4.2GB/s", gt=0, le=1e12,
+        description="primary CPU encode throughput per core over the stripes written, bytes/s, at most 1 TB/s (default 4.2GB/s, jerasure)",
     )
     decode_rate: BytesPerSecond = Field(
-        "10GB/s", gt=0,
-        description="primary CPU decode throughput per core to rebuild lost chunks from k shards, bytes/s (default 10GB/s, jerasure, one erasure)",
+        "10GB/s", gt=0, le=1e12,
+        description="primary CPU decode throughput per core to rebuild lost chunks from k shards, bytes/s, at most 1 TB/s (default 10GB/s, jerasure, one erasure)",
     )
 
     @property
@@ -359,14 +359,14 @@ class PoolConfig(ConfigModel):
     """A replicated or erasure-coded pool."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$", description="pool name")
-    id: int | None = Field(None, ge=0, description="pool id; default 1, 2, ... in list order (Ceph numbers pools from 1)")
+    id: int | None = Field(None, ge=0, le=2**31 - 1, description="pool id; default 1, 2, ... in list order (Ceph numbers pools from 1); at most 2^31-1")
     type: Literal["replicated", "erasure"] = Field("replicated", description="pool type (default replicated)")
     size: int = Field(3, ge=1, le=10, description="replicas (osd_pool_default_size, default 3); erasure pools: k+m, this field is ignored")
     min_size: int | None = Field(
-        None, ge=1,
+        None, ge=1, le=48,
         description=(
             "replicas (shards) needed to serve IO; default size - size//2 (osd_pool_default_min_size 0); erasure: "
-            "k + min(1, m-1), as the monitor sets it"
+            "k + min(1, m-1), as the monitor sets it; at most 48 (the largest k+m)"
         ),
     )
     pg_num: int = Field(8, ge=1, le=1 << 20, description="placement groups (osd_pool_default_pg_num, default 8)")
@@ -435,32 +435,32 @@ class OsdConfig(ConfigModel):
 
     op_num_shards: int = Field(5, ge=1, le=1024, description="op queue shards per OSD (osd_op_num_shards_hdd, default 5)")
     op_num_threads_per_shard: int = Field(
-        1, ge=1, description="worker threads per shard (osd_op_num_threads_per_shard_hdd, default 1)"
+        1, ge=1, le=64, description="worker threads per shard (osd_op_num_threads_per_shard_hdd, default 1, at most 64)"
     )
-    msgr_recv_cost: Seconds = Field("30us", ge=0, description="CPU to receive and decode one message, seconds (default 30us)")
-    msgr_send_cost: Seconds = Field("30us", ge=0, description="CPU to encode and send one message, seconds (default 30us)")
+    msgr_recv_cost: Seconds = Field("30us", ge=0, le=1.0, description="CPU to receive and decode one message, seconds, at most 1 s (default 30us)")
+    msgr_send_cost: Seconds = Field("30us", ge=0, le=1.0, description="CPU to encode and send one message, seconds, at most 1 s (default 30us)")
     msgr_cost_per_byte: float = Field(
-        0.0, ge=0,
-        description="OSD-host CPU per byte of message data sent or received (copies, TCP, crc32c), seconds/byte (default 0)",
+        0.0, ge=0, le=1e-6,
+        description="OSD-host CPU per byte of message data sent or received (copies, TCP, crc32c), seconds/byte, at most 1e-6 (1 MB/s of CPU per core) (default 0)",
     )
-    read_cost: Seconds = Field("270us", ge=0, description="CPU of a client read in the PG + BlueStore, seconds (default 270us)")
+    read_cost: Seconds = Field("270us", ge=0, le=1.0, description="CPU of a client read in the PG + BlueStore, seconds, at most 1 s (default 270us)")
     write_cost: Seconds = Field(
-        "650us", ge=0, description="CPU of a client write at the primary (PG log, txc prepare), seconds (default 650us)"
+        "650us", ge=0, le=1.0, description="CPU of a client write at the primary (PG log, txc prepare), seconds, at most 1 s (default 650us)"
     )
     subop_cost: Seconds = Field(
-        "650us", ge=0, description="CPU of a replica write (MOSDRepOp) at a replica, seconds (default 650us)"
+        "650us", ge=0, le=1.0, description="CPU of a replica write (MOSDRepOp) at a replica, seconds, at most 1 s (default 650us)"
     )
     reply_cost: Seconds = Field(
-        "50us", ge=0, description="CPU at the primary to process one replica's commit reply, seconds (default 50us)"
+        "50us", ge=0, le=1.0, description="CPU at the primary to process one replica's commit reply, seconds, at most 1 s (default 50us)"
     )
     commit_cost: Seconds = Field(
-        "20us", ge=0, description="CPU of the commit callback (finisher) per transaction, seconds (default 20us)"
+        "20us", ge=0, le=1.0, description="CPU of the commit callback (finisher) per transaction, seconds, at most 1 s (default 20us)"
     )
     ec_subread_cost: Seconds = Field(
-        "100us", ge=0,
+        "100us", ge=0, le=1.0,
         description=(
             "CPU of an erasure-coded shard sub-read (MOSDECSubOpRead: BlueStore read call, reply encoding) at the "
-            "shard's OSD, seconds (default 100us, an estimate)"
+            "shard's OSD, seconds, at most 1 s (default 100us, an estimate)"
         ),
     )
     cost_cv: float = Field(
@@ -506,16 +506,16 @@ class AutotuneConfig(ConfigModel):
     )
     memory_target: Bytes = Field("4GiB", gt=0, le=2**44, description="OSD memory target (osd_memory_target, default 4GiB)")
     memory_base: Bytes = Field(
-        "768MiB", ge=0, description="memory the OSD needs besides its caches (osd_memory_base, default 768MiB)"
+        "768MiB", ge=0, le=2**44, description="memory the OSD needs besides its caches (osd_memory_base, default 768MiB, at most 16 TiB)"
     )
     expected_fragmentation: float = Field(
         0.15, ge=0, lt=1, description="heap fragmentation allowed for (osd_memory_expected_fragmentation, default 0.15)"
     )
-    cache_min: Bytes = Field("128MiB", ge=0, description="smallest total cache (osd_memory_cache_min, default 128MiB)")
+    cache_min: Bytes = Field("128MiB", ge=0, le=2**44, description="smallest total cache (osd_memory_cache_min, default 128MiB, at most 16 TiB)")
     meta_ratio: float = Field(0.4, ge=0, le=1, description="largest share of the onode cache (bluestore_cache_meta_ratio, default 0.4)")
     kv_ratio: float = Field(0.4, ge=0, le=1, description="share set aside for RocksDB's block cache (bluestore_cache_kv_ratio, default 0.4)")
-    interval: Seconds = Field("5s", gt=0, description="time between re-sizings (bluestore_cache_autotune_interval, default 5s)")
-    onode_bytes: Bytes = Field(4096, gt=0, description="memory of one cached onode with its extent map, bytes (default 4096, an estimate)")
+    interval: Seconds = Field("5s", gt=0, le=3600.0, description="time between re-sizings (bluestore_cache_autotune_interval, default 5s, at most 1 h)")
+    onode_bytes: Bytes = Field(4096, gt=0, le=1 << 20, description="memory of one cached onode with its extent map, bytes, at most 1 MiB (default 4096, an estimate)")
 
     @model_validator(mode="after")
     def _ratios(self) -> AutotuneConfig:
@@ -527,52 +527,52 @@ class AutotuneConfig(ConfigModel):
 class BlueStoreConfig(ConfigModel):
     """BlueStore on one OSD (with RocksDB/BlueFS for metadata and the deferred-write WAL)."""
 
-    block_size: Bytes = Field(4096, gt=0, description="device block size; reads and WAL appends are aligned to it, bytes (default 4096)")
+    block_size: Bytes = Field(4096, gt=0, le=1 << 20, description="device block size; reads and WAL appends are aligned to it, bytes, at most 1 MiB (default 4096)")
     prefer_deferred_size: Bytes = Field(
-        32768, ge=0, description="writes up to this size are deferred through the WAL (bluestore_prefer_deferred_size_hdd, default 32KiB)"
+        32768, ge=0, le=1 << 30, description="writes up to this size are deferred through the WAL (bluestore_prefer_deferred_size_hdd, default 32KiB, at most 1 GiB)"
     )
-    min_alloc_size: Bytes = Field(65536, gt=0, description="allocation unit (bluestore_min_alloc_size_hdd, default 64KiB)")
+    min_alloc_size: Bytes = Field(65536, gt=0, le=1 << 30, description="allocation unit (bluestore_min_alloc_size_hdd, default 64KiB, at most 1 GiB)")
     deferred_batch_ops: int = Field(
-        64, ge=1,
+        64, ge=1, le=1000000,
         description=(
             "deferred writes queued (all PGs) before the pending batches are submitted; also when the deferred throttle "
-            "is past half full (bluestore_deferred_batch_ops_hdd, default 64)"
+            "is past half full (bluestore_deferred_batch_ops_hdd, default 64, at most 1e6)"
         ),
     )
     deferred_max_interval: Seconds | None = Field(
-        None, ge=0, description="submit pending deferred writes at least this often; default none (no such timer in 14.2.5)"
+        None, ge=0, le=3600.0, description="submit pending deferred writes at least this often; default none (no such timer in 14.2.5); at most 1 h"
     )
     throttle_bytes: Bytes = Field(
-        "64MiB", gt=0,
+        "64MiB", gt=0, le=2**40,
         description=(
             "transaction throttle: summed txc costs from submission until kv_sync takes the txc into a commit batch; "
-            "a write blocks its op thread while it is full (bluestore_throttle_bytes, default 64MiB)"
+            "a write blocks its op thread while it is full (bluestore_throttle_bytes, default 64MiB, at most 1 TiB)"
         ),
     )
     throttle_deferred_bytes: Bytes = Field(
-        "128MiB", gt=0,
+        "128MiB", gt=0, le=2**40,
         description=(
             "deferred throttle: summed txc costs of deferred writes from submission until their in-place write is done; "
             "its limit is throttle_bytes + this (as BlueStore sets it); when full a deferred write submits all pending "
-            "deferred batches (deferred_aggressive) and blocks its op thread (bluestore_throttle_deferred_bytes, default 128MiB)"
+            "deferred batches (deferred_aggressive) and blocks its op thread (bluestore_throttle_deferred_bytes, default 128MiB, at most 1 TiB)"
         ),
     )
     throttle_cost_per_io: Bytes = Field(
-        670000, ge=0,
+        670000, ge=0, le=1 << 30,
         description=(
             "cost of one IO in both throttles: txc cost = (1 + data IOs) x this + bytes; a deferred write has no data IO "
-            "(bluestore_throttle_cost_per_io_hdd 670000; _ssd 4000), bytes (default 670000)"
+            "(bluestore_throttle_cost_per_io_hdd 670000; _ssd 4000), bytes, at most 1 GiB (default 670000)"
         ),
     )
     max_deferred_txc: int = Field(
-        32, ge=1,
+        32, ge=1, le=1000000,
         description=(
             "a PG (OpSequencer) with more unfinished transactions than this behind a queued deferred batch submits "
-            "it (bluestore_max_deferred_txc, default 32)"
+            "it (bluestore_max_deferred_txc, default 32, at most 1e6)"
         ),
     )
     kv_txc_bytes: Bytes = Field(
-        1200, ge=0, description="RocksDB WAL bytes per transaction besides deferred data: onode, extent map, PG log entry, bytes (default 1200)"
+        1200, ge=0, le=1 << 24, description="RocksDB WAL bytes per transaction besides deferred data: onode, extent map, PG log entry, bytes, at most 16 MiB (default 1200)"
     )
     kv_commit_cost: Seconds = Field(
         0.0, ge=0, le=10e-3,
@@ -585,10 +585,10 @@ class BlueStoreConfig(ConfigModel):
         ),
     )
     kv_cleanup_bytes: Bytes = Field(
-        64, ge=0, description="WAL bytes to delete one applied deferred record, bytes (default 64)"
+        64, ge=0, le=1 << 20, description="WAL bytes to delete one applied deferred record, bytes, at most 1 MiB (default 64)"
     )
     wal_size: Bytes = Field(
-        "1GiB", gt=0, description="ring of recycled RocksDB WAL files the appends cycle through, bytes (default 1GiB = 4 x 256MiB)"
+        "1GiB", gt=0, le=2**44, description="ring of recycled RocksDB WAL files the appends cycle through, bytes, at most 16 TiB (default 1GiB = 4 x 256MiB)"
     )
     wal_rewrite_tail: bool = Field(
         True,
@@ -598,7 +598,7 @@ class BlueStoreConfig(ConfigModel):
         ),
     )
     bluefs_size: Bytes = Field(
-        "4GiB", gt=0, description="BlueFS extent (WAL ring + DB) on the OSD's device when no DB device, bytes (default 4GiB)"
+        "4GiB", gt=0, le=2**50, description="BlueFS extent (WAL ring + DB) on the OSD's device when no DB device, bytes, at most 1 PiB (default 4GiB)"
     )
     bluefs_position: float = Field(
         0.5, ge=0, le=1,
@@ -616,12 +616,12 @@ class BlueStoreConfig(ConfigModel):
         100000, ge=0, le=1000000000, description="onodes (object metadata) kept in memory per OSD, count (default 100000)"
     )
     onode_miss_read: Bytes = Field(
-        4096, ge=0, description="bytes read from the DB region when an onode is not cached; 0 = no IO (default 4096)"
+        4096, ge=0, le=1 << 26, description="bytes read from the DB region when an onode is not cached; 0 = no IO, at most 64 MiB (default 4096)"
     )
-    onode_miss_cost: Seconds = Field("50us", ge=0, description="extra CPU to decode a missed onode, seconds (default 50us)")
-    cache_hit_cost: Seconds = Field("0us", ge=0, description="extra CPU for a read served from the buffer cache, seconds (default 0)")
+    onode_miss_cost: Seconds = Field("50us", ge=0, le=1.0, description="extra CPU to decode a missed onode, seconds, at most 1 s (default 50us)")
+    cache_hit_cost: Seconds = Field("0us", ge=0, le=1.0, description="extra CPU for a read served from the buffer cache, seconds, at most 1 s (default 0)")
     read_unit: Bytes = Field(
-        4096, gt=0, description="granularity of device reads and cached buffers (checksum block), bytes (default 4096)"
+        4096, gt=0, le=1 << 24, description="granularity of device reads and cached buffers (checksum block), bytes, at most 16 MiB (default 4096)"
     )
     cache: CacheConfig = Field(default_factory=CacheConfig, description="data buffer cache")
     autotune: AutotuneConfig = Field(
@@ -646,37 +646,37 @@ class FileStoreConfig(ConfigModel):
     write the dirty pages in place. Defaults are Jewel's option defaults where FileStore has an option."""
 
     journal_size: Bytes = Field(
-        "5GiB", gt=0,
+        "5GiB", gt=0, le=2**44,
         description=(
             "journal partition on the OSD's own drive when the host has no journal (db_devices) SSD, at the start of "
             "the drive as ceph-disk lays it out; with a journal SSD the whole db_size partition is the journal "
-            "(osd_journal_size 5120 MB, default 5GiB)"
+            "(osd_journal_size 5120 MB, default 5GiB, at most 16 TiB)"
         ),
     )
-    journal_block_size: Bytes = Field(4096, gt=0, description="journal alignment of every entry (journal_block_size, default 4096)")
+    journal_block_size: Bytes = Field(4096, gt=0, le=1 << 20, description="journal alignment of every entry (journal_block_size, default 4096, at most 1 MiB)")
     max_write_size: Bytes = Field(
-        "90MiB", gt=0,
-        description="largest client write; a journal that cannot hold it is refused, as FileJournal does (osd_max_write_size, default 90MiB)",
+        "90MiB", gt=0, le=2**32,
+        description="largest client write; a journal that cannot hold it is refused, as FileJournal does (osd_max_write_size, default 90MiB, at most 4 GiB)",
     )
     journal_entry_header: Bytes = Field(
-        40, ge=0, description="entry_header_t written before and after every entry, bytes (default 40)"
+        40, ge=0, le=1 << 20, description="entry_header_t written before and after every entry, bytes, at most 1 MiB (default 40)"
     )
     txn_bytes: Bytes = Field(
-        1200, ge=0,
+        1200, ge=0, le=1 << 24,
         description=(
             "encoded transaction besides the data: op list, object name, object_info and snapset xattrs, PG log "
-            "entry and info as omap keys, bytes (default 1200, same estimate as BlueStore's kv_txc_bytes)"
+            "entry and info as omap keys, bytes, at most 16 MiB (default 1200, same estimate as BlueStore's kv_txc_bytes)"
         ),
     )
     journal_align_min_size: Bytes = Field(
-        65536, ge=0,
-        description="data of at least this size is page-aligned inside its entry (pre_pad) (journal_align_min_size, default 64KiB)",
+        65536, ge=0, le=1 << 30,
+        description="data of at least this size is page-aligned inside its entry (pre_pad) (journal_align_min_size, default 64KiB, at most 1 GiB)",
     )
     journal_max_write_bytes: Bytes = Field(
-        "10MiB", gt=0, description="bytes of entries the journal writer puts in one write (journal_max_write_bytes, default 10MiB)"
+        "10MiB", gt=0, le=2**32, description="bytes of entries the journal writer puts in one write (journal_max_write_bytes, default 10MiB, at most 4 GiB)"
     )
     journal_max_write_entries: int = Field(
-        100, ge=1, description="entries the journal writer puts in one write (journal_max_write_entries, default 100)"
+        100, ge=1, le=1000000, description="entries the journal writer puts in one write (journal_max_write_entries, default 100, at most 1e6)"
     )
     journal_aio: bool = Field(
         True,
@@ -686,81 +686,81 @@ class FileStoreConfig(ConfigModel):
         ),
     )
     journal_queue_max_ops: int = Field(
-        300, ge=0, description="entries queued for or in a journal write before queue_transactions blocks (journal_queue_max_ops, default 300)"
+        300, ge=0, le=10**7, description="entries queued for or in a journal write before queue_transactions blocks (journal_queue_max_ops, default 300, at most 1e7)"
     )
     journal_queue_max_bytes: Bytes = Field(
-        "32MiB", ge=0, description="bytes queued for or in a journal write before queue_transactions blocks (journal_queue_max_bytes, default 32MiB)"
+        "32MiB", ge=0, le=2**40, description="bytes queued for or in a journal write before queue_transactions blocks (journal_queue_max_bytes, default 32MiB, at most 1 TiB)"
     )
     queue_max_ops: int = Field(
-        50, ge=0,
-        description="transactions submitted and not yet applied before queue_transactions blocks (filestore_queue_max_ops, default 50)",
+        50, ge=0, le=10**7,
+        description="transactions submitted and not yet applied before queue_transactions blocks (filestore_queue_max_ops, default 50, at most 1e7)",
     )
     queue_max_bytes: Bytes = Field(
-        "100MiB", ge=0,
-        description="bytes submitted and not yet applied before queue_transactions blocks (filestore_queue_max_bytes, default 100MiB)",
+        "100MiB", ge=0, le=2**40,
+        description="bytes submitted and not yet applied before queue_transactions blocks (filestore_queue_max_bytes, default 100MiB, at most 1 TiB)",
     )
-    op_threads: int = Field(2, ge=1, description="apply threads; one transaction per PG at a time (filestore_op_threads, default 2)")
+    op_threads: int = Field(2, ge=1, le=1024, description="apply threads; one transaction per PG at a time (filestore_op_threads, default 2, at most 1024)")
     apply_cost: Seconds = Field(
-        "100us", ge=0,
-        description="CPU of applying one transaction: pwrite into the page cache, two setxattr, LevelDB omap put, seconds (default 100us)",
+        "100us", ge=0, le=1.0,
+        description="CPU of applying one transaction: pwrite into the page cache, two setxattr, LevelDB omap put, seconds, at most 1 s (default 100us)",
     )
     min_sync_interval: Seconds = Field(
-        "10ms", ge=0, description="earliest next syncfs after one (filestore_min_sync_interval, default 0.01 s)"
+        "10ms", ge=0, le=3600.0, description="earliest next syncfs after one (filestore_min_sync_interval, default 0.01 s, at most 1 h)"
     )
     max_sync_interval: Seconds = Field(
-        "5s", gt=0,
+        "5s", gt=0, le=3600.0,
         description=(
             "syncfs at least this often; earlier when the journal passes half full; journal space is freed when a "
-            "sync completes (filestore_max_sync_interval, default 5 s)"
+            "sync completes (filestore_max_sync_interval, default 5 s, at most 1 h)"
         ),
     )
     wbthrottle: bool = Field(True, description="the WBThrottle flusher and hard limits (filestore_wbthrottle_enable, default true)")
     wb_ios_start_flusher: int = Field(
-        500, ge=0, description="dirty writes at which the flusher starts fdatasync-ing the oldest files (filestore_wbthrottle_xfs_ios_start_flusher, default 500)"
+        500, ge=0, le=10**9, description="dirty writes at which the flusher starts fdatasync-ing the oldest files (filestore_wbthrottle_xfs_ios_start_flusher, default 500, at most 1e9)"
     )
     wb_ios_hard_limit: int = Field(
-        5000, ge=1, description="dirty writes at which applies block (filestore_wbthrottle_xfs_ios_hard_limit, default 5000)"
+        5000, ge=1, le=10**9, description="dirty writes at which applies block (filestore_wbthrottle_xfs_ios_hard_limit, default 5000, at most 1e9)"
     )
     wb_bytes_start_flusher: Bytes = Field(
-        "40MiB", ge=0, description="dirty bytes at which the flusher starts (filestore_wbthrottle_xfs_bytes_start_flusher, default 40MiB)"
+        "40MiB", ge=0, le=2**44, description="dirty bytes at which the flusher starts (filestore_wbthrottle_xfs_bytes_start_flusher, default 40MiB, at most 16 TiB)"
     )
     wb_bytes_hard_limit: Bytes = Field(
-        "400MiB", gt=0, description="dirty bytes at which applies block (filestore_wbthrottle_xfs_bytes_hard_limit, default 400MiB)"
+        "400MiB", gt=0, le=2**44, description="dirty bytes at which applies block (filestore_wbthrottle_xfs_bytes_hard_limit, default 400MiB, at most 16 TiB)"
     )
     wb_inodes_start_flusher: int = Field(
-        500, ge=0, description="dirty files at which the flusher starts (filestore_wbthrottle_xfs_inodes_start_flusher, default 500)"
+        500, ge=0, le=10**9, description="dirty files at which the flusher starts (filestore_wbthrottle_xfs_inodes_start_flusher, default 500, at most 1e9)"
     )
     wb_inodes_hard_limit: int = Field(
-        5000, ge=1, description="dirty files at which applies block (filestore_wbthrottle_xfs_inodes_hard_limit, default 5000)"
+        5000, ge=1, le=10**9, description="dirty files at which applies block (filestore_wbthrottle_xfs_inodes_hard_limit, default 5000, at most 1e9)"
     )
     omap_bytes: Bytes = Field(
-        500, ge=0,
-        description="LevelDB log bytes per transaction (PG log entry, info) appended in the omap directory and written at sync, bytes (default 500)",
+        500, ge=0, le=1 << 24,
+        description="LevelDB log bytes per transaction (PG log entry, info) appended in the omap directory and written at sync, bytes, at most 16 MiB (default 500)",
     )
     xfs_log_bytes: Bytes = Field(
-        512, ge=0, description="XFS log bytes per file whose inode a sync logs (mtime, size), bytes (default 512)"
+        512, ge=0, le=1 << 20, description="XFS log bytes per file whose inode a sync logs (mtime, size), bytes, at most 1 MiB (default 512)"
     )
-    xfs_log_size: Bytes = Field("512MiB", gt=0, description="XFS internal log, in the middle of the data partition, bytes (default 512MiB)")
+    xfs_log_size: Bytes = Field("512MiB", gt=0, le=2**31, description="XFS internal log, in the middle of the data partition, bytes, at most 2 GiB (XFS's largest internal log is 2038 MiB) (default 512MiB)")
     inode_writeback: Bytes = Field(
-        8192, ge=0,
+        8192, ge=0, le=1 << 26,
         description=(
             "after a sync, xfsaild writes each logged inode's cluster in place, next to the file's data, in the "
-            "background; 0 = off, bytes (default 8192 = one inode cluster)"
+            "background; 0 = off, bytes, at most 64 MiB (default 8192 = one inode cluster)"
         ),
     )
     inode_cache_size: int = Field(
         1000000, ge=0, le=10000000000, description="files whose inode and dentry the kernel keeps cached per OSD, count (default 1000000)"
     )
     inode_miss_read: Bytes = Field(
-        4096, ge=0, description="bytes read next to the file to load a missed inode; 0 = no IO (default 4096)"
+        4096, ge=0, le=1 << 26, description="bytes read next to the file to load a missed inode; 0 = no IO, at most 64 MiB (default 4096)"
     )
-    inode_miss_cost: Seconds = Field("30us", ge=0, description="extra CPU of a path lookup that misses the caches, seconds (default 30us)")
+    inode_miss_cost: Seconds = Field("30us", ge=0, le=1.0, description="extra CPU of a path lookup that misses the caches, seconds, at most 1 s (default 30us)")
     page_cache: PageCacheConfig = Field(
         default_factory=PageCacheConfig,
         description="the host page cache's share per OSD (2q stands for Linux's active/inactive lists)",
     )
-    read_unit: Bytes = Field(4096, gt=0, description="page size: granularity of cached pages and device reads, bytes (default 4096)")
-    cache_hit_cost: Seconds = Field("0us", ge=0, description="extra CPU for a read served from the page cache, seconds (default 0)")
+    read_unit: Bytes = Field(4096, gt=0, le=1 << 24, description="page size: granularity of cached pages and device reads, bytes, at most 16 MiB (default 4096)")
+    cache_hit_cost: Seconds = Field("0us", ge=0, le=1.0, description="extra CPU for a read served from the page cache, seconds, at most 1 s (default 0)")
 
 
 class RecoveryConfig(ConfigModel):
@@ -790,29 +790,29 @@ class RecoveryConfig(ConfigModel):
         3, ge=1, le=1000, description="recovery/backfill object ops in flight per primary OSD (osd_recovery_max_active, default 3)"
     )
     recovery_sleep: Seconds | None = Field(
-        None, ge=0,
+        None, ge=0, le=60.0,
         description=(
             "pause before each next recovery op of an OSD under wpq; default by device: osd_recovery_sleep_hdd 0.1 s, "
-            "_hybrid 0.025 s (HDD data, DB on a db_devices SSD), _ssd 0 (rotational: false); 0 under mclock"
+            "_hybrid 0.025 s (HDD data, DB on a db_devices SSD), _ssd 0 (rotational: false); 0 under mclock; at most 1 min"
         ),
     )
     recovery_max_chunk: Bytes = Field(
-        "8MiB", gt=0, description="largest push of one recovery op; bigger objects take several (osd_recovery_max_chunk, default 8MiB)"
+        "8MiB", gt=0, le=2**32, description="largest push of one recovery op; bigger objects take several (osd_recovery_max_chunk, default 8MiB, at most 4 GiB)"
     )
     mclock_max_capacity_iops: float | None = Field(
-        None, gt=0, description="OSD capacity for mClock, IOPS; default 315 (hdd) / 21500 (ssd) (osd_mclock_max_capacity_iops_*)"
+        None, gt=0, le=1e8, description="OSD capacity for mClock, IOPS; default 315 (hdd) / 21500 (ssd) (osd_mclock_max_capacity_iops_*); at most 1e8"
     )
     mclock_max_sequential_bandwidth: BytesPerSecond | None = Field(
-        None, gt=0,
-        description="OSD bandwidth for mClock, bytes/s; default 150MB/s (hdd) / 1200MB/s (ssd) (osd_mclock_max_sequential_bandwidth_*)",
+        None, gt=0, le=1e12,
+        description="OSD bandwidth for mClock, bytes/s; default 150MB/s (hdd) / 1200MB/s (ssd) (osd_mclock_max_sequential_bandwidth_*); at most 1 TB/s",
     )
     peering_time: Seconds = Field(
-        "0.5s", ge=0,
-        description="a PG whose acting set changes serves no IO for this long (peering), seconds (default 0.5s, an estimate)",
+        "0.5s", ge=0, le=3600.0,
+        description="a PG whose acting set changes serves no IO for this long (peering), seconds, at most 1 h (default 0.5s, an estimate)",
     )
     recovery_op_cost: Seconds = Field(
-        "200us", ge=0,
-        description="CPU of one recovery push at the source and again at the target (PG, messenger), seconds (default 200us, an estimate)",
+        "200us", ge=0, le=1.0,
+        description="CPU of one recovery push at the source and again at the target (PG, messenger), seconds, at most 1 s (default 200us, an estimate)",
     )
     client_op_priority: int = Field(
         63, ge=1, le=63, description="wpq priority of client ops and their sub-ops (osd_client_op_priority, default 63, range 1-63)"
@@ -826,27 +826,27 @@ class RecoveryConfig(ConfigModel):
         description="wpq priority of the primary's recovery work item, the object read of a push (osd_recovery_priority, default 5)",
     )
     recovery_cost: Bytes = Field(
-        "20MiB", gt=0, description="wpq cost of the primary's recovery work item (osd_recovery_cost, default 20MiB)"
+        "20MiB", gt=0, le=2**40, description="wpq cost of the primary's recovery work item (osd_recovery_cost, default 20MiB, at most 1 TiB)"
     )
     down_out_interval: Seconds | None = Field(
-        "600s", ge=0,
+        "600s", ge=0, le=30 * 86400.0,
         description=(
-            "an OSD down this long is marked out automatically (mon_osd_down_out_interval, default 600 s); "
+            "an OSD down this long is marked out automatically (mon_osd_down_out_interval, default 600 s, at most 30 days); "
             "null = never (as with the noout flag)"
         ),
     )
     min_pg_log_entries: int = Field(
-        3000, ge=1, description="PG log entries kept while a PG is clean (osd_min_pg_log_entries, default 3000 as Nautilus; 250 from Octopus)"
+        3000, ge=1, le=10**8, description="PG log entries kept while a PG is clean (osd_min_pg_log_entries, default 3000 as Nautilus; 250 from Octopus, at most 1e8)"
     )
     max_pg_log_entries: int = Field(
-        10000, ge=1, description="PG log entries kept while a PG is degraded (osd_max_pg_log_entries, default 10000)"
+        10000, ge=1, le=10**8, description="PG log entries kept while a PG is degraded (osd_max_pg_log_entries, default 10000, at most 1e8)"
     )
     target_pg_log_entries_per_osd: int | None = Field(
-        None, ge=1,
+        None, ge=1, le=10**9,
         description=(
             "PG log entries an OSD keeps over all its PGs (osd_target_pg_log_entries_per_osd, Octopus+ 300000): a clean "
             "PG keeps this / the primary's PG count, within [min_pg_log_entries, max_pg_log_entries]; null = "
-            "min_pg_log_entries (Nautilus) (default null)"
+            "min_pg_log_entries (Nautilus), at most 1e9 (default null)"
         ),
     )
     partial_recovery: bool = Field(
@@ -868,10 +868,10 @@ class RecoveryConfig(ConfigModel):
         description="objects listed per backfill scan of a PG's objects in hash order (osd_backfill_scan_max, default 512)",
     )
     backfill_scan_cost: Seconds = Field(
-        "10us", ge=0,
+        "10us", ge=0, le=1.0,
         description=(
             "CPU per object listed by a backfill scan (key iteration and object_info decode), seconds "
-            "(default 10us, an estimate)"
+            "(default 10us, an estimate); at most 1 s"
         ),
     )
 
@@ -884,11 +884,11 @@ class FailureEventConfig(ConfigModel):
     are recovered to it (log-based recovery, or backfill when the PG log no longer covers its absence).
     ``in``: the OSD runs and is in again (reweight 1): CRUSH maps its PGs back and they move back to it."""
 
-    at: Seconds = Field(ge=0, description="simulated time of the event, seconds since the cluster was built")
+    at: Seconds = Field(ge=0, le=30 * 86400.0, description="simulated time of the event, seconds since the cluster was built; at most 30 days")
     action: Literal["down", "out", "up", "in"] = Field(
         description="down (degraded, no remap), out (remap + backfill), up (back; log-based recovery), in (back and reweight 1)"
     )
-    osd: int | None = Field(None, ge=0, description="OSD id (exactly one of osd, host)")
+    osd: int | None = Field(None, ge=0, le=2**31 - 1, description="OSD id (exactly one of osd, host); at most 2^31-1 (Ceph's OSD ids are 32-bit)")
     host: str | None = Field(None, pattern=_NAME, description="host name: all its OSDs (exactly one of osd, host)")
 
     @model_validator(mode="after")
@@ -903,15 +903,15 @@ class BalancerConfig(ConfigModel):
 
     mode: Literal["none", "upmap"] = Field("none", description="none (Ceph's default) or upmap")
     max_deviation: int = Field(
-        1, ge=0, description="stop when every OSD's PG count is within this many of its target, PGs (default 1)"
+        1, ge=0, le=1 << 20, description="stop when every OSD's PG count is within this many of its target, PGs, at most 2^20 (the largest pg_num) (default 1)"
     )
-    max_iterations: int = Field(10000, ge=1, description="upper bound on moves (default 10000)")
+    max_iterations: int = Field(10000, ge=1, le=10**7, description="upper bound on moves, at most 1e7 (default 10000)")
 
 
 class CrushConfig(ConfigModel):
     """CRUSH tunables (jewel/optimal profile of Nautilus)."""
 
-    choose_total_tries: int = Field(50, ge=1, description="retries before a replica slot is left empty (default 50)")
+    choose_total_tries: int = Field(50, ge=1, le=10000, description="retries before a replica slot is left empty, at most 10000 (default 50)")
 
 
 # ------------------------------------------------------------------------------------------------ release switch

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.core import ceph_dcache as _dcache
 from simulator.core import ceph_layout as L
 from simulator.core import ceph_onode
 
@@ -222,7 +223,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_OPFREE] = n_ops
     gi[L.GI_OVH] = cluster.net.overhead
     gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
-    gi[L.GI_CACHELESS] = int(_cacheless(cluster))
+    gi[L.GI_CACHELESS] = int(_cacheless(cluster, imgs))
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
@@ -256,6 +257,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
         scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
         oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext, omi=omi, omap=omap,
+        dc=_dcache.build(osds, _run_osds(imgs), n_tx, max((1 << img.order for img in imgs), default=1)),
     )  # fmt: skip
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
             "core_devices": dev_meta}
@@ -303,6 +305,11 @@ def _core_device(dev: Any) -> tuple[Any, int, str | None]:
         return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
     if kind == DL.DK_QUEUE:
         return None, 0, f"{top.path}: a queue device"
+    from simulator.core.run import fixed_table_why
+
+    why = fixed_table_why([top])
+    if why:
+        return None, 0, why
     return top, shift, None
 
 
@@ -524,30 +531,42 @@ def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow:
         bsi[j, L.BS_TIMER] = int(bs._timer_armed)
 
 
-def _cacheless(cluster: Any) -> bool:
-    """Every OSD reads without a data cache: BlueStore, buffered reads and writes off, nothing cached,
-    no deferred write waiting to be applied (its data would be read from memory), every data
-    device a queue device or one of the device core's (so a read of a written object is one device read)."""
+def _cacheless(cluster: Any, images: list[Any] | None = None) -> bool:
+    """Every OSD the run's images reach (default: every image's) is a BlueStore whose data device is a
+    queue device or one of the device core's (so a read of a written object that misses the data
+    cache is one device read; the data cache and the writing buffers are compiled: core.ceph_dcache)."""
+    return _read_device_why(cluster, images) is None
+
+
+def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | None:
+    """Why some OSD's reads of written objects cannot be compiled (None = every OSD's can): not a
+    BlueStore, or a data device of neither kind (its reason). Only the OSDs ``images`` reach
+    (default: every image's) are read from."""
+    run = _run_osds(list(cluster.images.values()) if images is None else list(images))
     for o in cluster.osds:
+        if o.id not in run:
+            continue
         bs = o.bs
-        if not hasattr(bs, "writing") or bs.buffered_read or bs.buffered_write or len(bs.cache) or bs.writing:
-            return False
-        if _queue_device(bs.dev) is None and _core_device(bs.dev)[2] is not None:  # neither kind of device row
-            return False
-    return True
+        if not hasattr(bs, "writing"):
+            return f"osd.{o.id}: object store {type(bs).__name__}"
+        if _queue_device(bs.dev) is None:
+            why = _core_device(bs.dev)[2]
+            if why is not None:  # neither kind of device row
+                return f"osd.{o.id}: device {bs.dev.path} ({type(bs.dev).__name__}): {why}"
+    return None
 
 
-def unsupported_reads(cluster: Any) -> str | None:
+def unsupported_reads(cluster: Any, images: list[Any] | None = None) -> str | None:
     """Why the compiled core cannot run reads of written objects on ``cluster`` (None = it can):
-    it covers BlueStore without a data cache on queue devices or the device core's (onode caches of
-    any size: ceph_onode)."""
+    it covers BlueStore (its data cache included) on queue devices or the device core's, onode caches of any size (ceph_onode).
+    ``images``: the images the run reads (default all): only the devices of OSDs their pools reach count."""
     why = unsupported(cluster)
     if why:
         return why
-    if not _cacheless(cluster):
-        return ("reads of written objects need BlueStore without a data cache (cache.buffered_read and "
-                "buffered_write off, nothing cached or waiting to be applied) on queue devices or the device core's "
-                "(HDDs with the write cache off or volatile, LUNs, block layers over these)")
+    dwhy = _read_device_why(cluster, images)
+    if dwhy:
+        return (f"reads of written objects need BlueStore on queue devices or the device core's "
+                f"(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these): {dwhy}")
     return _onode_coverage(cluster)
 
 
@@ -583,7 +602,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 top, _shift, why = _core_device(d)
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
-                            "devices, and HDDs with the write cache off or volatile, dual-actuator drives and their "
+                            "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
                             "LUNs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
@@ -594,8 +613,6 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
         if bs.kv_busy or bs.kv_queue or bs._tb_waiters or bs._dt_waiters or bs._timer_armed \
                 or any(x.running or x.q for x in bs.osrs.values()):
             return f"osd.{o.id}: BlueStore is mid-cycle (kv_sync, waiters, running IO: a run in progress)"
-        if bs.cfg.cache.buffered_write or len(bs.cache):
-            return f"osd.{o.id}: BlueStore data cache in use (buffered writes or cached data: not compiled yet)"
     return _hdd_shapes_why(tops) or _onode_coverage(cluster)
 
 
@@ -699,6 +716,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
     _write_back_core_devices(st, meta)
     ceph_onode.write_back(st, meta["osds"])
+    _dcache.write_back(st.dc, meta["osds"])
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None
         if env is not None and st.gf[L.GF_NOW] > env._now:
@@ -728,6 +746,8 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
 
     writes = bool(np.any(np.asarray(kinds) != 0))
     why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
+    if not why and bool(np.any(np.asarray(kinds) == 0)) and (writes or image.base_table.any_allocated()):
+        why = unsupported_reads(cluster, [image])  # reads of written objects (or of objects the run writes)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(times)
@@ -772,8 +792,8 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
 
     writes = bool(np.any(np.asarray(kinds) != 0))
     why = unsupported_writes(cluster, [image]) if writes else unsupported(cluster)
-    if not why and not writes and image.base_table.any_allocated():
-        why = unsupported_reads(cluster)
+    if not why and bool(np.any(np.asarray(kinds) == 0)) and (writes or image.base_table.any_allocated()):
+        why = unsupported_reads(cluster, [image])  # reads of written objects (or of objects the run writes)
     if why:
         raise ValueError(f"compiled Ceph core: {why}")
     n = len(kinds)

@@ -9,8 +9,8 @@ one decision (``unsupported`` / ``run_workload``, used by ``simrun fio``, the ex
 one job dict directly.
 
 Covered: one job thread on one image, closed loop (an asynchronous engine, no submission latency),
-one direction (write; read of objects never written, or of written objects on a cluster without a
-data cache), a fixed block size, number_ios / size limits, runtime / time_based, ramp_time (the
+one direction (write; read — of written objects with BlueStore's data cache and writing buffers,
+core.ceph_dcache), a fixed block size, number_ios / size limits, runtime / time_based, ramp_time (the
 statistics restart at the ramp's end, as the Python runner does; limits then apply: number_ios or
 size with a ramp are refused), a fixed startdelay; the cluster as ``ceph_build.unsupported_writes``
 / ``unsupported_reads`` allow. :func:`unsupported_job` names what is not.
@@ -76,7 +76,7 @@ def _unsupported_cluster(th: Any) -> str | None:
     if th._ddir0 == 1:  # only the driven image's tables (another pool on other drives may differ in shape)
         return unsupported_writes(image.cluster, [image])
     if image.base_table.any_allocated():
-        return unsupported_reads(image.cluster)
+        return unsupported_reads(image.cluster, [image])
     return unsupported(image.cluster)
 
 
@@ -192,6 +192,7 @@ def _reset_counters(st: Any) -> None:
     st.dvf[:, L.DVF_BUSY] = 0.0
     st.oni[:, L.ON_HITS] = 0  # BlueStore.reset_stats: onodes.hits = misses = 0
     st.oni[:, L.ON_MISSES] = 0
+    B._dcache.reset_counters(st.dc)  # BlueStore's data cache hits and misses
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 

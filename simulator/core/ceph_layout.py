@@ -421,6 +421,7 @@ CephState = namedtuple(
         "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
         "dev",  # the device core's State (core.layout) of the HDDs / block layers below BlueStore
         "oni", "onf", "okey", "oprev", "onext", "omi", "omap",  # the onode caches (ceph_onode, ON_* below)
+        "dc",  # BlueStore's data caches and writing buffers (core.ceph_dcache.DCache)
     ],
 )  # fmt: skip
 
@@ -447,3 +448,32 @@ ONF_COST = 0  # onode_miss_cost, s
 NONF = 1
 DP_ONODE_READ = 16  # a read's onode DB read -> its data read (BlueStore._onode_read_done)
 DP_ONODE_WRITE = 17  # a write's onode DB read -> Osd._write_onode_loaded
+
+# ---- BlueStore's data cache (core.ceph_dcache): per-OSD columns of ``CephState.dc.oi``, its lists, globals
+POL_LRU = 1  # DC_POLICY: bluestore_cache_type = lru (0 = no cache rows: an OSD outside the run)
+POL_2Q = 2  # DC_POLICY: 2q
+DC_IN = 0  # list: 2Q warm_in (LRU: the one list)
+DC_OUT = 1  # list: 2Q warm_out (ghosts)
+DC_HOT = 2  # list: 2Q hot
+DC_POLICY = 0
+DC_CAP = 1  # capacity, units
+DC_KIN = 2  # 2Q: warm_in limit, units
+DC_KOUT = 3  # 2Q: ghost limit, units
+DC_BUFR = 4  # buffered_read
+DC_BUFW = 5  # buffered_write
+DC_UNIT = 6  # read unit, bytes
+DC_HITS = 7  # cache.hits
+DC_MISSES = 8  # cache.misses
+DC_HEAD = 9  # 3 columns: first (oldest) entry of each list, -1 = empty
+DC_TAIL = 12  # 3 columns: last entry
+DC_UNITS = 15  # 3 columns: units on each list
+DC_NW = 18  # writing buffers of the OSD
+NDC = 19
+DCG_TOP = 0  # entries ever used (the pool's untouched tail starts here)
+DCG_FREE = 1  # free-stack size
+DCG_MASK = 2  # hash buckets - 1
+DCG_WTOP = 3  # writing buffers ever used
+DCG_WFREE = 4
+DCG_WMASK = 5
+DCG_OVER = 6  # 1 = a pool ran out (a sizing bug: write_back refuses the run)
+NDCG = 7

@@ -22,6 +22,7 @@ from numba.extending import intrinsic
 
 from simulator import nbcache
 from simulator.core import ceph_arith as _arith
+from simulator.core import ceph_dcache as _DC
 from simulator.core import ceph_layout as _clayout
 from simulator.core import ceph_onode as _onode
 from simulator.core import layout as DL
@@ -350,7 +351,7 @@ from simulator.devices.hdd import wcache_kernels as _W
 # the loop inlines the heap of core.loop, the arithmetic and the layout, and links the device core's
 # handlers (core.loop with the HDD kernels and the device layout): a change there must recompile it
 nbcache.invalidate_stale(__file__, _loop.__file__, _arith.__file__, _clayout.__file__, DL.__file__, _K.__file__, _W.__file__,
-                         _onode.__file__)
+                         _onode.__file__, _DC.__file__)
 
 #: cache the loop's compilation (the handlers must not call each other in a cycle: see ``_then``)
 _CACHE_LOOP = True
@@ -1042,11 +1043,18 @@ def _dispatch(sp, o, sh, op):
         if st.gi[GI_CACHELESS] == 0:
             _void(sp, WHY_READ_WRITTEN)
             return
-        # a miss (no data cache): the worker stays blocked through the device read(s)
+        # the data cache (ObjectStore.probe_read), then the onode (its decode CPU on a miss): a hit is answered
+        # after the worker's job, a miss keeps the worker blocked through the device read(s)
         cost = _cost(sp, o, st.of[o, OF_READ])
-        if not _onode_probe(sp, o, op):  # the onode's decode CPU; BlueStore.read loads it (EV_READ_MISS)
+        hit = _DC.probe(st.dc, o, st.imi[img, II_KB] + st.opi[op, OPI_OBJNO], st.opi[op, OPI_OFF], st.opi[op, OPI_LEN])
+        if not _onode_probe(sp, o, op):  # BlueStore.read loads it on a miss (EV_READ_MISS)
             cost += st.onf[o, ONF_COST]
             st.opi[op, OPI_ONODE] = 0
+        if hit:
+            t = _book(sp, c, now, cost + st.dc.of[o])
+            _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
+            _release_at(sp, sh, pg, t)
+            return
         _at(sp, _book(sp, c, now, cost), EV_READ_MISS, o, op)
     elif role == CLIENT:
         st.oi[o, OI_OPS + kind] += 1
@@ -1716,6 +1724,7 @@ def _bs_txc(sp, o, op, base, cb):
     length = st.opi[op, OPI_LEN]
     off = st.opi[op, OPI_OFF]
     kind = st.opi[op, OPI_KIND]
+    _DC.write(st.dc, o, st.txi[x, TX_KEY], off, length, kind)  # the written range in the data cache
     if kind == 2 or length == 0:  # trim
         st.txi[x, TX_WALB] = b[BS_KVTXCB]
         st.txi[x, TX_IODONE] = 1
@@ -1727,6 +1736,7 @@ def _bs_txc(sp, o, op, base, cb):
         st.txi[x, TX_DLEN] = dlen
         st.txi[x, TX_WALB] = b[BS_KVTXCB] + dlen
         st.txi[x, TX_IODONE] = 1
+        _DC.writing_add(st.dc, o, st.txi[x, TX_KEY], off, length)
     else:
         new = _alloc(sp, o, length)
         img = st.opi[op, OPI_IMG]
@@ -1996,6 +2006,7 @@ def _deferred_io_done(sp, o, osr):
     x = h
     while x >= 0:
         costs += st.txi[x, TX_COST]
+        _DC.writing_remove(st.dc, o, st.txi[x, TX_KEY], st.txi[x, TX_OFF], st.txi[x, TX_LEN])  # its data is on disk
         x = st.txi[x, TX_NEXT]
     b[BS_DTXCS] -= cnt
     b[BS_DTCUR] -= costs
@@ -2055,7 +2066,9 @@ def _dev_done(sp, d, r):
     arg = st.dri[r, DR_ARG]
     st.drfree[st.gi[GI_DEVFREE]] = r
     st.gi[GI_DEVFREE] += 1
-    if purp == DP_READ:  # BlueStore's _read_done (no buffered reads), then Osd._read_done
+    if purp == DP_READ:  # BlueStore's _read_done (buffered reads: into the data cache), then Osd._read_done
+        _DC.read_done(st.dc, o, st.imi[st.opi[arg, OPI_IMG], II_KB] + st.opi[arg, OPI_OBJNO], st.opi[arg, OPI_OFF],
+                      st.opi[arg, OPI_LEN])
         sh = st.opi[arg, OPI_SHARD]
         pg = st.opi[arg, OPI_PG]
         _then(sp, 0, st.gf[GF_NOW], FN_REPLY_CLIENT, arg, 0)

@@ -24,6 +24,8 @@ EV_DESTAGE = 4  # target device (HDD), argument extent: a destage of cached writ
 EV_BEGIN = 5  # target thread: startdelay over
 EV_ARRIVAL = 6  # target thread: an open-loop arrival (its exact due time is the thread's TF_NEXTARR)
 EV_TIMESTOP = 7  # target thread: open loop, end of runtime
+EV_APPEND_WRITE = 8  # target device (HDD, media_cache): the log's write pointer is under the head: write the append
+EV_APPEND_DONE = 9  # target device (HDD, media_cache), argument extents in the append: the append is on the platter
 
 # ---- global integers
 GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
@@ -157,7 +159,7 @@ HI_MECH = 6  # request on the mechanism, -1 none
 HI_STREAM = 7
 HI_QD = 8
 HI_WINDOW = 9
-HI_WC = 10  # 0 off, 1 volatile
+HI_WC = 10  # the write-cache mode (wcache_kernels WC_*): 0 off, 1 volatile, 2 persistent, 3 media_cache
 HI_MAXSEG = 11
 HI_NDIRTY = 12
 HI_HQ_HEAD = 13
@@ -182,7 +184,18 @@ HI_COALESCED = 31
 HI_DIRTY_READ_HITS = 32
 HI_PG = 33  # sectors per 4 KiB page (reads served from dirty data)
 HI_LINK = 34  # the HDD row whose HI_LK_N / HF_LINK_BUSY / hlk hold this drive's host link (shared by actuators)
-NHI = 35
+# media_cache (HI_WC 3): the DRAM stage is the ring ``hdr`` (extents not yet appended, oldest first;
+# its first HI_MC_INAPP are in the append in progress), the cleaning list is ``hdq``
+HI_MC_WCE = 35  # 1 = the DRAM stage is on (WCE=1), 0 = a write is acknowledged once appended
+HI_NDRAM = 36  # extents in the DRAM stage (including those in the append in progress)
+HI_DR_HEAD = 37
+HI_DR_CNT = 38
+HI_MC_INAPP = 39  # extents in the append in progress (at the head of ``hdr``)
+HI_MC_OWE = 40  # cleaning writes owed since the last append
+HI_MC_ILV = 41  # cleaning writes owed after each append (cache.cleaning_interleave)
+HI_APPENDS = 42
+HI_MC_LOG = 43  # sectors appended so far: the log's write pointer
+NHI = 44
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2
@@ -193,7 +206,16 @@ HF_WC_SIZE = 6
 HF_DIRTY_BYTES = 7
 HF_HW = 8
 HF_LINK_BUSY = 9
-NHF = 10
+HF_NV_ACK = 10  # persistent: time to make a write durable in the non-volatile cache before ack
+HF_MC_BYTES = 11  # media_cache: data in the media cache not yet cleaned home, bytes
+HF_MC_SIZE = 12
+HF_MC_HW = 13  # cleaning watermark, bytes
+HF_MC_BATCH = 14  # most bytes per append
+HF_MC_CYL = 15  # the media cache's cylinder
+HF_MC_SPT = 16  # sectors per track there
+HF_MC_SPS = 17  # sectors per second there
+HF_MC_SETUP = 18  # firmware set-up per append, s
+NHF = 19
 
 # ---- dual-actuator drives (``xi`` rows)
 XI_ACT0 = 0  # device index of actuator 0 (an HDD row), LBAs [0, half)
@@ -264,7 +286,7 @@ State = namedtuple(
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
-        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx",
+        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx", "hdr",
         "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend", "xi",
     ],
 )  # fmt: skip

@@ -75,6 +75,8 @@ from simulator.core.layout import (
     DK_DUAL,
     DK_HDD,
     DK_QUEUE,
+    EV_APPEND_DONE,
+    EV_APPEND_WRITE,
     EV_ARRIVAL,
     EV_BEGIN,
     EV_DESTAGE,
@@ -98,13 +100,23 @@ from simulator.core.layout import (
     HF_DIRTY_BYTES,
     HF_HW,
     HF_LINK_BUSY,
+    HF_NV_ACK,
     HF_LRATE,
     HF_MECH_END,
     HF_OVH_FLUSH,
     HF_OVH_HIT,
     HF_OVH_R,
     HF_OVH_W,
+    HF_MC_BATCH,
+    HF_MC_BYTES,
+    HF_MC_CYL,
+    HF_MC_HW,
+    HF_MC_SETUP,
+    HF_MC_SIZE,
+    HF_MC_SPS,
+    HF_MC_SPT,
     HF_WC_SIZE,
+    HI_APPENDS,
     HI_BL_CNT,
     HI_BL_HEAD,
     HI_BUSY,
@@ -114,6 +126,8 @@ from simulator.core.layout import (
     HI_DIRTY_READ_HITS,
     HI_DQ_CNT,
     HI_DQ_HEAD,
+    HI_DR_CNT,
+    HI_DR_HEAD,
     HI_EFREE,
     HI_FL_N,
     HI_FUA_OK,
@@ -123,6 +137,12 @@ from simulator.core.layout import (
     HI_LINK,
     HI_LK_N,
     HI_MAXSEG,
+    HI_MC_ILV,
+    HI_MC_INAPP,
+    HI_MC_LOG,
+    HI_MC_OWE,
+    HI_MC_WCE,
+    HI_NDRAM,
     HI_MECH,
     HI_MERGE,
     HI_N,
@@ -627,7 +647,8 @@ def _h_fill_window(sp, h, now):
     st = _ld(sp)
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
         e = _ring_pop(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
-        st.hext[h, e, W.E_WIN] = 1  # in the destage window: still joinable until dispatched
+        if st.hi[h, HI_WC] != W.WC_MEDIA:
+            st.hext[h, e, W.E_WIN] = 1  # in the destage window: still joinable until dispatched
         n = st.hi[h, HI_N]
         K.enqueue(
             st.hcq[h], n, float(st.hext[h, e, 0]), float(st.hext[h, e, 1]), 1.0, now,
@@ -642,18 +663,24 @@ def _h_fill_window(sp, h, now):
 def _h_dispatch(sp, d, h, now):
     """HDD._dispatch: the mechanism is free; start the next media operation, if any."""
     st = _ld(sp)
+    dram = st.hi[h, HI_DR_CNT] > 0  # media_cache: dirty DRAM data not yet appended
+    # cleaning owed since the last append, before the next one
+    owe = st.hi[h, HI_MC_OWE] > 0 and dram and (st.hi[h, HI_DQ_CNT] > 0 or st.hi[h, HI_WIN] > 0)
+    if not owe and dram and W.mc_append_due(
+        st.hf[h, HF_MC_BYTES], st.hf[h, HF_MC_SIZE], st.hi[h, HI_NHOST], st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0,
+        st.hf[h, HF_DIRTY_BYTES], st.hf[h, HF_HW],
+    ) and _h_start_append(sp, d, h, now):
+        return
     if st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
         _h_fill_window(sp, h, now)
     n = st.hi[h, HI_N]
     if n == 0:
         return
-    mode = 0
-    if st.hi[h, HI_WIN] != 0 and st.hi[h, HI_NHOST] != 0 and st.hi[h, HI_IDLE] != 0:
-        pressure = (
-            st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW]
-        )
-        if not pressure:
-            mode = 1
+    mode = W.wc_destage_mode(
+        st.hi[h, HI_WC], owe, st.hi[h, HI_WIN], st.hi[h, HI_NHOST], st.hi[h, HI_IDLE] != 0, st.hf[h, HF_MC_BYTES],
+        st.hf[h, HF_MC_HW],
+        st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
+    )
     i, kind, t0, xs, tend = K.dispatch(
         now, n, st.hcq[h], st.hzt[h], st.hpar[h], st.hsk[h], st.htt[h], st.hseg[h], mode, st.het[h]
     )
@@ -699,6 +726,86 @@ def _h_dispatch(sp, d, h, now):
 
 
 @njit(cache=True, _nrt=False)
+def _h_start_append(sp, d, h, now):
+    """HDD._start_append: one media operation appends dirty DRAM data to the media cache (the
+    timing is wcache_kernels.mc_append_start, the Python drive's); False if the oldest DRAM extent
+    does not fit in the media cache."""
+    st = _ld(sp)
+    if st.hi[h, HI_DR_CNT] == 0:
+        return False
+    e0 = st.hdr[h, st.hi[h, HI_DR_HEAD]]
+    if st.hf[h, HF_MC_BYTES] + st.hext[h, e0, W.E_NS] * st.hi[h, HI_SS] > st.hf[h, HF_MC_SIZE]:
+        return False
+    pre, rot = W.mc_append_start(
+        now, st.hpar[h], st.hseg[h], st.hsk[h], st.htt[h], st.hf[h, HF_MC_CYL], st.hi[h, HI_MC_LOG],
+        st.hf[h, HF_MC_SPT], st.hf[h, HF_MC_SETUP],
+    )  # fmt: skip
+    st.hi[h, HI_APPENDS] += 1
+    st.hi[h, HI_BUSY] = 1
+    st.hi[h, HI_MECH] = -1
+    st.dacc[d, DA_BUSY] += pre + rot
+    st.hf[h, HF_MECH_END] = now + pre + rot
+    schedule(sp, now + (pre + rot), EV_APPEND_WRITE, d, 0)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _h_append_write(sp, d, h, now):
+    """HDD._append_write: the log pointer is under the head: write what is in DRAM now (oldest first,
+    up to media_cache_batch and the room in the media cache); those extents stay at the head of the
+    DRAM ring until the append ends (HI_MC_INAPP of them), no longer joinable."""
+    st = _ld(sp)
+    ss = st.hi[h, HI_SS]
+    ext = st.hext[h]
+    ring = st.hdr[h]
+    cap = ring.shape[0]
+    k = 0
+    nb = 0
+    while k < st.hi[h, HI_DR_CNT]:
+        e = ring[(st.hi[h, HI_DR_HEAD] + k) % cap]
+        b = ext[e, W.E_NS] * ss
+        if k > 0 and nb + b > st.hf[h, HF_MC_BATCH]:
+            break
+        if st.hf[h, HF_MC_BYTES] + nb + b > st.hf[h, HF_MC_SIZE]:
+            break
+        W.wc_unindex(ext, st.hidx[h], e)  # in the append: no longer joinable
+        k += 1
+        nb += b
+    st.hi[h, HI_MC_INAPP] = k
+    xfer = nb / ss / st.hf[h, HF_MC_SPS]
+    st.hi[h, HI_MC_LOG] += nb // ss
+    st.hpar[h, K.A_XFER] += xfer
+    st.dacc[d, DA_BUSY] += xfer
+    st.hf[h, HF_MECH_END] += xfer
+    schedule(sp, now + xfer, EV_APPEND_DONE, d, k)
+
+
+@njit(cache=True, _nrt=False)
+def _h_append_done(sp, d, h, k, now):
+    """HDD._append_done: the ``k`` extents of the append are in the media cache (durable): out of the
+    DRAM stage, into the cleaning list; FLUSH / FUA records waiting for them count them."""
+    st = _ld(sp)
+    st.hi[h, HI_BUSY] = 0
+    if k > 0:
+        st.hi[h, HI_MC_OWE] = st.hi[h, HI_MC_ILV]
+    ss = st.hi[h, HI_SS]
+    ext = st.hext[h]
+    for _ in range(k):
+        e = _ring_pop(st.hdr[h], st.hi[h], HI_DR_HEAD, HI_DR_CNT)
+        nb = ext[e, W.E_NS] * ss
+        st.hi[h, HI_NDRAM] -= 1
+        st.hf[h, HF_DIRTY_BYTES] -= nb
+        st.hi[h, HI_NLIVE] = W.wc_live_drop(ext, st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)  # out of the buffer
+        st.hf[h, HF_MC_BYTES] += nb
+        if st.hi[h, HI_FL_N] > 0:
+            _h_count_flushes(sp, d, h, e, now)
+        _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)  # to be cleaned home later
+        st.hi[h, HI_NDIRTY] += 1
+    st.hi[h, HI_MC_INAPP] = 0
+    _h_release(sp, d, h, now)
+
+
+@njit(cache=True, _nrt=False)
 def _h_enqueue_host(sp, d, h, r, now, lba, ns, w, ready, linkw):
     st = _ld(sp)
     seq = st.hi[h, HI_SEQ] + 1
@@ -722,7 +829,8 @@ def _h_fits(sp, h, lba, nbytes):
     st = _ld(sp)
     if st.hf[h, HF_DIRTY_BYTES] + nbytes > st.hf[h, HF_WC_SIZE]:
         return False
-    if st.hi[h, HI_MAXSEG] > 0 and st.hi[h, HI_NDIRTY] >= st.hi[h, HI_MAXSEG]:
+    nseg = st.hi[h, HI_NDRAM] if st.hi[h, HI_WC] == W.WC_MEDIA else st.hi[h, HI_NDIRTY]
+    if st.hi[h, HI_MAXSEG] > 0 and nseg >= st.hi[h, HI_MAXSEG]:
         ss = st.hi[h, HI_SS]
         e, _how = W.wc_target(st.hext[h], st.hidx[h], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
         if e < 0:
@@ -770,17 +878,28 @@ def _h_accept(sp, d, h, r, now, lba, end):
                 _h_rewindow(sp, h, e, now)
         else:
             st.hi[h, HI_EFREE] = nf
-            _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
-            st.hi[h, HI_NDIRTY] += 1
+            if st.hi[h, HI_WC] == W.WC_MEDIA:
+                _ring_push(st.hdr[h], st.hi[h], HI_DR_HEAD, HI_DR_CNT, e)
+                st.hi[h, HI_NDRAM] += 1
+                if nf < st.rfree.shape[0] + 2:
+                    # extents waiting in the media cache are not bounded by the DRAM stage: with fewer
+                    # free slots than requests (the most one event can take), Python grows the table
+                    # before the next event (CompiledRun._grow_extents)
+                    st.gi[GI_LOW] = 1
+            else:
+                _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
+                st.hi[h, HI_NDIRTY] += 1
         st.hf[h, HF_DIRTY_BYTES] += ns * ss
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
     dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
     ls = _link_reserve(sp, h, now + st.hf[h, HF_OVH_W], dur, now)
-    done = ls + dur
-    if st.rqi[r, RI_FUA] != 0:  # cached although FUA (the drive does not honour it): wait as a FLUSH
+    done = ls + dur + st.hf[h, HF_NV_ACK]
+    rule = W.wc_write_rule(st.hi[h, HI_WC], st.rqi[r, RI_FUA] != 0, st.hi[h, HI_FUA_OK] != 0, st.hi[h, HI_MC_WCE] != 0,
+                           ns * ss, st.hf[h, HF_WC_SIZE])  # as on arrival (HDD._admit_write's fua_flush)
+    if rule == W.WR_DURABLE:  # cached, acknowledged once durable (a FUA the drive does not honour): as a FLUSH
         st.rqf[r, RF_TSTART] = now
         st.rqf[r, RF_SERVICE] = done - now
-        _h_flush_wait(sp, h, seq, r, done)
+        _h_flush_wait(sp, h, seq, W.wc_flush_waits(st.hi[h, HI_WC], st.hi[h, HI_NDIRTY], st.hi[h, HI_NDRAM]), r, done)
     else:
         _h_ack(sp, d, r, now, done - now)
     if st.hi[h, HI_BUSY] == 0:
@@ -788,12 +907,12 @@ def _h_accept(sp, d, h, r, now, lba, end):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _h_flush_wait(sp, h, seq, r, ack):
-    """A FLUSH (or FUA write) waits for the extents in the cache now (HDD._flushes.append)."""
+def _h_flush_wait(sp, h, seq, left, r, ack):
+    """A FLUSH (or FUA write) waits for the ``left`` extents in the cache now (HDD._flush_wait)."""
     st = _ld(sp)
     f = st.hfl[h, st.hi[h, HI_FL_N]]
     f[FL_SEQ] = seq
-    f[FL_LEFT] = st.hi[h, HI_NDIRTY]
+    f[FL_LEFT] = left
     f[FL_REQ] = r
     f[FL_ACK] = ack
     st.hi[h, HI_FL_N] += 1
@@ -828,9 +947,10 @@ def _h_admit_write(sp, d, h, r, now):
     K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
     ss = st.hi[h, HI_SS]
     nbytes = (end - lba) * ss
-    wc = st.hi[h, HI_WC]
     fua = st.rqi[r, RI_FUA] != 0
-    if wc == 0 or (fua and st.hi[h, HI_FUA_OK] != 0) or nbytes > st.hf[h, HF_WC_SIZE]:
+    rule = W.wc_write_rule(st.hi[h, HI_WC], fua, st.hi[h, HI_FUA_OK] != 0, st.hi[h, HI_MC_WCE] != 0, nbytes,
+                           st.hf[h, HF_WC_SIZE])
+    if rule == W.WR_THROUGH:
         _h_enqueue_host(
             sp, d, h, r, now, lba, end - lba, 1, now + st.hf[h, HF_OVH_W], st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
         )
@@ -882,8 +1002,9 @@ def _h_admit(sp, d, h, r, now):
     elif op == _FLUSH:
         # HDD._admit: a FLUSH waits for the extents in a volatile cache now; nothing volatile:
         # acknowledged after its overhead
-        if st.hi[h, HI_WC] != 0 and st.hi[h, HI_NDIRTY] > 0:
-            _h_flush_wait(sp, h, st.hi[h, HI_SEQ], r, 0.0)
+        nvol = W.wc_flush_waits(st.hi[h, HI_WC], st.hi[h, HI_NDIRTY], st.hi[h, HI_NDRAM])
+        if nvol > 0:
+            _h_flush_wait(sp, h, st.hi[h, HI_SEQ], nvol, r, 0.0)
             if st.hi[h, HI_BUSY] == 0:
                 _h_dispatch(sp, d, h, now)
         else:
@@ -909,7 +1030,7 @@ def _h_pump(sp, d, h, now):
     while st.hi[h, HI_HQ_CNT] > 0 and st.hi[h, HI_OUT] < st.hi[h, HI_QD]:
         r = _ring_pop(st.hhq[h], st.hi[h], HI_HQ_HEAD, HI_HQ_CNT)
         _h_admit(sp, d, h, r, now)
-    if st.hi[h, HI_BUSY] == 0 and (st.hi[h, HI_N] > 0 or st.hi[h, HI_DQ_CNT] > 0):
+    if st.hi[h, HI_BUSY] == 0 and (st.hi[h, HI_N] > 0 or st.hi[h, HI_DQ_CNT] > 0 or st.hi[h, HI_DR_CNT] > 0):
         _h_dispatch(sp, d, h, now)
 
 
@@ -948,13 +1069,24 @@ def _h_destage_done(sp, d, h, e, now):
     nb = st.hext[h, e, 1] * st.hi[h, HI_SS]
     st.hi[h, HI_DESTAGED] += 1
     st.hi[h, HI_DESTAGED_BYTES] += nb
-    st.hf[h, HF_DIRTY_BYTES] -= nb
-    if st.hi[h, HI_FL_N] > 0:
-        _h_count_flushes(sp, d, h, e, now)
-    st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)
+    if st.hi[h, HI_WC] == W.WC_MEDIA:  # cleaned from the media cache to its home location
+        st.hf[h, HF_MC_BYTES] -= nb
+        if st.hi[h, HI_MC_OWE] > 0:
+            st.hi[h, HI_MC_OWE] -= 1
+    else:
+        st.hf[h, HF_DIRTY_BYTES] -= nb
+        if st.hi[h, HI_FL_N] > 0:
+            _h_count_flushes(sp, d, h, e, now)
+        st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)
     st.hefree[h, st.hi[h, HI_EFREE]] = e
     st.hi[h, HI_EFREE] += 1
-    # HDD._release: accept blocked writes that now fit
+    _h_release(sp, d, h, now)
+
+
+@njit(cache=True, _nrt=False)
+def _h_release(sp, d, h, now):
+    """HDD._release: cache space freed: accept blocked writes that now fit, then go on."""
+    st = _ld(sp)
     while st.hi[h, HI_BL_CNT] > 0:
         r = st.hbl[h, st.hi[h, HI_BL_HEAD]]
         lba, end = _h_sectors(sp, h, r)
@@ -1724,8 +1856,12 @@ def _device_event(sp, kind, tg, arg, t):
         h = st.dvi[tg, 1]
         st.hi[h, HI_BUSY] = 0
         _h_pump(sp, tg, h, t)
-    else:  # EV_DESTAGE
+    elif kind == EV_DESTAGE:
         _h_destage_done(sp, tg, st.dvi[tg, 1], arg, t)
+    elif kind == EV_APPEND_WRITE:
+        _h_append_write(sp, tg, st.dvi[tg, 1], t)
+    else:  # EV_APPEND_DONE
+        _h_append_done(sp, tg, st.dvi[tg, 1], arg, t)
 
 
 @njit(cache=True, _nrt=False)
@@ -1780,7 +1916,7 @@ def _run_until(sp, t_limit):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
-        elif kind in (EV_MECHFREE, EV_DESTAGE):
+        elif kind == EV_MECHFREE or kind == EV_DESTAGE or kind == EV_APPEND_WRITE or kind == EV_APPEND_DONE:
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_RAMP:
             _t_ramp_end(sp, tg, t)

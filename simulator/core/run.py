@@ -64,14 +64,14 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         return L.DK_DUAL, None
     if type(dev) is HDD:
         wc = dev._wc
-        if wc not in ("off", "volatile"):
-            return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile)"
+        if wc not in ("off", "volatile", "persistent", "media_cache"):
+            return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile, persistent, media_cache)"
         if getattr(dev, "_qwc", False):
             return -1, f"{dev.path}: cache.queued_write_candidates (queued writes as candidates while the cache is full)"
         if dev.trace is not None:
             return -1, f"{dev.path}: a media trace is requested"
         if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes \
-                or dev._dirty_bytes:
+                or dev._dirty_bytes or dev._dram or dev._mc_bytes:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
         return L.DK_HDD, None
     from simulator.ceph.rbd import RbdImage
@@ -82,12 +82,38 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
 
 
 def _extent_slots(dev: Any) -> int:
-    """Most extents an HDD's write cache can hold at once."""
+    """Most extents an HDD's DRAM or non-volatile write cache can hold at once."""
     if dev._wc == "off":
         return 0
     if dev._max_seg:
         return dev._max_seg
     return max(1, int(dev._wc_size) // dev._ss)
+
+
+#: extent slots a media cache starts with beyond its DRAM stage's (a run grows them, see
+#: CompiledRun._grow_extents; the compiled Ceph core sizes them for the worst case, up to MC_SLOTS_MAX)
+MC_SLOTS_START = 4096
+#: most extent slots of a media cache sized for the worst case (its capacity in sectors)
+MC_SLOTS_MAX = 1 << 20
+
+
+def _mc_slots(dev: Any, worst: bool, R: int = 0) -> int:
+    """Extent slots for what waits in a media cache: its capacity in sectors (the worst case) or a
+    start (at least twice the ``R`` requests: loop._h_accept asks for more with fewer than R free)."""
+    if dev._wc != "media_cache":
+        return 0
+    most = int(dev._mc_size) // dev._ss + 1
+    return most if worst else min(most, max(MC_SLOTS_START, 2 * R + 4))
+
+
+def fixed_table_why(tops: Sequence[Any]) -> str | None:
+    """Why the HDDs below ``tops`` cannot run with extent tables sized once (the compiled Ceph core
+    does not grow them): a media cache that may hold more than MC_SLOTS_MAX extents."""
+    for d in device_closure(tops)[0]:
+        if _dev_kind(d)[0] == L.DK_HDD and _mc_slots(d, True) > MC_SLOTS_MAX:
+            return (f"{d.path}: a media cache of {d._mc_size} bytes may hold {_mc_slots(d, True):,} extents "
+                    f"(the compiled Ceph core sizes its table once, up to {MC_SLOTS_MAX:,})")
+    return None
 
 
 def _offset_mode(gen: Any) -> int:
@@ -198,12 +224,15 @@ def request_rows(kinds: Sequence[int], n: int) -> int:
     return n
 
 
-def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tuple[dict[str, np.ndarray], list, list, list]:
+def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
+                  worst: bool = True) -> tuple[dict[str, np.ndarray], list, list, list]:
     """The device tables of a State (``dvi``, ``dacc`` and the queue / HDD / dual-actuator / block-layer
     arrays) for ``devs`` (each at its index in ``dev_index``, the devices below block layers and both
     actuators of a dual-actuator drive included), ``R`` request rows. Returns the arrays by State
     field name and the queue devices, HDDs and block layers in the order of their rows. One builder
-    for every owner of a State: the job threads (CompiledRun) and the compiled Ceph core."""
+    for every owner of a State: the job threads (CompiledRun) and the compiled Ceph core. ``worst``: a
+    media cache gets extent slots for its capacity in sectors (the Ceph core), else a start that the
+    run grows (CompiledRun._grow_extents)."""
     kinds = [_dev_kind(d)[0] for d in devs]
     queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
     hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
@@ -276,7 +305,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tup
     hlk = np.zeros((nh, 2 * R + 16, 2))
     # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
     # only: at most one per sector of it)
-    E = max((_extent_slots(d) for d in hdds), default=0) + 2
+    E = max((_extent_slots(d) + _mc_slots(d, worst, R) for d in hdds), default=0) + 2
     hext = np.zeros((nh, E, W.NE), np.int64)
     hlive = np.zeros((nh, E), np.int64)
     hfl = np.zeros((nh, R + 1, L.NFL))
@@ -287,6 +316,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tup
         W.wc_init_index(hidx[h], d._pg)
     hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
     hdq = np.zeros((nh, E), np.int64)
+    hdr = np.zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
     hbl = np.zeros((nh, R), np.int64)
     link_row: dict[int, int] = {}
     for h, d in enumerate(hdds):
@@ -300,7 +330,19 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tup
         hi[h, L.HI_SEQ] = d._seq
         hi[h, L.HI_QD] = d._qd
         hi[h, L.HI_WINDOW] = d._window
-        hi[h, L.HI_WC] = 1 if d._wc == "volatile" else 0
+        hi[h, L.HI_WC] = d._wcm
+        hi[h, L.HI_MC_WCE] = 1 if d._mc_wce else 0
+        hi[h, L.HI_APPENDS] = d.appends
+        hf[h, L.HF_MC_SIZE] = d._mc_size
+        hf[h, L.HF_MC_HW] = d._mc_hw
+        if d._mc:
+            hi[h, L.HI_MC_ILV] = d._mc_ilv
+            hi[h, L.HI_MC_LOG] = d._mc_log
+            hf[h, L.HF_MC_BATCH] = d._mc_batch
+            hf[h, L.HF_MC_CYL] = d._mc_cyl
+            hf[h, L.HF_MC_SPT] = d._mc_spt
+            hf[h, L.HF_MC_SPS] = d._mc_sps
+            hf[h, L.HF_MC_SETUP] = d._mc_setup
         hi[h, L.HI_MAXSEG] = d._max_seg
         hi[h, L.HI_EFREE] = E
         hi[h, L.HI_READHITS] = d.read_hits
@@ -323,6 +365,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tup
         hf[h, L.HF_WC_SIZE] = d._wc_size
         hf[h, L.HF_DIRTY_BYTES] = d._dirty_bytes
         hf[h, L.HF_HW] = d._hw
+        hf[h, L.HF_NV_ACK] = d._nv_ack
         # the host link: its state lives in the row of the first drive using it
         owner = link_row.setdefault(id(d.link), h)
         hi[h, L.HI_LINK] = owner
@@ -381,7 +424,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tup
     arrays = dict(
         dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
         het=het, hseg=hseg, hi=hi, hf=hf, hhq=hhq, hlk=hlk, hext=hext, hefree=hefree, hdq=hdq, hbl=hbl, hlive=hlive,
-        hfl=hfl, hidx=hidx, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
+        hfl=hfl, hidx=hidx, hdr=hdr, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
     )
     return arrays, queues, hdds, blks
 
@@ -495,10 +538,22 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d._dirty_bytes = int(st.hf[h, L.HF_DIRTY_BYTES])
         d._seq = int(st.hi[h, L.HI_SEQ])
         d.link.busy = float(st.hf[int(st.hi[h, L.HI_LINK]), L.HF_LINK_BUSY])
-        # the drive's queue and pending events stay in the compiled state: the Python drive
+        # the extents left in the write cache, for reporting (HDD.dirty_extents); the drive's index,
+        # queue and pending events stay in the compiled state: the Python drive
         # cannot continue this run (unsupported() refuses a drive with state)
         d._n = int(st.hi[h, L.HI_N])
         d._outstanding = int(st.hi[h, L.HI_OUT])
+        if d._wc != "off":
+            d._ext = st.hext[h].copy()
+            d._live = st.hlive[h].copy()
+            d._nlive = int(st.hi[h, L.HI_NLIVE])
+            d._ndirty = int(st.hi[h, L.HI_NDIRTY])
+        d.appends = int(st.hi[h, L.HI_APPENDS])
+        if d._mc:
+            d._mc_bytes = int(st.hf[h, L.HF_MC_BYTES])
+            d._mc_log = int(st.hi[h, L.HI_MC_LOG])
+            d._mc_owe = int(st.hi[h, L.HI_MC_OWE])
+            d._ndram = int(st.hi[h, L.HI_NDRAM])
 
 
 class CompiledRun:
@@ -582,7 +637,7 @@ class CompiledRun:
         # log
         lg = np.zeros((LOG_ROWS, 5))
         lgt = np.zeros(LOG_ROWS, np.int64)
-        dv, self._queues, self._hdds, self._blks = device_arrays(devs, self.dev_index, R)
+        dv, self._queues, self._hdds, self._blks = device_arrays(devs, self.dev_index, R, worst=False)
         st = L.State(
             gi=gi, gf=gf, ht=np.zeros(C), hs=np.zeros(C, np.int64), hk=np.zeros(C, np.int64), hg=np.zeros(C, np.int64),
             ha=np.zeros(C, np.int64), rqi=rqi, rqf=rqf, rfree=rfree, thi=thi, thf=thf, offs=offs, ru=ru, offw=offw, mu=mu,
@@ -742,7 +797,41 @@ class CompiledRun:
                 self._refill_uniforms(q)
         if not first:
             self._flush_log()
+            self._grow_extents()
         st.gi[L.GI_LOW] = 0
+
+    def _grow_extents(self) -> None:
+        """A media cache runs out of extent slots (loop._h_accept raised GI_LOW with fewer free slots
+        than requests): double the extent tables until every HDD has at least twice that many free
+        (rows keep their numbers, new rows go under the free stacks, as HDD._grow does); the rings
+        of extents (the DRAM stage, the cleaning list) are unrolled from their heads."""
+        st = self.st
+        nh, E = st.hext.shape[0], st.hext.shape[1]
+        need = 2 * (st.rfree.shape[0] + 2)
+        low = min((int(st.hi[h, L.HI_EFREE]) for h in range(len(self._hdds)) if st.hi[h, L.HI_WC] == W.WC_MEDIA),
+                  default=need)
+        if low >= need // 2:
+            return
+        E2 = E
+        while low + (E2 - E) < need:
+            E2 *= 2
+        hext = np.zeros((nh, E2, W.NE), np.int64)
+        hext[:, :E] = st.hext
+        hlive = np.zeros((nh, E2), np.int64)
+        hlive[:, :E] = st.hlive
+        hefree = np.zeros((nh, E2), np.int64)
+        rings = {"hdq": (L.HI_DQ_HEAD, L.HI_DQ_CNT), "hdr": (L.HI_DR_HEAD, L.HI_DR_CNT)}
+        new = {name: np.zeros((nh, E2), np.int64) for name in rings}
+        for h in range(nh):
+            k = int(st.hi[h, L.HI_EFREE])
+            hefree[h, : E2 - E] = np.arange(E2 - 1, E - 1, -1)
+            hefree[h, E2 - E : E2 - E + k] = st.hefree[h, :k]
+            st.hi[h, L.HI_EFREE] = k + E2 - E
+            for name, (ch, cc) in rings.items():
+                c = int(st.hi[h, cc])
+                new[name][h, :c] = getattr(st, name)[h, (int(st.hi[h, ch]) + np.arange(c)) % E]
+                st.hi[h, ch] = 0
+        self.st = st._replace(hext=hext, hlive=hlive, hefree=hefree, **new)
 
     # ---------------------------------------------------------------------------- run
     def _start_phase(self) -> None:
@@ -763,12 +852,11 @@ class CompiledRun:
     def run(self, until: float = math.inf) -> int:
         """Start the threads (first call) and advance to ``until`` or to the end of the jobs (the
         stonewalled groups one after another)."""
-        st = self.st
         if self.status < 0:
             self._start_phase()
             self.status = L.ST_TIME
         while True:
-            s = loop.run_until(st, until)
+            s = loop.run_until(self.st, until)  # self.st: _refill_all may grow its tables
             if s == L.ST_REFILL:
                 self._refill_all()
                 continue

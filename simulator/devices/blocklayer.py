@@ -144,12 +144,12 @@ class BlockLayerConfig(ConfigModel):
         None, ge=1, le=1 << 16,
         description="requests at the device at once (SCSI queue_depth / NCQ); default: the device's own command-queue depth",
     )
-    read_expire: Seconds = Field("500ms", gt=0, description="mq-deadline read deadline, seconds (default 500ms)")
-    write_expire: Seconds = Field("5s", gt=0, description="mq-deadline write deadline, seconds (default 5s)")
+    read_expire: Seconds = Field("500ms", gt=0, le=3600.0, description="mq-deadline read deadline, seconds, at most 1 h (default 500ms)")
+    write_expire: Seconds = Field("5s", gt=0, le=3600.0, description="mq-deadline write deadline, seconds, at most 1 h (default 5s)")
     writes_starved: int = Field(
-        2, ge=0, description="mq-deadline: read batches while writes wait before a write batch, count (default 2)"
+        2, ge=0, le=1000000, description="mq-deadline: read batches while writes wait before a write batch, count, at most 1e6 (default 2)"
     )
-    fifo_batch: int = Field(16, ge=1, description="mq-deadline: requests per batch in one direction, count (default 16)")
+    fifo_batch: int = Field(16, ge=1, le=1000000, description="mq-deadline: requests per batch in one direction, count, at most 1e6 (default 16)")
     write_cache: Literal["auto", "write back", "write through"] = Field(
         "auto",
         description=(

@@ -27,9 +27,9 @@ class QueueDeviceConfig(ConfigModel):
         description="per-request service time distribution (default deterministic 100us)",
     )
     bandwidth: BytesPerSecond | None = Field(
-        None, gt=0, description="transfer rate added as size/bandwidth, bytes/s (default none)"
+        None, gt=0, le=1e12, description="transfer rate added as size/bandwidth, bytes/s, at most 1 TB/s (default none)"
     )
-    flush_time: float = Field(0.0, ge=0, description="service time of a FLUSH, seconds (default 0)")
+    flush_time: float = Field(0.0, ge=0, le=3600.0, description="service time of a FLUSH, seconds, at most 1 h (default 0)")
 
 
 class QueueDevice(Device):

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -74,8 +74,10 @@ class IometerSpec(ConfigModel):
     ``percent_random`` % random) at each queue depth, run through :mod:`simulator.workloads.iometer`."""
 
     volume: dict[str, Any] = Field(description="raid parameters (members.device is the configuration's drive)")
-    mixes: dict[str, int] = Field(description="label -> percent reads (100 = all reads, 0 = all writes)")
-    qd: list[int] = Field(description="outstanding IOs (Iometer queue depth)")
+    mixes: dict[str, Annotated[int, Field(ge=0, le=100)]] = Field(
+        description="label -> percent reads (100 = all reads, 0 = all writes), 0-100"
+    )
+    qd: list[Annotated[int, Field(ge=1, le=65536)]] = Field(description="outstanding IOs (Iometer queue depth), each 1-65536")
     bs: str = Field("4k", description="transfer size (default 4k)")
     percent_random: int = Field(100, ge=0, le=100, description="Iometer % random of every mix (default 100)")
     workers: int = Field(1, ge=1, le=64, description="Iometer disk workers, each with qd outstanding IOs (default 1)")
@@ -97,8 +99,12 @@ class HotbandSpec(ConfigModel):
         description="fio jobs of one worker set, numjobs multiplied by the threads swept; default none = the SNIA "
         "Emerald hot band of simulator.workloads.hotband at iodepth = threads",
     )
-    region: tuple[float, float] = Field((0.0, 100.0), description="(start %, end %) of the volume the hot band covers")
-    threads: list[int] = Field(description="worker threads swept (numjobs multiplier, or the hot band's outstanding IOs)")
+    region: tuple[Annotated[float, Field(ge=0, le=100)], Annotated[float, Field(ge=0, le=100)]] = Field(
+        (0.0, 100.0), description="(start %, end %) of the volume the hot band covers, each 0-100"
+    )
+    threads: list[Annotated[int, Field(ge=1, le=65536)]] = Field(
+        description="worker threads swept (numjobs multiplier, or the hot band's outstanding IOs), each 1-65536"
+    )
     target_latency_ms: float = Field(5.0, gt=0, le=1000, description="mean latency target, ms (default 5)")
     runtime: float = Field(2.0, gt=0, le=3600, description="measured seconds per point")
     ramp: float = Field(0.5, ge=0, le=3600, description="seconds before measuring")
@@ -109,7 +115,7 @@ class WebSpec(ConfigModel):
     volume: dict[str, Any] = Field(description="raid parameters (with the web volume in volumes)")
     target: str = Field("web", description="name of the web volume inside the RAID")
     app: dict[str, Any] = Field(default_factory=dict, description="WebServerConfig fields except users/target")
-    users: list[int] = Field(description="closed-loop users swept")
+    users: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(description="closed-loop users swept, each 1-100000")
     runtime: float = Field(3.0, gt=0, le=3600, description="measured seconds per point")
     ramp: float = Field(0.5, ge=0, le=3600, description="seconds before measuring")
     precondition: PreconditionSpec = Field(default_factory=PreconditionSpec, description="functional warm-up (requests = file reads)")
@@ -121,8 +127,12 @@ class OltpSpec(ConfigModel):
     app: dict[str, Any] = Field(default_factory=dict, description="OltpConfig fields except data/log/threads")
     baseline: str = Field(description="configuration whose mean latency sets the load")
     target_latency_ms: float = Field(8.0, gt=0, le=1000, description="baseline mean latency the load is chosen for, ms")
-    threads: list[int] = Field(description="candidate loads (outstanding IOs), ascending; the one closest to the target is kept")
-    checkpoints_min: list[float] = Field(description="minutes after the start at which the timeline is sampled")
+    threads: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
+        description="candidate loads (outstanding IOs), ascending, each 1-100000; the one closest to the target is kept"
+    )
+    checkpoints_min: list[Annotated[float, Field(ge=0, le=43200)]] = Field(
+        description="minutes after the start at which the timeline is sampled, each 0-43200 (30 days)"
+    )
     sample_s: float = Field(1.5, gt=0, le=3600, description="timed seconds per checkpoint")
     ramp: float = Field(0.3, ge=0, le=3600, description="seconds before each sample is measured")
 

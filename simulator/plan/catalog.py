@@ -14,7 +14,7 @@ agree with the simulated device's capacity within 1 %.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -67,8 +67,8 @@ class HostPart(ConfigModel):
     """A storage server chassis with its processors and memory (without data drives and NICs)."""
 
     name: str = Field(pattern=_PART, description="part name")
-    bays: dict[Literal["3.5", "2.5", "u.2", "m.2"], int] = Field(
-        description="drive bays per form factor, count (a 3.5 bay also takes a 2.5 drive)"
+    bays: dict[Literal["3.5", "2.5", "u.2", "m.2"], Annotated[int, Field(ge=0, le=1024)]] = Field(
+        description="drive bays per form factor, count, each 0-1024 (a 3.5 bay also takes a 2.5 drive)"
     )
     cores: int = Field(ge=1, le=1024, description="physical cores (all sockets)")
     threads_per_core: int = Field(2, ge=1, le=8, description="hardware threads per core (default 2)")
@@ -76,7 +76,8 @@ class HostPart(ConfigModel):
     ram: Bytes = Field(gt=0, le=2**46, description="memory, bytes")
     nic_slots: int = Field(ge=1, le=16, description="PCIe slots for network cards, count")
     ram_per_osd: Bytes = Field(
-        "6GiB", gt=0, description="memory an OSD needs (osd_memory_target 4 GiB plus headroom), bytes (default 6GiB)"
+        "6GiB", gt=0, le=2**40,
+        description="memory an OSD needs (osd_memory_target 4 GiB plus headroom), bytes, at most 1 TiB (default 6GiB)",
     )
     price: Price = Field(description="unit price of the configured chassis")
 

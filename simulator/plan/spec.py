@@ -25,7 +25,7 @@ surviving configuration is simulated (see docs/user-guide.md, "Capacity planning
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -103,7 +103,9 @@ class ClientGroup(ConfigModel):
 class Slo(ConfigModel):
     """The service level: a latency percentile bound at a target load."""
 
-    percentile: float = Field(99.0, description="completion-latency percentile: one of 50, 90, 99, 99.9, 99.99 (default 99)")
+    percentile: float = Field(
+        99.0, le=100, description="completion-latency percentile: one of 50, 90, 99, 99.9, 99.99, at most 100 (default 99)"
+    )
     latency: Seconds = Field(gt=0, le=600, description="bound on that percentile, seconds (e.g. 50ms)")
     target_iops: float | None = Field(None, gt=0, le=1e9, description="client IOs per second the cluster must carry (all clients)")
     target_bandwidth: BytesPerSecond | None = Field(
@@ -147,7 +149,7 @@ class FailureSpec(ConfigModel):
 
 
 class Requirement(ConfigModel):
-    usable_capacity: Bytes = Field(gt=0, le=2**62, description="data the clients store, bytes (e.g. 500TB)")
+    usable_capacity: Bytes = Field(gt=0, le=2**60, description="data the clients store, bytes, at most 1 EiB (e.g. 500TB)")
     max_fill: float = Field(
         0.8, gt=0.1, le=0.95,
         description="highest fill of the raw space after a failure (Ceph's nearfull ratio is 0.85), fraction (default 0.8)",
@@ -183,7 +185,9 @@ class Protection(ConfigModel):
     """Data protection of the pool: ``replicated: 3`` or ``ec: [4, 2]`` (k data + m coding chunks)."""
 
     replicated: int | None = Field(None, ge=2, le=6, description="replicas (pool size), 2..6")
-    ec: tuple[int, int] | None = Field(None, description="erasure code [k, m], k 2..16, m 1..4")
+    ec: tuple[Annotated[int, Field(le=16)], Annotated[int, Field(le=4)]] | None = Field(
+        None, description="erasure code [k, m], k 2..16, m 1..4"
+    )
     stripe_unit: Bytes = Field(
         4096, ge=512, le=1 << 24,
         description="with ec: bytes of a data chunk per stripe (osd_pool_erasure_code_stripe_unit, default 4096)",
@@ -241,15 +245,20 @@ class ShapeSpace(ConfigModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]{1,40}$", description="family name (e.g. hdd, hdd_nvme_db, all_flash)")
     host: list[str] = Field(min_length=1, description="host chassis (catalogue hosts)")
     drive: list[str] = Field(min_length=1, description="OSD data drives (catalogue drives)")
-    osds_per_host: list[int] = Field(min_length=1, description="data drives (= OSDs) per host")
+    osds_per_host: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        min_length=1, description="data drives (= OSDs) per host, each 1-1024"
+    )
     db_device: list[str] = Field(default_factory=lambda: ["none"], description="DB/WAL device (catalogue drive) or none")
-    db_fanout: list[int] = Field(default_factory=lambda: [6], description="OSDs sharing one DB/WAL device")
-    db_size: Bytes = Field("60GiB", gt=0, description="DB/WAL volume per OSD, bytes (default 60GiB)")
+    db_fanout: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=lambda: [6], description="OSDs sharing one DB/WAL device, each 1-1024"
+    )
+    db_size: Bytes = Field("60GiB", gt=0, le=2**50, description="DB/WAL volume per OSD, bytes, at most 1 PiB (default 60GiB)")
     protection: list[Protection] = Field(
         default_factory=lambda: [Protection(replicated=3)], description="replicated size or EC k+m (default replicated 3)"
     )
-    pgs_per_osd: list[int] = Field(
-        default_factory=lambda: [100], description="PG replicas per OSD the pg_num aims at (power of two rounding; default 100)"
+    pgs_per_osd: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
+        default_factory=lambda: [100],
+        description="PG replicas per OSD the pg_num aims at, each 1-100000 (power of two rounding; default 100)",
     )
     nic: list[str] = Field(min_length=1, description="network cards (catalogue NICs)")
     ceph_release: list[Literal["nautilus", "octopus", "pacific", "quincy"]] = Field(

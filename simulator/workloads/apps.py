@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -125,13 +125,13 @@ class VdiBootConfig(ConfigModel):
     read_bytes: Bytes = Field("560MB", ge=4096, le=2**40, description="bytes read per boot (default 560MB)")
     write_share: float = Field(0.16, ge=0, lt=1, description="share of the boot's IOs that are writes (default 0.16)")
     read_run: float = Field(4.0, ge=1, le=10_000, description="mean length of a sequential run of reads, IOs (default 4)")
-    read_sizes: dict[str, float] = Field(
+    read_sizes: dict[str, Annotated[float, Field(le=1e6)]] = Field(
         default_factory=lambda: {"4KiB": 20, "16KiB": 20, "32KiB": 20, "64KiB": 20, "256KiB": 20},
-        description="read size -> weight (bssplit style), default 4/16/32/64/256 KiB at 20 each",
+        description="read size -> weight (bssplit style), each weight at most 1e6, default 4/16/32/64/256 KiB at 20 each",
     )
-    write_sizes: dict[str, float] = Field(
+    write_sizes: dict[str, Annotated[float, Field(le=1e6)]] = Field(
         default_factory=lambda: {"4KiB": 50, "32KiB": 50},
-        description="write size -> weight, default 4 KiB and 32 KiB at 50 each",
+        description="write size -> weight, each at most 1e6, default 4 KiB and 32 KiB at 50 each",
     )
     seed: int = Field(1, ge=0, le=2**32, description="seed of the boot profile (one profile replayed by every desktop), default 1")
 

@@ -48,7 +48,8 @@ from pydantic import BeforeValidator, Field, PrivateAttr, ValidationError, model
 
 from simulator.config.base import ConfigModel
 from simulator.errors import ConfigError
-from simulator.units import parse_size, parse_time
+from simulator.limits import MAX_SIM_SECONDS
+from simulator.units import MAX_BYTES, parse_size, parse_time
 
 __all__ = [
     "DEFAULT_SLAT",
@@ -484,8 +485,12 @@ def _time_default_us(v: Any) -> float:
     if isinstance(v, bool):
         raise ValueError("expected a duration, not a boolean")
     bare = isinstance(v, str) and len(v) <= 80 and re.match(r"^\s*[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*$", v)
+    # a bare number is microseconds: converted before the duration limit applies (3600000000 = 1 h)
     if isinstance(v, (int, float)) or bare:
-        t = parse_time(v) / 1e6
+        try:
+            t = parse_time(float(v) / 1e6)
+        except OverflowError:
+            raise ValueError("a duration beyond anything the simulator models") from None
     else:
         t = parse_time(v)
     if t < 0:
@@ -522,6 +527,8 @@ def _size_or_pct(v: Any) -> Any:
     n = _fio_int(v)
     if n < 0:
         raise ValueError(f"must be >= 0, got {n}")
+    if n > MAX_BYTES:
+        raise ValueError(f"must be at most 1 EiB ({MAX_BYTES} bytes), got {n}")
     return n
 
 
@@ -703,9 +710,16 @@ FioInt = Annotated[int, BeforeValidator(_fio_int)]
 FioSize = Annotated[int, BeforeValidator(_fio_size)]
 FioBool = Annotated[bool, BeforeValidator(_fio_bool)]
 FioTime = Annotated[float, BeforeValidator(_fio_time)]
-SizeOrPct = Annotated[int | str, BeforeValidator(_size_or_pct)]
-BsTriplet = Annotated[tuple[int, int, int], BeforeValidator(_bs_triplet)]
-RateTriplet = Annotated[tuple[int, int, int] | None, BeforeValidator(_rate_triplet)]
+# element bounds, declared for the schema and the bounds test; the parsers above give the messages
+_FileBytes = Annotated[int, Field(le=MAX_BYTES)]  # offsets and sizes in a file: at most 1 EiB
+_BlockBytes = Annotated[int, Field(le=_MAX_BS)]
+_Rate = Annotated[int, Field(le=_MAX_RATE_IOPS)]
+_ByteRate = Annotated[int, Field(le=_MAX_RATE_BPS)]
+_Pct = Annotated[int, Field(le=100)]
+_SimSeconds = Annotated[float, Field(le=MAX_SIM_SECONDS)]
+SizeOrPct = Annotated[_FileBytes | str, BeforeValidator(_size_or_pct)]
+BsTriplet = Annotated[tuple[_BlockBytes, _BlockBytes, _BlockBytes], BeforeValidator(_bs_triplet)]
+RateTriplet = Annotated[tuple[_Rate, _Rate, _Rate] | None, BeforeValidator(_rate_triplet)]
 
 
 def _str_opt(v: Any) -> Any:
@@ -823,8 +837,8 @@ class FioJob(ConfigModel):
     )
     bs: BsTriplet = Field(
         (4096, 4096, 4096),
-        description="block size, bytes: one value or fio's read,write[,trim] comma form, e.g. '4k,8k' "
-        "(default 4k)",
+        description="block size, bytes: one value or fio's read,write[,trim] comma form, e.g. '4k,8k', "
+        "each at most 1 GiB (default 4k)",
     )
     bssplit: Annotated[str, BeforeValidator(_bssplit)] | None = Field(
         None,
@@ -838,10 +852,10 @@ class FioJob(ConfigModel):
         "sizes are multiples of lo, drawn as fio does (lo + U*hi rounded down to a multiple of lo, "
         "capped at hi); default none",
     )
-    blockalign: Annotated[tuple[int, int, int] | None, BeforeValidator(_blockalign)] = Field(
+    blockalign: Annotated[tuple[_FileBytes, _FileBytes, _FileBytes] | None, BeforeValidator(_blockalign)] = Field(
         None,
-        description="boundary of random offsets, bytes, per direction (fio ba=); default: the smallest "
-        "block size. Setting it turns fio's random map off, as fio does",
+        description="boundary of random offsets, bytes, per direction (fio ba=), each at most 1 EiB; default: the "
+        "smallest block size. Setting it turns fio's random map off, as fio does",
     )
     iodepth: FioInt = Field(
         1,
@@ -855,22 +869,25 @@ class FioJob(ConfigModel):
     )
     size: SizeOrPct | None = Field(
         None,
-        description="bytes of IO per thread and the region it covers, divided among the files, or a "
-        "percentage of each file/device (e.g. '50%'); default: the whole device from offset",
+        description="bytes of IO per thread and the region it covers, divided among the files (at most 1 EiB), or "
+        "a percentage of each file/device (e.g. '50%'); default: the whole device from offset",
     )
     io_size: FioSize | None = Field(
         None,
         gt=0,
-        description="bytes to transfer, independent of the region (fio io_size/io_limit); default size",
+        le=MAX_BYTES,
+        description="bytes to transfer, independent of the region (fio io_size/io_limit), at most 1 EiB; default size",
     )
     filesize: FioSize | None = Field(
-        None, gt=0, description="region per file, bytes (overrides size/nfiles for the region); default none"
+        None, gt=0, le=MAX_BYTES,
+        description="region per file, bytes, at most 1 EiB (overrides size/nfiles for the region); default none",
     )
-    offset: SizeOrPct = Field(0, description="start of the region in each file, bytes or percent (default 0)")
+    offset: SizeOrPct = Field(0, description="start of the region in each file, bytes (at most 1 EiB) or percent (default 0)")
     offset_increment: FioSize = Field(
         0,
         ge=0,
-        description="extra offset per clone: clone k starts at offset + k*offset_increment (default 0)",
+        le=MAX_BYTES,
+        description="extra offset per clone: clone k starts at offset + k*offset_increment, at most 1 EiB (default 0)",
     )
     filename: FioStr | None = Field(
         None, description="target(s), colon-separated ('\\:' escapes a colon); resolved by the experiment"
@@ -908,19 +925,22 @@ class FioJob(ConfigModel):
     )
     time_based: FioBool = Field(False, description="run for runtime, wrapping over the region (default 0)")
     runtime: FioTime | None = Field(
-        None, ge=0, description="seconds of measured run after ramp_time (units: 900, 15m); default unlimited"
+        None, ge=0, le=MAX_SIM_SECONDS,
+        description="seconds of measured run after ramp_time (units: 900, 15m), at most 1e7 (116 days, a job's simulated time); "
+        "default unlimited",
     )
     number_ios: FioInt = Field(
         0, ge=0, le=2**63 - 1, description="stop after this many IOs after the ramp (0 = no limit, default)"
     )
     ramp_time: FioTime = Field(
-        0.0, ge=0, description="seconds of lead-in whose IOs are not recorded; extends the run (default 0)"
+        0.0, ge=0, le=MAX_SIM_SECONDS,
+        description="seconds of lead-in whose IOs are not recorded; extends the run; at most 1e7 (116 days) (default 0)",
     )
-    startdelay: Annotated[tuple[float, float], BeforeValidator(_startdelay)] = Field(
+    startdelay: Annotated[tuple[_SimSeconds, _SimSeconds], BeforeValidator(_startdelay)] = Field(
         (0.0, 0.0),
         description="delay before the job starts, seconds when the unit is omitted; a range lo-hi (or "
         "lo:hi) makes every thread draw its own delay uniformly from it (fio startdelay=irange(time)); "
-        "default 0",
+        "at most 1e7 s (116 days); default 0",
     )
     thinktime: Annotated[float, BeforeValidator(_time_default_us)] = Field(
         0.0,
@@ -960,19 +980,19 @@ class FioJob(ConfigModel):
         None,
         description="open loop: arrivals per second, per direction in fio's read,write,trim comma form; "
         "with bsrange (no bssplit) fio paces linear arrivals by bytes at rate_iops x the smallest block "
-        "size (default none = closed loop)",
+        "size; each at most 1e8 (default none = closed loop)",
     )
-    percentage_random: Annotated[tuple[int, int, int], BeforeValidator(_pct_triplet)] = Field(
+    percentage_random: Annotated[tuple[_Pct, _Pct, _Pct], BeforeValidator(_pct_triplet)] = Field(
         (100, 100, 100),
         description="random IO (rw=rand*): percent of IOs at a random offset, per direction in fio's "
         "comma form; the others continue sequentially where the direction's previous IO ended "
-        "(fio's should_do_random / last_pos); percentage_sequential is 100 minus it (default 100)",
+        "(fio's should_do_random / last_pos); percentage_sequential is 100 minus it; at most 100 (default 100)",
     )
-    rate: Annotated[tuple[int, int, int] | None, BeforeValidator(_rate_bytes_triplet)] = Field(
+    rate: Annotated[tuple[_ByteRate, _ByteRate, _ByteRate] | None, BeforeValidator(_rate_bytes_triplet)] = Field(
         None,
         description="open loop by bandwidth: bytes per second per direction in fio's read,write,trim "
         "comma form (e.g. '1m,500k'); linear: the next IO is due when the bytes issued so far are; "
-        "exclusive with rate_iops (default none)",
+        "each at most 1e13 (10 TB/s); exclusive with rate_iops (default none)",
     )
     rate_process: Literal["linear", "poisson"] = Field(
         "linear", description="arrival process of rate/rate_iops: linear (fixed gaps, default) or poisson "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -41,8 +41,8 @@ class ZoneRow(ConfigModel):
 
     fraction: float = Field(
         1.0,
-        gt=0,
-        description="share of the cylinders in this zone (rows are normalised to sum 1), dimensionless, default 1",
+        gt=0, le=1e6,
+        description="share of the cylinders in this zone (rows are normalised to sum 1), dimensionless, at most 1e6, default 1",
     )
     sectors_per_track: int = Field(
         1000, ge=1, le=100000, description="logical sectors per track in this zone, sectors, default 1000"
@@ -105,7 +105,7 @@ class GeometryConfig(ConfigModel):
     capacity: Bytes = Field(
         "1TB", gt=0, le=1e15, description="user capacity of the whole drive (all actuators), bytes, default 1TB"
     )
-    sector_size: Bytes = Field(512, description="logical sector size, bytes (512 or 4096), default 512")
+    sector_size: Bytes = Field(512, le=4096, description="logical sector size, bytes (512 or 4096), at most 4096, default 512")
     heads: int = Field(
         8,
         ge=1,
@@ -116,8 +116,8 @@ class GeometryConfig(ConfigModel):
         default_factory=ZonesConfig, description="zoned-recording layout, default 16 zones 163->84 MB/s"
     )
     physical_sector_size: Bytes | None = Field(
-        None,
-        description="physical sector size, bytes (4096 for a 512e drive), default none = sector_size; media writes "
+        None, le=65536,
+        description="physical sector size, bytes (4096 for a 512e drive), at most 64 KiB, default none = sector_size; media writes "
         "covering a physical sector only in part pay a read-modify-write",
     )
     rmw_revolutions: float = Field(
@@ -213,14 +213,14 @@ class SeekConfig(ConfigModel):
     )
     write_single_track: Seconds | None = Field(
         None,
-        gt=0,
-        description="three_point: single-track write seek incl. write settle, seconds, default none (derived from the read curve)",
+        gt=0, le=1.0,
+        description="three_point: single-track write seek incl. write settle, seconds, at most 1 s, default none (derived from the read curve)",
     )
     write_average: Seconds | None = Field(
-        None, gt=0, description="three_point: average write seek, seconds, default none"
+        None, gt=0, le=1.0, description="three_point: average write seek, seconds, at most 1 s, default none"
     )
     write_full_stroke: Seconds | None = Field(
-        None, gt=0, description="three_point: full-stroke write seek, seconds, default none"
+        None, gt=0, le=1.0, description="three_point: full-stroke write seek, seconds, at most 1 s, default none"
     )
     average_weighting: Literal["random_pairs", "uniform_distance"] = Field(
         "random_pairs", description="three_point: what the average figure averages over, default random_pairs"
@@ -236,45 +236,45 @@ class SeekConfig(ConfigModel):
         description="ruemmler_wilkes: boundary between sqrt and linear parts, fraction of the full stroke, default 0.195 (HP 97560: 383/1962 cylinders)",
     )
     rw_short_const: Seconds = Field(
-        "3.24ms", ge=0, description="ruemmler_wilkes: a, seconds, default 3.24ms (HP 97560 fit)"
+        "3.24ms", ge=0, le=1.0, description="ruemmler_wilkes: a, seconds, at most 1 s, default 3.24ms (HP 97560 fit)"
     )
     rw_short_sqrt: Seconds = Field(
         "17.72ms",
-        ge=0,
-        description="ruemmler_wilkes: b (times sqrt of the stroke fraction), seconds, default 17.72ms (0.400ms*sqrt(1962))",
+        ge=0, le=1.0,
+        description="ruemmler_wilkes: b (times sqrt of the stroke fraction), seconds, at most 1 s, default 17.72ms (0.400ms*sqrt(1962))",
     )
-    rw_long_const: Seconds = Field("8.0ms", ge=0, description="ruemmler_wilkes: c, seconds, default 8.0ms")
+    rw_long_const: Seconds = Field("8.0ms", ge=0, le=1.0, description="ruemmler_wilkes: c, seconds, at most 1 s, default 8.0ms")
     rw_long_linear: Seconds = Field(
         "15.7ms",
-        ge=0,
-        description="ruemmler_wilkes: e (times the stroke fraction), seconds, default 15.7ms (0.008ms*1962)",
+        ge=0, le=1.0,
+        description="ruemmler_wilkes: e (times the stroke fraction), seconds, at most 1 s, default 15.7ms (0.008ms*1962)",
     )
-    table: tuple[tuple[float, Seconds], ...] | None = Field(
+    table: tuple[tuple[Annotated[float, Field(le=1)], Annotated[Seconds, Field(le=1.0)]], ...] | None = Field(
         None,
-        description="table: (stroke fraction in (0,1], seconds) points, increasing fraction, default none",
+        description="table: (stroke fraction in (0,1], seconds at most 1 s) points, increasing fraction, default none",
     )
     read_settle: Seconds = Field(
         "0ms",
-        ge=0,
-        description="settle before reading after a seek, seconds, default 0. The datasheet figures of three_point "
+        ge=0, le=1.0,
+        description="settle before reading after a seek, seconds, at most 1 s, default 0. The datasheet figures of three_point "
         "and ruemmler_wilkes+rw_from_figures already include it: there it only offsets the write curve "
         "(write = read - read_settle + write_settle) when no write figures are given, and has no effect on reads; "
         "it is added to explicit ruemmler_wilkes and table curves",
     )
     write_settle: Seconds = Field(
         "0.5ms",
-        ge=0,
-        description="settle before writing after a seek, seconds, default 0.5ms (desim's guess for a 7.2K drive)",
+        ge=0, le=1.0,
+        description="settle before writing after a seek, seconds, at most 1 s, default 0.5ms (desim's guess for a 7.2K drive)",
     )
     head_switch: Seconds = Field(
         "0.5ms",
-        ge=0,
-        description="switch to another head on the same cylinder, for a read, seconds, default 0.5ms (desim's guess)",
+        ge=0, le=1.0,
+        description="switch to another head on the same cylinder, for a read, seconds, at most 1 s, default 0.5ms (desim's guess)",
     )
     write_head_switch: Seconds | None = Field(
         None,
-        ge=0,
-        description="head switch for a write, seconds, default none = head_switch + max(0, write_settle - read_settle)",
+        ge=0, le=1.0,
+        description="head switch for a write, seconds, at most 1 s, default none = head_switch + max(0, write_settle - read_settle)",
     )
 
     @model_validator(mode="after")
@@ -336,13 +336,13 @@ class InterfaceConfig(ConfigModel):
     )
     cache_hit_overhead: Seconds | None = Field(
         None,
-        ge=0,
-        description="overhead of a read served from the buffer, seconds, default none = read_overhead",
+        ge=0, le=1.0,
+        description="overhead of a read served from the buffer, seconds, at most 1 s, default none = read_overhead",
     )
     flush_overhead: Seconds | None = Field(
         None,
-        ge=0,
-        description="overhead of a FLUSH (on top of waiting for destage), seconds, default none = write_overhead",
+        ge=0, le=1.0,
+        description="overhead of a FLUSH (on top of waiting for destage), seconds, at most 1 s, default none = write_overhead",
     )
 
     @property
@@ -365,14 +365,14 @@ class QueueConfig(ConfigModel):
     )
     max_age: Seconds = Field(
         "0.5s",
-        ge=0,
-        description="aging guard: a command older than this goes first (0 disables), seconds, default 0.5s",
+        ge=0, le=3600.0,
+        description="aging guard: a command older than this goes first (0 disables), seconds, at most 1 h, default 0.5s",
     )
     age_weight: float = Field(
         0.0,
-        ge=0,
+        ge=0, le=1e6,
         description="aged SPTF (Worthington, Ganger & Patt 1994): order by positioning time - age_weight x time "
-        "waited, dimensionless, default 0 (plain SPTF)",
+        "waited, dimensionless, at most 1e6, default 0 (plain SPTF)",
     )
     max_skips: int = Field(
         0,
@@ -452,8 +452,8 @@ class CacheConfig(ConfigModel):
     )
     media_cache_size: Bytes = Field(
         "0",
-        ge=0,
-        description="media_cache: capacity of the on-platter media cache of the whole drive, bytes, default 0 "
+        ge=0, le=1e15,
+        description="media_cache: capacity of the on-platter media cache of the whole drive, bytes, at most 1e15 (the largest capacity), default 0 "
         "(must be set for media_cache); Seagate CMR/SMR drives reserve tens of GB (Aghayev & Desnoyers, FAST'15)",
     )
     media_cache_location: float = Field(
@@ -465,8 +465,8 @@ class CacheConfig(ConfigModel):
     )
     media_cache_batch: Bytes = Field(
         "4MiB",
-        ge=4096,
-        description="media_cache: most dirty DRAM data appended to the media cache in one media operation, bytes, "
+        ge=4096, le=2**30,
+        description="media_cache: most dirty DRAM data appended to the media cache in one media operation, bytes, at most 1 GiB, "
         "default 4MiB",
     )
     media_cache_wce: bool = Field(
@@ -504,18 +504,18 @@ class CacheConfig(ConfigModel):
     )
     write_cache_size: Bytes | None = Field(
         None,
-        ge=0,
-        description="bytes of dirty data the cache holds before writes wait (whole drive), default none = buffer_size (volatile) / persistent_size (persistent)",
+        ge=0, le=2**40,
+        description="bytes of dirty data the cache holds before writes wait (whole drive), at most 1 TiB, default none = buffer_size (volatile) / persistent_size (persistent)",
     )
     persistent_size: Bytes | None = Field(
         None,
-        ge=0,
-        description="size of the non-volatile write cache (persistent mode), bytes, default none = buffer_size",
+        ge=0, le=2**40,
+        description="size of the non-volatile write cache (persistent mode), bytes, at most 1 TiB, default none = buffer_size",
     )
     persistent_ack: Seconds = Field(
         "0s",
-        ge=0,
-        description="extra time to make a write durable in the non-volatile cache before ack, seconds, default 0",
+        ge=0, le=1.0,
+        description="extra time to make a write durable in the non-volatile cache before ack, seconds, at most 1 s, default 0",
     )
     destage: Literal["idle", "mixed"] = Field(
         "idle",
@@ -544,8 +544,8 @@ class CacheConfig(ConfigModel):
     )
     destage_merge: Bytes = Field(
         "1MiB",
-        ge=0,
-        description="a cached write that continues the newest dirty extent merges into it up to this size, bytes, default 1MiB",
+        ge=0, le=2**30,
+        description="a cached write that continues the newest dirty extent merges into it up to this size, bytes, at most 1 GiB, default 1MiB",
     )
     fua_supported: bool = Field(
         True,

@@ -187,6 +187,7 @@ class HDD(Device):
         self._stream = False
         # write cache (one implementation; the mode says where a destage goes and what FLUSH waits for)
         self._wc = c.write_cache
+        self._wcm = W.WC_MODES[c.write_cache]  # the mode as the kernels' number (wc_write_rule ...)
         self._mc = c.write_cache == "media_cache"
         self._mc_wce = c.media_cache_wce
         # segments bound the DRAM stage (volatile, media_cache), not a non-volatile cache
@@ -195,6 +196,8 @@ class HDD(Device):
         self._dram: deque[int] = deque()  # media_cache: dirty DRAM extents not yet appended
         self._ndram = 0
         self._mc_bytes = 0  # media_cache: data in the media cache not yet cleaned home
+        self._mc_size = 0
+        self._mc_hw = 0.0
         if self._mc:
             self._mc_size = int(c.media_cache_size) // split
             self._mc_hw = c.cleaning_watermark * self._mc_size
@@ -390,7 +393,7 @@ class HDD(Device):
         elif op == _WRITE:
             self._admit_write(req, now)
         elif op == _FLUSH:
-            nvol = self._ndram if self._mc else (self._ndirty if self._wc == "volatile" else 0)
+            nvol = W.wc_flush_waits(self._wcm, self._ndirty, self._ndram)
             if nvol > 0:
                 self._flush_wait(self._seq, nvol, req, 0.0)
                 if not self._busy:
@@ -431,12 +434,12 @@ class HDD(Device):
     def _admit_write(self, req: Request, now: float) -> None:
         lba, end = self._sectors(req)
         K.invalidate(float(lba), float(end), self._seg, self._par)
-        wc = self._wc
         nbytes = (end - lba) * self._ss
-        if wc == "off" or (req.fua and wc == "volatile" and self._fua_ok) or nbytes > self._wc_size:
+        rule = W.wc_write_rule(self._wcm, bool(req.fua), self._fua_ok, self._mc_wce, nbytes, self._wc_size)
+        if rule == W.WR_THROUGH:
             self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
             return
-        fua_flush = bool(req.fua and (wc == "volatile" or self._mc)) or (self._mc and not self._mc_wce)
+        fua_flush = rule == W.WR_DURABLE
         if self._blocked or not self._fits(lba, nbytes):
             if self._qwc and not self._blocked and not fua_flush and not self._overlaps_dirty(lba, end):
                 # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then)
@@ -509,7 +512,7 @@ class HDD(Device):
         if fua_flush:
             req.t_start = now
             req.service = done - now
-            self._flush_wait(seq, self._ndram if self._mc else self._ndirty, req, done)
+            self._flush_wait(seq, W.wc_flush_waits(self._wcm, self._ndirty, self._ndram), req, done)
         else:
             self._ack(req, now, done - now)
         if not self._busy:
@@ -634,9 +637,8 @@ class HDD(Device):
     def _append_due(self) -> bool:
         """Append dirty DRAM data to the media cache now? When no host command waits, or something
         waits for it (a FLUSH, a blocked write, DRAM above the high watermark); only with room."""
-        if self._mc_bytes >= self._mc_size:
-            return False
-        return not self._nhost or bool(self._nfl or self._blocked) or self._dirty_bytes >= self._hw
+        return W.mc_append_due(self._mc_bytes, self._mc_size, self._nhost, bool(self._nfl or self._blocked),
+                               self._dirty_bytes, self._hw)
 
     def _start_append(self, now: float) -> bool:
         """One media operation: seek to the media cache and append dirty DRAM data (up to
@@ -647,18 +649,8 @@ class HDD(Device):
         continuing on the next sector. The append takes what is in DRAM when its write begins."""
         if not self._dram or self._mc_bytes + int(self._ext[self._dram[0], W.E_NS]) * self._ss > self._mc_size:
             return False
-        par = self._par
-        K.finalize_readahead(now, self._seg, par)
-        dist = abs(par[K.ST_CYL] - self._mc_cyl)
-        seek = self.seek(dist, write=True) if dist > 0 else 0.0
-        pre = max(seek, self._mc_setup)
-        ang = (self._mc_log % self._mc_spt) / self._mc_spt
-        rot = float(K.rot_wait(now + pre, ang, par))
-        par[K.ST_CYL] = self._mc_cyl
-        par[K.ST_HEAD] = 0.0
-        par[K.A_SEEK] += seek
-        par[K.A_ROT] += rot
-        par[K.A_OPS] += 1.0
+        pre, rot = W.mc_append_start(now, self._par, self._seg, self._sk, self._tt, self._mc_cyl, self._mc_log,
+                                     self._mc_spt, self._mc_setup)
         self.appends += 1
         self._busy = True
         self._mech_item = None
@@ -781,16 +773,11 @@ class HDD(Device):
             return
         env = self.env
         now = env.now
-        mode = 0
-        if owe:
-            mode = 2  # one cleaning write home (the best-placed of the cleaning window)
-        elif self._win and self._nhost and self._idle_destage:
-            if self._mc:
-                pressure = self._mc_bytes >= self._mc_hw
-            else:
-                pressure = bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw
-            if not pressure:
-                mode = 1
+        # 2: one cleaning write home (the best-placed of the cleaning window); 1: host commands first
+        mode = W.wc_destage_mode(
+            self._wcm, owe, self._win, self._nhost, self._idle_destage, self._mc_bytes, self._mc_hw,
+            bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw,
+        )
         i, kind, t0, xs, tend = _dispatch_k(
             now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode, self._et
         )

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from . import kernels as K
+
 E_LBA = 0  # first sector
 E_NS = 1  # sectors
 E_SEQ = 2  # arrival number of the write that created it (FLUSH ordering)
@@ -37,6 +39,19 @@ E_INS = 4  # 1 = the start index maps its first sector to it
 E_INE = 5  # 1 = the end index maps its end sector to it
 E_POS = 6  # its place in ``live``
 NE = 7
+
+# write-cache modes (``cache.write_cache``) as numbers: the drive's ``_wcm``, the core's ``HI_WC``
+WC_OFF = 0
+WC_VOLATILE = 1
+WC_PERSISTENT = 2
+WC_MEDIA = 3
+WC_MODES = {"off": WC_OFF, "volatile": WC_VOLATILE, "persistent": WC_PERSISTENT, "media_cache": WC_MEDIA}
+
+# what a write does on arrival (wc_write_rule)
+WR_THROUGH = 0  # written home as a host command (cache off, honoured FUA, larger than the cache)
+WR_CACHE = 1  # cached, acknowledged after overhead + link transfer (+ the non-volatile commit)
+WR_DURABLE = 2  # cached, acknowledged once durable (a FLUSH of its own: volatile FUA the drive does not
+#                 honour, a media cache's FUA or WCE=0)
 
 # FLUSH / FUA records (float64 rows of ``fl``, in arrival order): a FLUSH of a volatile cache, or a
 # FUA write the drive does not honour, waits for the extents in the cache when it arrived
@@ -319,3 +334,76 @@ def wc_flushes_drop(fl, n):
                 fl[k, c] = fl[i, c]
         k += 1
     return k
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_write_rule(mode, fua, fua_ok, mc_wce, nbytes, wc_size):
+    """How a write of ``nbytes`` (FUA or not) is taken by a cache in ``mode`` (``WC_*``) of ``wc_size``
+    bytes (``fua_ok``: the drive honours FUA; ``mc_wce``: a media cache's DRAM stage is on): ``WR_*``.
+    Volatile: a FUA write the drive honours is written through, one it does not honour waits for
+    durability like a FLUSH; persistent: every write is durable once in the cache (FUA changes
+    nothing); media_cache: FUA, or the DRAM stage off, waits for the append."""
+    if mode == WC_OFF or (fua and mode == WC_VOLATILE and fua_ok) or nbytes > wc_size:
+        return WR_THROUGH
+    if (fua and (mode == WC_VOLATILE or mode == WC_MEDIA)) or (mode == WC_MEDIA and not mc_wce):
+        return WR_DURABLE
+    return WR_CACHE
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_flush_waits(mode, ndirty, ndram):
+    """Extents a FLUSH waits for in a cache in ``mode`` with ``ndirty`` extents not yet home and
+    ``ndram`` not yet appended to a media cache: a volatile cache's dirty extents, a media cache's
+    DRAM stage, nothing in a non-volatile cache (0: the FLUSH is acknowledged after its overhead)."""
+    if mode == WC_VOLATILE:
+        return ndirty
+    if mode == WC_MEDIA:
+        return ndram
+    return 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wc_destage_mode(mode, owe, win, nhost, idle, mc_bytes, mc_hw, pressure_volatile):
+    """The scheduler mode of the next media operation (kernels.dispatch's ``mode``): 2 = one cleaning
+    write home owed since the last media-cache append (``owe``); 1 = host commands first (idle
+    destage, ``win`` extents in the window, ``nhost`` host commands waiting, no pressure: a media
+    cache below its cleaning watermark, else ``pressure_volatile`` — a FLUSH or a write waiting, or
+    dirty data above the high watermark); 0 = everything competes."""
+    if owe:
+        return 2
+    if win and nhost and idle:
+        pressure = mc_bytes >= mc_hw if mode == WC_MEDIA else pressure_volatile
+        if not pressure:
+            return 1
+    return 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def mc_append_due(mc_bytes, mc_size, nhost, waiting, dirty_bytes, hw):
+    """Append dirty DRAM data to the media cache now? Only with room in it; then when no host command
+    waits, or something waits for it (``waiting``: a FLUSH or a blocked write), or DRAM is above its
+    high watermark."""
+    if mc_bytes >= mc_size:
+        return False
+    return nhost == 0 or waiting or dirty_bytes >= hw
+
+
+@njit(cache=True, _nrt=False)
+def mc_append_start(now, par, seg, sk, tt, mc_cyl, mc_log, mc_spt, setup):
+    """The mechanism starts a media-cache append at ``now``: it leaves the read-ahead, seeks to the
+    media cache's cylinder while the firmware sets the append up (``setup``), then waits for the
+    log's write pointer (sector ``mc_log`` of a track of ``mc_spt`` sectors) to come under the head.
+    Moves the head there and counts the seek, rotation and operation; returns (set-up or seek,
+    rotational wait), seconds."""
+    K.finalize_readahead(now, seg, par)
+    dist = abs(par[K.ST_CYL] - mc_cyl)
+    seek = K.seek_time(dist, 1, sk, tt) if dist > 0 else 0.0
+    pre = max(seek, setup)
+    ang = (mc_log % mc_spt) / mc_spt
+    rot = K.rot_wait(now + pre, ang, par)
+    par[K.ST_CYL] = mc_cyl
+    par[K.ST_HEAD] = 0.0
+    par[K.A_SEEK] += seek
+    par[K.A_ROT] += rot
+    par[K.A_OPS] += 1.0
+    return pre, rot

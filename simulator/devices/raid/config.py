@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -101,8 +101,9 @@ class RaidConfig(ConfigModel):
     )
     members: MembersConfig
     copies: int = Field(2, ge=2, le=8, description="copies of each chunk in RAID 10 (md near layout), default 2")
-    failed: list[int] = Field(
-        default_factory=list, max_length=8, description="indices of failed members: the volume runs degraded (default none)"
+    failed: list[Annotated[int, Field(le=255)]] = Field(
+        default_factory=list, max_length=8,
+        description="indices of failed members (at most 255: members.count <= 256): the volume runs degraded (default none)",
     )
     write_policy: Literal["cheaper", "rmw", "reconstruct"] = Field(
         "cheaper",

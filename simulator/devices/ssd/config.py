@@ -14,7 +14,7 @@ derived from the user capacity and the over-provisioning ratio (``ftl.over_provi
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -48,7 +48,7 @@ class HostInterfaceConfig(ConfigModel):
         "sata", description="host protocol: nvme | sata | sas (default sata)"
     )
     queues: int = Field(
-        1, ge=1, description="submission queues (NVMe; SATA and SAS have exactly 1), count (default 1)"
+        1, ge=1, le=65535, description="submission queues (NVMe; SATA and SAS have exactly 1), count, at most 65535, NVMe's largest number of I/O queues (default 1)"
     )
     queue_depth: int = Field(
         32,
@@ -193,13 +193,13 @@ class FlashConfig(ConfigModel):
     planes_per_die: int = Field(2, ge=1, le=16, description="planes per die, count (default 2)")
     page_size: Bytes = Field("16KiB", gt=0, le=2**20, description="NAND page (data area), bytes (default 16KiB)")
     block_size: Bytes = Field("4MiB", gt=0, le=2**30, description="erase block, bytes (a whole number of pages; default 4MiB)")
-    read_latency: list[Seconds] = Field(
+    read_latency: list[Annotated[Seconds, Field(le=0.1)]] = Field(
         default_factory=lambda: [60e-6],
-        description="tR per page type (LSB, CSB, MSB; one value = all types), seconds (default [60us])",
+        description="tR per page type (LSB, CSB, MSB; one value = all types), seconds, each at most 100 ms (default [60us])",
     )
-    program_latency: list[Seconds] = Field(
+    program_latency: list[Annotated[Seconds, Field(le=0.1)]] = Field(
         default_factory=lambda: [500e-6, 2000e-6],
-        description="tPROG per page type (LSB..MSB; one value = all types), seconds (default MLC [500us, 2ms])",
+        description="tPROG per page type (LSB..MSB; one value = all types), seconds, each at most 100 ms (default MLC [500us, 2ms])",
     )
     erase_latency: Seconds = Field("3.5ms", gt=0, le=1.0, description="tBERS, seconds (default 3.5ms)")
     channel_rate: BytesPerSecond = Field(
@@ -279,8 +279,8 @@ class FTLConfig(ConfigModel):
         "4KiB", gt=0, le=2**20, description="FTL mapping granularity (logical page), bytes; divides the page (default 4KiB)"
     )
     over_provisioning: float = Field(
-        0.07,
-        description="spare ratio (physical − logical) / logical, dimensionless (default 0.07 = GB vs GiB)",
+        0.07, le=10.0,
+        description="spare ratio (physical − logical) / logical, dimensionless, at most 10 = 1000 % (default 0.07 = GB vs GiB)",
     )
     gc_threshold: int = Field(
         3,
@@ -302,8 +302,6 @@ class FTLConfig(ConfigModel):
                 f"ftl.over_provisioning is {self.over_provisioning}: it must be >= 0 "
                 "(physical flash smaller than the user capacity cannot hold the data)"
             )
-        if self.over_provisioning > 10:
-            raise ValueError(f"ftl.over_provisioning {self.over_provisioning} is implausible (> 10 = 1000%)")
         return self
 
 
@@ -324,7 +322,7 @@ class SSDConfig(ConfigModel):
     """A NAND SSD: HIL → controller/DCM → FTL → TSU/PHY. See simulator.devices.ssd for semantics."""
 
     capacity: Bytes = Field("128GiB", gt=0, le=10**15, description="user (logical) capacity, bytes (default 128GiB)")
-    sector_size: Bytes = Field(512, description="logical block size reported to the host, bytes (512 or 4096; default 512)")
+    sector_size: Bytes = Field(512, le=4096, description="logical block size reported to the host, bytes (512 or 4096; default 512); at most 4096")
     interface: HostInterfaceConfig = Field(default_factory=HostInterfaceConfig, description="host interface (HIL)")
     controller: ControllerConfig = Field(default_factory=ControllerConfig, description="controller and DRAM buffer")
     flash: FlashConfig = Field(default_factory=FlashConfig, description="flash back end geometry and timings")
