@@ -22,8 +22,20 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LruCache", "LruDataCache", "LruExtentCache", "TwoQCache", "TwoQExtentCache", "make_cache"]
+__all__ = ["LruCache", "LruDataCache", "LruExtentCache", "TwoQCache", "TwoQExtentCache", "make_cache", "twoq_limits"]
 
+
+
+def twoq_limits(cap: int, kin: int, n_in: int, n_hot: int) -> tuple[int, int]:
+    """2Q's trim targets (units) for warm_in and hot when ``n_in + n_hot`` exceed ``cap``: warm_in
+    keeps ``kin`` and hot the rest, and a list below its share lends the difference to the other
+    (Nautilus TwoQCache::_trim). Plain arithmetic, also compiled by the Ceph core (core.ceph_dcache)."""
+    khot = cap - kin
+    if n_hot < khot:
+        kin += khot - n_hot
+    elif n_in < kin:
+        khot += kin - n_in
+    return kin, khot
 
 class LruCache:
     """LRU over integer keys. Entries touched since the last bulk :meth:`load` live in an
@@ -631,12 +643,7 @@ class TwoQExtentCache(_ExtentCache):
         n_in, n_hot = w_in.units, hot.units
         if n_in + n_hot <= cap:
             return
-        kin = self.kin
-        khot = cap - kin
-        if n_hot < khot:
-            kin += khot - n_hot
-        elif n_in < kin:
-            khot += kin - n_in
+        kin, khot = twoq_limits(cap, self.kin, n_in, n_hot)
         if n_in > kin:
             self._trim_front(w_in, n_in - kin, out)
         if n_hot > khot:

@@ -29,6 +29,10 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from simulator import nbcache
+from simulator.ceph import cache as _pycache
+from simulator.ceph.cache import twoq_limits
+from simulator.core import ceph_layout as _clayout
 from simulator.core.ceph_layout import (
     DC_BUFR,
     DC_BUFW,
@@ -58,6 +62,12 @@ from simulator.core.ceph_layout import (
     POL_2Q,
     POL_LRU,
 )
+
+# the kernels read the layout's constants and compile the Python cache's 2Q arithmetic: a change there recompiles them
+nbcache.invalidate_stale(__file__, _clayout.__file__, _pycache.__file__)
+
+#: the 2Q trim targets, written once in simulator.ceph.cache and compiled here
+_twoq_limits = njit(cache=True, nogil=True)(twoq_limits)
 
 __all__ = ["DCache", "build", "probe", "read_done", "reset_counters", "write", "write_back", "writing_add",
            "writing_remove"]
@@ -204,12 +214,7 @@ def _trim_2q(dc, o):
     n_hot = oi[o, DC_UNITS + DC_HOT]
     if n_in + n_hot <= cap:
         return
-    kin = oi[o, DC_KIN]
-    khot = cap - kin
-    if n_hot < khot:
-        kin += khot - n_hot
-    elif n_in < kin:
-        khot += kin - n_in
+    kin, khot = _twoq_limits(cap, oi[o, DC_KIN], n_in, n_hot)
     if n_in > kin:
         _trim_front(dc, o, DC_IN, n_in - kin, DC_OUT)
     if n_hot > khot:

@@ -26,6 +26,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from simulator import nbcache
+from simulator.core import ceph_arith as _carith
+from simulator.core import ceph_layout as _clayout
 from simulator.core.ceph_arith import align_up
 from simulator.core.ceph_layout import (
     II_KB,
@@ -52,6 +55,9 @@ from simulator.core.ceph_layout import (
     ON_TAIL,
     ONF_COST,
 )
+
+# the kernels read the layout's constants and call ceph_arith: a change there recompiles them
+nbcache.invalidate_stale(__file__, _clayout.__file__, _carith.__file__)
 
 __all__ = ["build", "insert", "probe", "write_back"]
 
