@@ -431,10 +431,6 @@ def test_trim_jobs_identical_to_python(spec, blk, job):
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "random_distribution": "sim_hotband"},
          "HotbandOffsets"),
         ({"profile": "ssd/intel_520_60gb"}, {"rw": "randread"}, "device kind"),
-        ({"profile": "hdd/seagate_exos_2x14", "params": {"cache": {"write_cache": "volatile", "queued_write_candidates": True}}},
-         {"rw": "randread"}, "queued_write_candidates"),  # its actuators' cache mode
-        ({**HDD, "params": {"cache": {"write_cache": "volatile", "queued_write_candidates": True}}}, {"rw": "randwrite"},
-         "queued_write_candidates"),
     ],
 )
 def test_unsupported_features_are_named(spec, job, needle):

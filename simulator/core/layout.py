@@ -195,7 +195,12 @@ HI_MC_OWE = 40  # cleaning writes owed since the last append
 HI_MC_ILV = 41  # cleaning writes owed after each append (cache.cleaning_interleave)
 HI_APPENDS = 42
 HI_MC_LOG = 43  # sectors appended so far: the log's write pointer
-NHI = 44
+# cache.queued_write_candidates (volatile): queued writes the full cache refused, still reordering
+# candidates: ``hqw[h, :HI_QW_N]``, oldest first
+HI_QWC = 44  # 1 = the mode is on
+HI_QW_N = 45
+HI_DIRECT = 46  # such writes written home directly (picked by the scheduler)
+NHI = 47
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2
@@ -286,7 +291,7 @@ State = namedtuple(
         "dvi", "dacc",
         "qi", "qf", "qring", "qu",
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
-        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx", "hdr",
+        "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx", "hdr", "hqw",
         "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend", "xi",
     ],
 )  # fmt: skip

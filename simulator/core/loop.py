@@ -100,13 +100,7 @@ from simulator.core.layout import (
     HF_DIRTY_BYTES,
     HF_HW,
     HF_LINK_BUSY,
-    HF_NV_ACK,
     HF_LRATE,
-    HF_MECH_END,
-    HF_OVH_FLUSH,
-    HF_OVH_HIT,
-    HF_OVH_R,
-    HF_OVH_W,
     HF_MC_BATCH,
     HF_MC_BYTES,
     HF_MC_CYL,
@@ -115,6 +109,12 @@ from simulator.core.layout import (
     HF_MC_SIZE,
     HF_MC_SPS,
     HF_MC_SPT,
+    HF_MECH_END,
+    HF_NV_ACK,
+    HF_OVH_FLUSH,
+    HF_OVH_HIT,
+    HF_OVH_R,
+    HF_OVH_W,
     HF_WC_SIZE,
     HI_APPENDS,
     HI_BL_CNT,
@@ -123,6 +123,7 @@ from simulator.core.layout import (
     HI_COALESCED,
     HI_DESTAGED,
     HI_DESTAGED_BYTES,
+    HI_DIRECT,
     HI_DIRTY_READ_HITS,
     HI_DQ_CNT,
     HI_DQ_HEAD,
@@ -142,16 +143,18 @@ from simulator.core.layout import (
     HI_MC_LOG,
     HI_MC_OWE,
     HI_MC_WCE,
-    HI_NDRAM,
     HI_MECH,
     HI_MERGE,
     HI_N,
     HI_NDIRTY,
+    HI_NDRAM,
     HI_NHOST,
     HI_NLIVE,
     HI_OUT,
     HI_OVERWRITES,
     HI_QD,
+    HI_QW_N,
+    HI_QWC,
     HI_READHITS,
     HI_SEQ,
     HI_SS,
@@ -679,7 +682,8 @@ def _h_dispatch(sp, d, h, now):
     mode = W.wc_destage_mode(
         st.hi[h, HI_WC], owe, st.hi[h, HI_WIN], st.hi[h, HI_NHOST], st.hi[h, HI_IDLE] != 0, st.hf[h, HF_MC_BYTES],
         st.hf[h, HF_MC_HW],
-        st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
+        st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0
+        or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
     )
     i, kind, t0, xs, tend = K.dispatch(
         now, n, st.hcq[h], st.hzt[h], st.hpar[h], st.hsk[h], st.htt[h], st.hseg[h], mode, st.het[h]
@@ -695,6 +699,8 @@ def _h_dispatch(sp, d, h, now):
         r = item
         st.hi[h, HI_MECH] = r
         st.hi[h, HI_NHOST] -= 1
+        if st.hi[h, HI_QW_N] > 0 and _h_qw_remove(sp, h, r):
+            st.hi[h, HI_DIRECT] += 1  # a queued write the cache refused, written home directly
         dur = st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
         if st.rqi[r, RI_OP] == _READ:
             done = _link_reserve(sp, h, xs, dur, now) + dur
@@ -723,6 +729,22 @@ def _h_dispatch(sp, d, h, now):
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
         schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
+
+
+@njit(cache=True, _nrt=False)
+def _h_qw_remove(sp, h, r):
+    """Take request ``r`` off the queued writes the cache refused (keeping their order); False if it
+    is not one of them (HDD._qdw.pop)."""
+    st = _ld(sp)
+    q = st.hqw[h]
+    n = st.hi[h, HI_QW_N]
+    for k in range(n):
+        if q[k] == r:
+            for j in range(k, n - 1):
+                q[j] = q[j + 1]
+            st.hi[h, HI_QW_N] = n - 1
+            return True
+    return False
 
 
 @njit(cache=True, _nrt=False)
@@ -956,6 +978,17 @@ def _h_admit_write(sp, d, h, r, now):
         )
         return
     if st.hi[h, HI_BL_CNT] > 0 or not _h_fits(sp, h, lba, nbytes):
+        if (
+            st.hi[h, HI_QWC] != 0 and st.hi[h, HI_BL_CNT] == 0 and rule != W.WR_DURABLE
+            and not (st.hi[h, HI_NLIVE] > 0 and W.wc_overlaps(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], lba, end))
+        ):
+            # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then)
+            st.hqw[h, st.hi[h, HI_QW_N]] = r
+            st.hi[h, HI_QW_N] += 1
+            _h_enqueue_host(
+                sp, d, h, r, now, lba, end - lba, 1, now + st.hf[h, HF_OVH_W], st.rqi[r, RI_SIZE] / st.hf[h, HF_LRATE]
+            )
+            return
         _ring_push(st.hbl[h], st.hi[h], HI_BL_HEAD, HI_BL_CNT, r)
         if st.hi[h, HI_BUSY] == 0:
             _h_dispatch(sp, d, h, now)
@@ -1093,6 +1126,24 @@ def _h_release(sp, d, h, now):
         if not _h_fits(sp, h, lba, (end - lba) * st.hi[h, HI_SS]):
             break
         _ring_pop(st.hbl[h], st.hi[h], HI_BL_HEAD, HI_BL_CNT)
+        _h_accept(sp, d, h, r, now, lba, end)
+    while st.hi[h, HI_QW_N] > 0 and st.hi[h, HI_BL_CNT] == 0:
+        # a segment freed: the oldest queued write the cache refused moves in
+        r = st.hqw[h, 0]
+        lba, end = _h_sectors(sp, h, r)
+        if not _h_fits(sp, h, lba, (end - lba) * st.hi[h, HI_SS]):
+            break
+        _h_qw_remove(sp, h, r)
+        n = st.hi[h, HI_N]
+        cq = st.hcq[h]
+        i = 0
+        while cq[i, K.C_KIND] != 0.0 or st.hcr[h, i] != r:
+            i += 1
+        K.remove_row(cq, n, i)
+        if i < n - 1:
+            st.hcr[h, i] = st.hcr[h, n - 1]
+        st.hi[h, HI_N] = n - 1
+        st.hi[h, HI_NHOST] -= 1
         _h_accept(sp, d, h, r, now, lba, end)
     _h_pump(sp, d, h, now)
 
@@ -1916,7 +1967,7 @@ def _run_until(sp, t_limit):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
-        elif kind == EV_MECHFREE or kind == EV_DESTAGE or kind == EV_APPEND_WRITE or kind == EV_APPEND_DONE:
+        elif kind in (EV_MECHFREE, EV_DESTAGE, EV_APPEND_WRITE, EV_APPEND_DONE):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_RAMP:
             _t_ramp_end(sp, tg, t)

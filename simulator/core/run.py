@@ -66,12 +66,10 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         wc = dev._wc
         if wc not in ("off", "volatile", "persistent", "media_cache"):
             return -1, f"{dev.path}: HDD write cache mode {wc!r} (covered: off, volatile, persistent, media_cache)"
-        if getattr(dev, "_qwc", False):
-            return -1, f"{dev.path}: cache.queued_write_candidates (queued writes as candidates while the cache is full)"
         if dev.trace is not None:
             return -1, f"{dev.path}: a media trace is requested"
         if dev._n or dev._dirty or dev._hostq or dev._busy or dev._outstanding or dev._blocked or dev._flushes \
-                or dev._dirty_bytes or dev._dram or dev._mc_bytes:
+                or dev._dirty_bytes or dev._dram or dev._mc_bytes or dev._qdw:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
         return L.DK_HDD, None
     from simulator.ceph.rbd import RbdImage
@@ -317,6 +315,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
     hdq = np.zeros((nh, E), np.int64)
     hdr = np.zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
+    hqw = np.zeros((nh, R), np.int64)  # queued_write_candidates: the refused writes, oldest first
     hbl = np.zeros((nh, R), np.int64)
     link_row: dict[int, int] = {}
     for h, d in enumerate(hdds):
@@ -332,6 +331,8 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
         hi[h, L.HI_WINDOW] = d._window
         hi[h, L.HI_WC] = d._wcm
         hi[h, L.HI_MC_WCE] = 1 if d._mc_wce else 0
+        hi[h, L.HI_QWC] = 1 if d._qwc else 0
+        hi[h, L.HI_DIRECT] = d.direct_writes
         hi[h, L.HI_APPENDS] = d.appends
         hf[h, L.HF_MC_SIZE] = d._mc_size
         hf[h, L.HF_MC_HW] = d._mc_hw
@@ -424,7 +425,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     arrays = dict(
         dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
         het=het, hseg=hseg, hi=hi, hf=hf, hhq=hhq, hlk=hlk, hext=hext, hefree=hefree, hdq=hdq, hbl=hbl, hlive=hlive,
-        hfl=hfl, hidx=hidx, hdr=hdr, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
+        hfl=hfl, hidx=hidx, hdr=hdr, hqw=hqw, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
     )
     return arrays, queues, hdds, blks
 
@@ -549,6 +550,7 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
             d._nlive = int(st.hi[h, L.HI_NLIVE])
             d._ndirty = int(st.hi[h, L.HI_NDIRTY])
         d.appends = int(st.hi[h, L.HI_APPENDS])
+        d.direct_writes = int(st.hi[h, L.HI_DIRECT])
         if d._mc:
             d._mc_bytes = int(st.hf[h, L.HF_MC_BYTES])
             d._mc_log = int(st.hi[h, L.HI_MC_LOG])

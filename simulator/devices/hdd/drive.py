@@ -37,6 +37,12 @@ from .config import HDDConfig, derive
 __all__ = ["HDD", "DualActuatorHDD", "Link", "build_hdd"]
 
 _admit_read = K.admit_read
+# the write cache's mode rules: the kernels' own source, called as plain Python here (a numba
+# dispatch per IO costs more than the rule; the compiled core inlines the same functions)
+_write_rule = W.wc_write_rule.py_func
+_flush_waits = W.wc_flush_waits.py_func
+_destage_mode = W.wc_destage_mode.py_func
+_append_due = W.mc_append_due.py_func
 _dispatch_k = K.dispatch
 _READ = int(Op.READ)
 _WRITE = int(Op.WRITE)
@@ -393,7 +399,7 @@ class HDD(Device):
         elif op == _WRITE:
             self._admit_write(req, now)
         elif op == _FLUSH:
-            nvol = W.wc_flush_waits(self._wcm, self._ndirty, self._ndram)
+            nvol = _flush_waits(self._wcm, self._ndirty, self._ndram)
             if nvol > 0:
                 self._flush_wait(self._seq, nvol, req, 0.0)
                 if not self._busy:
@@ -435,7 +441,7 @@ class HDD(Device):
         lba, end = self._sectors(req)
         K.invalidate(float(lba), float(end), self._seg, self._par)
         nbytes = (end - lba) * self._ss
-        rule = W.wc_write_rule(self._wcm, bool(req.fua), self._fua_ok, self._mc_wce, nbytes, self._wc_size)
+        rule = _write_rule(self._wcm, bool(req.fua), self._fua_ok, self._mc_wce, nbytes, self._wc_size)
         if rule == W.WR_THROUGH:
             self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
             return
@@ -512,7 +518,7 @@ class HDD(Device):
         if fua_flush:
             req.t_start = now
             req.service = done - now
-            self._flush_wait(seq, W.wc_flush_waits(self._wcm, self._ndirty, self._ndram), req, done)
+            self._flush_wait(seq, _flush_waits(self._wcm, self._ndirty, self._ndram), req, done)
         else:
             self._ack(req, now, done - now)
         if not self._busy:
@@ -637,7 +643,7 @@ class HDD(Device):
     def _append_due(self) -> bool:
         """Append dirty DRAM data to the media cache now? When no host command waits, or something
         waits for it (a FLUSH, a blocked write, DRAM above the high watermark); only with room."""
-        return W.mc_append_due(self._mc_bytes, self._mc_size, self._nhost, bool(self._nfl or self._blocked),
+        return _append_due(self._mc_bytes, self._mc_size, self._nhost, bool(self._nfl or self._blocked),
                                self._dirty_bytes, self._hw)
 
     def _start_append(self, now: float) -> bool:
@@ -774,7 +780,7 @@ class HDD(Device):
         env = self.env
         now = env.now
         # 2: one cleaning write home (the best-placed of the cleaning window); 1: host commands first
-        mode = W.wc_destage_mode(
+        mode = _destage_mode(
             self._wcm, owe, self._win, self._nhost, self._idle_destage, self._mc_bytes, self._mc_hw,
             bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw,
         )

@@ -345,7 +345,7 @@ def wc_write_rule(mode, fua, fua_ok, mc_wce, nbytes, wc_size):
     nothing); media_cache: FUA, or the DRAM stage off, waits for the append."""
     if mode == WC_OFF or (fua and mode == WC_VOLATILE and fua_ok) or nbytes > wc_size:
         return WR_THROUGH
-    if (fua and (mode == WC_VOLATILE or mode == WC_MEDIA)) or (mode == WC_MEDIA and not mc_wce):
+    if (fua and mode in (WC_VOLATILE, WC_MEDIA)) or (mode == WC_MEDIA and not mc_wce):
         return WR_DURABLE
     return WR_CACHE
 
