@@ -306,4 +306,9 @@ CASES.update({
                              "CPU second)", _ceph_core_case("bench_qd64read_cached", False)),
     "ceph-hdd-qd64read-2q-compiled": ("the same through the compiled Ceph core with its data cache (identical results)",
                                       _ceph_core_case("bench_qd64read_cached", True)),
+    "ceph-fitted-qd64write": ("Ceph croit MACH.2 pool, the flagship's fitted profile as it is (persistent LUN write "
+                              "cache, onode misses, data cache), 4KiB randwrite QD64 (Python; client IOs per CPU second)",
+                              _ceph_core_case("bench_fitted_qd64write", False)),
+    "ceph-fitted-qd64write-compiled": ("the same through the compiled Ceph core (identical results)",
+                                       _ceph_core_case("bench_fitted_qd64write", True)),
 })  # fmt: skip

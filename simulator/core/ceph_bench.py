@@ -210,20 +210,22 @@ def bench_fio_qd64read(n: int, compiled: bool) -> tuple[float, str]:
     return n / wall, f"fio: {res[0].read.iops:,.0f} IOPS"
 
 
-#: the croit drives as the compiled core drives them: the MACH.2 profile's write cache (media_cache;
-#: the fitted profile's: persistent) is not compiled, so its LUNs run with a volatile write cache
+#: the croit drives as the compiled core drives them: the MACH.2 profile's media cache (14 GB, more than
+#: the 2^20 extents the Ceph core's fixed device table holds) is refused under BlueStore, so its LUNs run
+#: with a volatile write cache (the fitted profile's persistent cache is compiled: ``bench_fitted_qd64write``)
 CROIT_HDD_OVERRIDES = {"hosts.0.drives.0.device.params.cache.write_cache": "volatile"}
 
 
-def _bench_hdd(n: int, compiled: bool, kind: int, overrides: dict[str, Any]) -> tuple[float, str]:
-    """croit on its real drives (``CROIT_HDD_OVERRIDES`` + ``overrides``), closed loop QD64 of 4 KiB
+def _bench_hdd(n: int, compiled: bool, kind: int, overrides: dict[str, Any],
+               ref: str = "clusters/croit_mach2") -> tuple[float, str]:
+    """croit (cluster profile ``ref``) on its real drives (``overrides``), closed loop QD64 of 4 KiB
     random IOs of ``kind`` (0 read, 1 write) on the MACH.2 pool's image: client IOs per CPU second of
     the run (the Python model's whole run, the compiled loop's); note: simulated IOPS, events per IO."""
     from simulator.ceph.bench import build_cluster_from_profile
     from simulator.core.ceph_build import run_closed
 
     sim = Simulation(seed=1)
-    cl = build_cluster_from_profile(sim, overrides={**CROIT_HDD_OVERRIDES, **overrides})
+    cl = build_cluster_from_profile(sim, ref, overrides=overrides)
     img = cl.image("test-mach2", "test")
     rng = np.random.default_rng(1)
     offs = rng.integers(0, img.capacity // 4096, n) * 4096
@@ -241,13 +243,21 @@ def bench_qd64write_hdd(n: int, compiled: bool) -> tuple[float, str]:
     """croit MACH.2 pool on its real drives (HDD profiles, block layer mq-deadline; the MACH.2 LUNs'
     write cache volatile instead of the profile's media cache), 4 KiB random writes, closed loop QD64.
     Python and compiled give identical completion times (tests/test_core_ceph_devices.py)."""
-    return _bench_hdd(n, compiled, 1, {})
+    return _bench_hdd(n, compiled, 1, CROIT_HDD_OVERRIDES)
 
 
 def bench_qd64read_hdd(n: int, compiled: bool) -> tuple[float, str]:
     """The same croit MACH.2 pool on its drives, BlueStore without a data cache (buffered reads off),
     4 KiB random reads of the pre-filled image, closed loop QD64 (identical in both engines)."""
-    return _bench_hdd(n, compiled, 0, {"bluestore.cache.buffered_read": False})
+    return _bench_hdd(n, compiled, 0, {**CROIT_HDD_OVERRIDES, "bluestore.cache.buffered_read": False})
+
+
+def bench_fitted_qd64write(n: int, compiled: bool) -> tuple[float, str]:
+    """The flagship's fitted croit profile (clusters/croit_mach2_fitted) as it is: the MACH.2 LUNs'
+    fitted persistent write cache, onode misses, BlueStore's data cache; 4 KiB random writes, closed
+    loop QD64 on the MACH.2 pool (issue 13's target case; identical in both engines:
+    tests/test_core_hdd_wcache.py, test_core_ceph_onode.py, test_core_ceph_dcache.py)."""
+    return _bench_hdd(n, compiled, 1, {}, "clusters/croit_mach2_fitted")
 
 
 def bench_qd64read_cached(n: int, compiled: bool) -> tuple[float, str]:
