@@ -223,7 +223,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_OPFREE] = n_ops
     gi[L.GI_OVH] = cluster.net.overhead
     gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
-    gi[L.GI_CACHELESS] = int(_cacheless(cluster, imgs))
+    # every OSD the run reads from has a device row (a read missing the data cache is one device read)
+    gi[L.GI_CACHELESS] = int(_read_device_why(cluster, imgs) is None)
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
@@ -529,13 +530,6 @@ def _load_transactions(cluster: Any, osds: list[Any], pg_list: list[Any], pgrow:
             prev = r
         bsi[j, L.BS_DQ_T] = prev
         bsi[j, L.BS_TIMER] = int(bs._timer_armed)
-
-
-def _cacheless(cluster: Any, images: list[Any] | None = None) -> bool:
-    """Every OSD the run's images reach (default: every image's) is a BlueStore whose data device is a
-    queue device or one of the device core's (so a read of a written object that misses the data
-    cache is one device read; the data cache and the writing buffers are compiled: core.ceph_dcache)."""
-    return _read_device_why(cluster, images) is None
 
 
 def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | None:
