@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 import pytest
+from test_core_ceph_wire import _cluster, _job
 
 import simulator.ceph  # noqa: F401
 from simulator.ceph.cache import LruCache
 from simulator.ceph.cluster import Cluster
-from simulator.devices.registry import resolve_params
 from simulator.engine import Simulation
 from simulator.workloads.options import resolve_jobs
 from simulator.workloads.runner import Workload, run_fio
@@ -39,16 +39,6 @@ def _params(bluestore: dict, size: int = 3, image: dict | None = None) -> dict:
         "block_layer": {"enabled": False},
         "bluestore": {**_CACHELESS, **bluestore},
     }
-
-
-def _cluster(params: dict, seed: int) -> tuple[Simulation, Cluster]:
-    _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": params})
-    sim = Simulation(seed)
-    return sim, Cluster(cfg, "cluster", sim.root)
-
-
-def _job(**kw) -> dict:
-    return {"name": "j", "ioengine": "libaio", "sim_slat": 0, "norandommap": 1, "bs": 4096, "randseed": 5, **kw}
 
 
 def _state(cl: Cluster) -> dict:
