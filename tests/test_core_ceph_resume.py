@@ -74,3 +74,60 @@ def test_mutation_the_drain_changes_the_chain(python_chain, monkeypatch):
     drained = execute_task({**task, "engine": "auto"})
     assert [o.extra["engine"] for o in drained] == ["compiled"] * len(drained)
     assert any(_doc(a) != _doc(b) for a, b in zip(py, drained, strict=True))
+
+
+def _per_point(monkeypatch, plan: dict[tuple[str, int], str]) -> None:
+    """Run each point of a chain with the engine ``plan`` names for its (rw, iodepth) (a replay's
+    explicit Python runs stay Python)."""
+    from simulator.experiment import execute
+
+    orig = execute.run_jobs_on
+
+    def run(sim, system, jobs, progress=None, engine="auto", used=None, **kw):
+        if engine != "python":
+            engine = plan[(jobs[0].rw, jobs[0].iodepth)]
+        return orig(sim, system, jobs, progress, engine=engine, used=used, **kw)
+
+    monkeypatch.setattr(execute, "run_jobs_on", run)
+
+
+@pytest.mark.parametrize("first", ["auto", "python"])
+def test_a_chain_that_alternates_engines_equals_the_python_chain(python_chain, monkeypatch, first):
+    """Engines alternating point by point (auto, python, ... or python, auto, ...): a compiled point
+    after a Python one runs only if the Python run left nothing pending (else the reason says so);
+    a Python point after a compiled one does not start from a drained hand-over: the runner replays
+    the chain's earlier points in Python on a new system (``HandOver``). Every document equals the
+    Python chain's. (Checked: running the Python point from the drained hand-over instead, i.e.
+    ``strict_hand_over=False``, changes the documents from the QD4 read on:
+    test_a_drained_hand_over_is_what_the_replay_avoids.)"""
+    task, py = python_chain
+    other = "python" if first == "auto" else "auto"
+    plan = {}
+    for i, (_idx, labels, _raw) in enumerate(task["points"]):
+        plan[(labels["rw"], labels["qd"])] = first if i % 2 == 0 else other
+    _per_point(monkeypatch, plan)
+    alt = execute_task({**task, "engine": "auto"})
+    engines = [o.extra["engine"] for o in alt]
+    assert "compiled" in engines and "python" in engines
+    if first == "python":  # the Python QD4 read after the compiled QD1 write replays the chain so far
+        assert alt[1].extra["engine"] == "compiled" and alt[2].extra.get("replayed") == 2
+    for a, b in zip(py, alt, strict=True):
+        assert _doc(a) == _doc(b), (a.labels, b.extra)
+
+
+def test_a_drained_hand_over_is_what_the_replay_avoids(python_chain, monkeypatch):
+    """Without the replay (a Python point starting from the drained hand-over of the held state) the
+    chain leaves the Python chain's results: the replay is needed, not decorative."""
+    from simulator.experiment import execute
+
+    task, py = python_chain
+    # Python reads, compiled writes: a read after a compiled write hands over the write's pending work
+    plan = {(labels["rw"], labels["qd"]): ("python" if i % 2 == 0 else "auto")
+            for i, (_x, labels, _r) in enumerate(task["points"])}
+    _per_point(monkeypatch, plan)
+    orig = execute.run_jobs_on
+    monkeypatch.setattr(execute, "run_jobs_on", lambda *a, **kw: orig(*a, **{**kw, "strict_hand_over": False}))
+    alt = execute_task({**task, "engine": "auto"})
+    assert not any("replayed" in o.extra for o in alt)
+    assert alt[1].extra["engine"] == "compiled"
+    assert any(_doc(a) != _doc(b) for a, b in zip(py, alt, strict=True))

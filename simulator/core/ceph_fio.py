@@ -44,7 +44,7 @@ import numpy as np
 
 from simulator.core import ceph_layout as L_
 
-__all__ = ["Held", "held_state", "rbd_targets", "release_held", "run_fio_ceph", "run_workload_ceph", "unsupported_job",
+__all__ = ["Held", "held_state", "held_states", "rbd_targets", "release_held", "run_fio_ceph", "run_workload_ceph", "unsupported_job",
            "unsupported_workload"]
 
 #: request rows of a time-limited job at first (then doubled whenever the loop has issued the last:
@@ -110,6 +110,11 @@ def _registry(sim: Any) -> dict[int, Held]:
     if reg is None:
         reg = sim.__dict__["_ceph_held"] = {}
     return reg
+
+
+def held_states(sim: Any) -> list[Held]:
+    """Every held state of ``sim``."""
+    return list(sim.__dict__.get("_ceph_held", {}).values())
 
 
 def held_state(cluster: Any) -> Held | None:
@@ -183,7 +188,8 @@ def _unsupported_cluster(th: Any) -> str | None:
     if held is not None:
         if held.fits(image, th._depth):  # the held state is the compiled core's own: its verdicts
             return held.verdicts[_run_kind(th)]
-        held.release()  # a run of another image or depth: hand over, then ask the Python objects
+        return (f"its compiled state is held for a run of {held.image.path} with at most {held.n_ops // 8} "
+                "requests in flight (the hand-over to this run drains it)")
     kind = _run_kind(th)
     if kind == "write":  # only the driven image's tables (another pool on other drives may differ in shape)
         return unsupported_writes(image.cluster, [image])
@@ -343,6 +349,11 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     from simulator.core import ceph_loop as K
     from simulator.core.ceph_build import build_state, refill, why_text, write_back, write_back_bluestore
 
+    if len(wl.threads) == 1 and rbd_targets(wl):
+        img = wl.threads[0].files[0].dev
+        held = held_state(img.cluster)
+        if held is not None and not held.fits(img, wl.threads[0]._depth):
+            held.release()  # a run of another image or depth: hand over (drain), then build afresh
     why = unsupported_workload(sim, wl)
     if why:
         from simulator.core.run import Unsupported
@@ -358,9 +369,6 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     depth = th._depth
     env = sim.env
     held = held_state(cluster)
-    if held is not None and not held.fits(image, depth):
-        held.release()  # (unsupported_workload did it already) before the statistics restart below
-        held = None
     _drop_inert(env)
     # Workload.start -> JobThread.start / _begin (after a fixed startdelay; nothing else is pending)
     t0 = env.now + job.startdelay[0]
