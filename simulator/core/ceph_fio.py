@@ -29,8 +29,10 @@ Python objects to run hands the state over first (:meth:`Held.release`: drain, t
 write-back): a Python run (``Workload.start``), ``ceph_build.build_state``, and a compiled run of
 another image or of more requests in flight than the held op rows allow. The drain there is the one
 place a chain can still leave the Python model's results (the Python model would have interleaved
-that work with the next run); a Python run's own pending work keeps later runs in Python (no
-hand-over that way). The simulated clock is left at the last completion, as the Python run leaves it.
+that work with the next run), so the experiment runner avoids it: a point that would leave a held
+state replays the chain's earlier points in Python instead (``experiment.execute.HandOver``). A
+Python run's own pending work keeps later runs in Python (no hand-over that way). The simulated clock
+is left at the last completion, as the Python run leaves it.
 """
 
 from __future__ import annotations
