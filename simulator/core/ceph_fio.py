@@ -452,6 +452,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             env._now = t_rec
             image.reset_stats()
             env._now = now_py
+            st.gf[L.GF_NOW] = t_rec  # the devices' windows restart at the ramp's end (the next event is not earlier)
             _reset_counters(st)
             wl._phase_devs.add(id(image))
         elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
