@@ -13,6 +13,7 @@ are left as the Python engine would leave them for reporting: ``Workload.results
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -485,10 +486,13 @@ def device_state(tops: Sequence[Any], n_req: int, now: float) -> tuple[L.State, 
 
 
 def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], blks: Sequence[Any],
-                       hdds: Sequence[Any]) -> None:
+                       hdds: Sequence[Any], report: bool = False) -> None:
     """Put the device tables of ``st`` back into the Python devices (accounting, queue devices' unused
     uniforms, block layers' state and counters, HDDs' mechanism state and counters), for reporting.
-    The lists are the ones :func:`device_arrays` returned."""
+    The lists are the ones :func:`device_arrays` returned. ``report``: the run goes on in ``st``
+    (the compiled Ceph core's held state, ceph_fio): the queue devices' uniforms stay there, and an
+    HDD's host FIFO is stood for by placeholders of its length (``stats()`` reads its length only;
+    the hand-over's full write-back empties it)."""
     for i, d in enumerate(devs):
         a = st.dacc[i]
         d._t0 = float(a[L.DA_T0])
@@ -498,7 +502,7 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d._busy_acc = float(a[L.DA_BUSY])
         d.completed = [int(x) for x in a[L.DA_COMP : L.DA_COMP + 4]]
         d.bytes = [int(x) for x in a[L.DA_BYTES : L.DA_BYTES + 4]]
-    for q, d in enumerate(queues):
+    for q, d in enumerate(queues if not report else ()):
         pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
         br = d.rand
         br._buf = st.qu[q, pos:ln].tolist() + br._buf[br._i :]
@@ -544,6 +548,8 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         # cannot continue this run (unsupported() refuses a drive with state)
         d._n = int(st.hi[h, L.HI_N])
         d._outstanding = int(st.hi[h, L.HI_OUT])
+        if report or any(x is None for x in d._hostq):
+            d._hostq = deque([None] * int(st.hi[h, L.HI_HQ_CNT]))
         if d._wc != "off":
             d._ext = st.hext[h].copy()
             d._live = st.hlive[h].copy()
