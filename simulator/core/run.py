@@ -55,6 +55,14 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         return L.DK_BLK, None
     if type(dev) is QueueDevice:
         return L.DK_QUEUE, None
+    from simulator.devices.ssd.device import SSD
+
+    if type(dev) is SSD:
+        from simulator.devices.ssd.kernels import in_flight
+
+        if in_flight(dev._S):
+            return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
+        return L.DK_SSD, None
     if type(dev) is DualActuatorHDD:
         if dev._inside:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
@@ -241,7 +249,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     nQ = len(queues)
     # devices
     dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
-    counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0}
+    counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0, L.DK_SSD: 0}
     dacc = np.zeros((len(devs), L.NDA))
     for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
         dvi[i, 0] = k
@@ -423,12 +431,83 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
         bf[b, L.BF_EXPIRE], bf[b, L.BF_EXPIRE + 1] = d._expire
         bf[b, L.BF_BUSY_SINCE] = d._busy_since
         bf[b, L.BF_READ_WAIT] = d.read_wait
+    ssd_arrays = _ssd_arrays([d for d, k in zip(devs, kinds, strict=True) if k == L.DK_SSD], R)
     arrays = dict(
-        dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
+        **ssd_arrays, dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
         het=het, hseg=hseg, hi=hi, hf=hf, hhq=hhq, hlk=hlk, hext=hext, hefree=hefree, hdq=hdq, hbl=hbl, hlive=hlive,
         hfl=hfl, hidx=hidx, hdr=hdr, hqw=hqw, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
     )
     return arrays, queues, hdds, blks
+
+
+def _dev_kind_quiet(d: Any) -> int:
+    from simulator.devices.ssd.device import SSD
+
+    return L.DK_SSD if type(d) is SSD else -1
+
+
+def ssd_events(devs: Sequence[Any]) -> int:
+    """Heap rows the SSDs among ``devs`` may hold besides their completions: one per die, one metadata commit."""
+    from simulator.devices.ssd.device import SSD
+
+    return sum(d.cfg.flash.dies + 2 for d in devs if type(d) is SSD)
+
+
+#: mapping units a read of an SSD may span in the compiled core (16 MiB of 4 KiB units); a larger read stops the run
+SSD_READ_UNITS = 4096
+
+
+def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
+    """The ``s_*`` arrays of a State: each SSD's kernel state (devices.ssd.kernels.SSDState, built by
+    the Python device at its construction: configuration, preconditioned FTL) copied into its row,
+    with tables for ``R`` requests. Each SSD remembers its rows' shapes for the write-back."""
+    from simulator.devices.ssd import kernels as SK
+    from simulator.devices.ssd.device import txn_margin
+    from simulator.devices.ssd.ftl import _lazy_zeros
+
+    states = []
+    for d in ssds:
+        c = SK.SSDState(*[np.array(a, copy=True) for a in d._S])
+        c = SK.grow(c, d.cfg, n_req=R, n_txn=2 * txn_margin(d.cfg) + 16 * R, n_scr=SSD_READ_UNITS)
+        d._core_shapes = {f: getattr(c, f).shape for f in SK.SSDState._fields}
+        states.append(c)
+    out = {}
+    for f in SK.SSDState._fields:
+        dtype, ndim = SK.FIELD_TYPES[f]
+        arrs = [getattr(c, f) for c in states]
+        shape = tuple(max(a.shape[i] for a in arrs) for i in range(ndim)) if arrs else (1,) * ndim
+        n = max(len(arrs), 1)
+        size = n * int(np.prod(shape))
+        stack = _lazy_zeros(size, dtype).reshape((n, *shape)) if f in ("l2p", "p2l", "dirty") else np.zeros((n, *shape), dtype)
+        for i, a in enumerate(arrs):
+            stack[i][tuple(slice(0, k) for k in a.shape)] = a
+        out["s_" + f] = stack
+    return out
+
+
+def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
+    """Give each SSD its row of the ``s_*`` arrays back: the FTL's arrays in place, the rest as its
+    new kernel state (request rows: those of the compiled run)."""
+    from simulator.devices.ssd import kernels as SK
+
+    for i, d in enumerate(ssds):
+        err = int(st.s_si[i, SK.SI_ERR])
+        if err:
+            raise RuntimeError(f"{d.path}: compiled core: SSD kernel error {err} (devices.ssd.kernels ERR_*)")
+        fields = {}
+        for f in SK.SSDState._fields:
+            a = getattr(st, "s_" + f)[i][tuple(slice(0, k) for k in d._core_shapes[f])]
+            if f in SK.FTL_FIELDS:
+                dst = getattr(d.ftl, SK.FTL_FIELDS[f])
+                dst[...] = a
+                fields[f] = dst
+            else:
+                fields[f] = a.copy()
+        d._S = SK.SSDState(**fields)
+        n = d._S.rq.shape[0]
+        d._reqs = [None] * n
+        d._free_ids = list(range(n - 1, -1, -1))
+        d._rid = {}
 
 
 def device_closure(tops: Sequence[Any]) -> tuple[list[Any], dict[int, int]]:
@@ -469,7 +548,7 @@ def device_state(tops: Sequence[Any], n_req: int, now: float) -> tuple[L.State, 
     devs, dev_index = device_closure(tops)
     kinds = [_dev_kind(d)[0] for d in devs]
     R = request_rows(kinds, n_req + 1)
-    C = R + 4 * kinds.count(L.DK_HDD) + 64
+    C = R + 4 * kinds.count(L.DK_HDD) + 64 + ssd_events(devs)
     gi = np.zeros(L.NGI, np.int64)
     gf = np.zeros(L.NGF)
     gf[L.GF_NOW] = now
@@ -529,6 +608,7 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d.reads_queued = int(bi[L.BI_READS_QUEUED])
         d._busy_since = float(bf[L.BF_BUSY_SINCE])
         d.read_wait = float(bf[L.BF_READ_WAIT])
+    _ssd_write_back(st, [d for d in devs if _dev_kind_quiet(d) == L.DK_SSD])
     for h, d in enumerate(hdds):
         d._par[:] = st.hpar[h]
         d._seg[:] = st.hseg[h]
@@ -592,7 +672,7 @@ class CompiledRun:
         kinds = [_dev_kind(d)[0] for d in devs]
         nH = kinds.count(L.DK_HDD)
         R = request_rows(kinds, R)
-        C = R + 2 * nH + 4 * nT + 16
+        C = R + 2 * nH + 4 * nT + 16 + ssd_events(devs)
 
         gi = np.zeros(L.NGI, np.int64)
         gf = np.zeros(L.NGF)
