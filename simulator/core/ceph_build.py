@@ -23,10 +23,15 @@ from simulator.core import ceph_onode
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
 
 
-def obj_base_of(img: Any) -> np.ndarray:
-    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated), as a
-    2-D int64 copy (the one place the compiled core reads RbdImage's storage, its ``rbd.BaseTable``)."""
-    return img.bases()
+def obj_base_of(img: Any, rows: Any = slice(None)) -> np.ndarray:
+    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated) of
+    objects ``rows``, as a 2-D int64 copy (the one place the compiled core reads RbdImage's storage,
+    its ``rbd.BaseTable``)."""
+    return img.bases(rows)
+
+
+#: objects per slice when the object tables are copied into the state (bounds the copies' transient memory)
+OBJ_CHUNK = 1 << 20
 
 
 class Streams:
@@ -194,7 +199,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     imi = np.zeros((max(ni, 1), L.NII), np.int64)
     imf = np.zeros((max(ni, 1), L.NIF), np.float64)
     ps_parts: list[np.ndarray] = []
-    base_parts: list[np.ndarray] = []
+    obj_base = np.empty(max(sum(img.n_objects * img.pool.size for img in imgs), 1), np.int64)
     off = 0
     boff = 0
     for k, img in enumerate(imgs):
@@ -210,11 +215,15 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         imi[k, L.II_KB] = img.key_base
         imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost)
         ps_parts.append(np.asarray(img.obj_ps_array, np.int32))
-        base_parts.append(obj_base_of(img).reshape(-1))
+        size = img.pool.size
+        for a in range(0, img.n_objects, OBJ_CHUNK):  # slice by slice: no whole-table temporaries
+            b = min(a + OBJ_CHUNK, img.n_objects)
+            obj_base[boff + a * size : boff + b * size] = obj_base_of(img, slice(a, b)).reshape(-1)
         off += img.n_objects
         boff += img.n_objects * img.pool.size
     obj_ps = np.concatenate(ps_parts) if ps_parts else np.zeros(1, np.int32)
-    obj_base = np.concatenate(base_parts).astype(np.int64) if base_parts else np.zeros(1, np.int64)
+    if not imgs:
+        obj_base[:] = 0
     # ---- ops, requests, heap
     opi = np.zeros((n_ops, L.NOPI), np.int64)
     opf = np.zeros((n_ops, L.NOPF), np.float64)
