@@ -315,7 +315,7 @@ CASES.update({
 
 
 def _ssd_case(compiled: bool) -> Callable[[int], Any]:
-    """SSD consumer SATA class at 32 GB, sequentially filled (so random writes make GC work), fio 4 KiB
+    """SSD consumer SATA class at 32 GB in its steady state (random overwrites: GC works), fio 4 KiB
     randwrite QD32: simulated IOs per CPU second of this process (preconditioning, at build, not counted)."""
 
     def run(n: int) -> Any:
@@ -328,7 +328,7 @@ def _ssd_case(compiled: bool) -> Callable[[int], Any]:
 
         sim = Simulation(1)
         dev = build_device({"profile": "ssd/class/consumer_sata",
-                            "params": {"capacity": "32GB", "precondition": {"state": "full"}}}, "dev", sim.root)
+                            "params": {"capacity": "32GB", "precondition": {"state": "steady"}}}, "dev", sim.root)
         t = time.process_time()
         (run_fio_compiled if compiled else run_fio)(
             sim, [dev], {**_FIO_RR, "rw": "randwrite", "iodepth": 32, "number_ios": n}, source="bench")
@@ -339,7 +339,7 @@ def _ssd_case(compiled: bool) -> Callable[[int], Any]:
 
 
 CASES.update({
-    "ssd-randwrite-qd32": ("SSD consumer SATA class (at 32 GB, MLC, no PLP, full: GC runs), 4KiB randwrite QD32 (Python; IO per CPU-s)",
+    "ssd-randwrite-qd32": ("SSD consumer SATA class (at 32 GB, MLC, no PLP, steady state: GC runs), 4KiB randwrite QD32 (Python; IO per CPU-s)",
                            _ssd_case(False)),
     "ssd-randwrite-qd32-compiled": ("the same through the compiled device core (identical results; IO per CPU-s)",
                                     _ssd_case(True)),
