@@ -312,3 +312,35 @@ CASES.update({
     "ceph-fitted-qd64write-compiled": ("the same through the compiled Ceph core (identical results)",
                                        _ceph_core_case("bench_fitted_qd64write", True)),
 })  # fmt: skip
+
+
+def _ssd_case(compiled: bool) -> Callable[[int], Any]:
+    """SSD consumer SATA class at 32 GB in its steady state (random overwrites: GC works), fio 4 KiB
+    randwrite QD32: simulated IOs per CPU second of this process (preconditioning, at build, not counted)."""
+
+    def run(n: int) -> Any:
+        import os
+
+        from simulator.core import run_fio_compiled
+        from simulator.devices.registry import build_device
+        from simulator.engine import Simulation
+        from simulator.workloads.runner import run_fio
+
+        sim = Simulation(1)
+        dev = build_device({"profile": "ssd/class/consumer_sata",
+                            "params": {"capacity": "32GB", "precondition": {"state": "steady"}}}, "dev", sim.root)
+        t = time.process_time()
+        (run_fio_compiled if compiled else run_fio)(
+            sim, [dev], {**_FIO_RR, "rw": "randwrite", "iodepth": 32, "number_ios": n}, source="bench")
+        cpu = time.process_time() - t
+        return n / cpu, f"IO per CPU-s; load {os.getloadavg()[0]:.1f}; waf {dev.stats()['ssd']['waf']:.2f}"
+
+    return run
+
+
+CASES.update({
+    "ssd-randwrite-qd32": ("SSD consumer SATA class (at 32 GB, MLC, no PLP, steady state: GC runs), 4KiB randwrite QD32 (Python; IO per CPU-s)",
+                           _ssd_case(False)),
+    "ssd-randwrite-qd32-compiled": ("the same through the compiled device core (identical results; IO per CPU-s)",
+                                    _ssd_case(True)),
+})  # fmt: skip

@@ -51,6 +51,7 @@ COMPILED_CORE_FILES = {
     "test_ceph_wakeup_rule.py": ("ceph",),
     "test_ceph_lab_kv_counter.py": ("ceph",),
     "test_ceph_speed_placement.py": ("ceph",),
+    "test_core_ssd.py": ("devices",),
 }
 #: environment variable naming the file tests/numba_warmup.py writes when it is done (set by the
 #: controller for its workers; absent: no warm-up in this run)

@@ -299,7 +299,7 @@ def _queue_device(dev: Any) -> Any:
 
 def _core_device(dev: Any) -> tuple[Any, int, str | None]:
     """The device of the device core (simulator.core.loop) behind BlueStore's device ``dev``: an HDD,
-    a dual-actuator drive or one of its LUNs, or a block layer over one of these, seen through any
+    a dual-actuator drive or one of its LUNs, an SSD, or a block layer over one of these, seen through any
     Partitions (their starts add up to the offset shift). Returns (device, shift, None), or
     (None, 0, why not)."""
     from simulator.core import layout as DL
@@ -573,7 +573,7 @@ def unsupported_reads(cluster: Any, images: list[Any] | None = None) -> str | No
     dwhy = _read_device_why(cluster, images)
     if dwhy:
         return (f"reads of written objects need BlueStore on queue devices or the device core's "
-                f"(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these): {dwhy}")
+                f"(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, SSDs, block layers over these): {dwhy}")
     return _onode_coverage(cluster)
 
 
@@ -610,7 +610,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
                             "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
-                            "LUNs, block layers over these, through partitions)")
+                            "LUNs, SSDs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
             if not isinstance(q._dist, (Deterministic, Exponential)):

@@ -354,7 +354,7 @@ from simulator.devices.hdd import wcache_kernels as _W
 # the loop inlines the heap of core.loop, the arithmetic and the layout, and links the device core's
 # handlers (core.loop with the HDD kernels and the device layout): a change there must recompile it
 nbcache.invalidate_stale(__file__, _loop.__file__, _arith.__file__, _clayout.__file__, DL.__file__, _K.__file__, _W.__file__,
-                         _onode.__file__, _DC.__file__, _pycache.__file__)
+                         _onode.__file__, _DC.__file__, _pycache.__file__, *_loop.SSD_SOURCES)
 
 #: cache the loop's compilation (the handlers must not call each other in a cycle: see ``_then``)
 _CACHE_LOOP = True

@@ -264,7 +264,9 @@ from simulator.devices.ssd import ftl as _ftl
 from simulator.devices.ssd import kernels as SK
 
 # the loop inlines the HDD and SSD kernels and the layout's constants: a change there must recompile it
-nbcache.invalidate_stale(__file__, K.__file__, W.__file__, _layout.__file__, SK.__file__, _ftl.__file__)
+#: the SSD kernels' sources (an owner linking this loop's handlers recompiles when they change)
+SSD_SOURCES = (SK.__file__, _ftl.__file__)
+nbcache.invalidate_stale(__file__, K.__file__, W.__file__, _layout.__file__, *SSD_SOURCES)
 
 _READ = 0
 _WRITE = 1

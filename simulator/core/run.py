@@ -460,6 +460,21 @@ def ssd_events(devs: Sequence[Any]) -> int:
 SSD_READ_UNITS = 4096
 
 
+#: SSD tables with a row per LPN or NAND slot (lazily zeroed: a large drive costs memory only where written)
+_SSD_SPARSE = ("l2p", "p2l", "dirty")
+
+
+def _copy_sparse(dst: np.ndarray, src: np.ndarray, both: bool = False, chunk: int = 1 << 22) -> None:
+    """``dst[:] = src`` for 1-d tables, writing only the chunks where ``src`` (or, ``both``, ``dst``)
+    holds something, so that untouched zero pages of either stay unmapped."""
+    n = src.shape[0]
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        s = src[a:b]
+        if s.any() or (both and dst[a:b].any()):
+            dst[a:b] = s
+
+
 def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
     """The ``s_*`` arrays of a State: each SSD's kernel state (devices.ssd.kernels.SSDState, built by
     the Python device at its construction: configuration, preconditioned FTL) copied into its row,
@@ -469,8 +484,8 @@ def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
     from simulator.devices.ssd.ftl import _lazy_zeros
 
     states = []
-    for d in ssds:
-        c = SK.SSDState(*[np.array(a, copy=True) for a in d._S])
+    for d in ssds:  # the per-LPN / per-slot tables are copied below, chunk by chunk where written
+        c = SK.SSDState(*[a if f in _SSD_SPARSE else np.array(a, copy=True) for f, a in zip(SK.SSDState._fields, d._S)])
         c = SK.grow(c, d.cfg, n_req=R, n_txn=2 * txn_margin(d.cfg) + 16 * R, n_scr=SSD_READ_UNITS)
         d._core_shapes = {f: getattr(c, f).shape for f in SK.SSDState._fields}
         states.append(c)
@@ -483,9 +498,22 @@ def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
         size = n * int(np.prod(shape))
         stack = _lazy_zeros(size, dtype).reshape((n, *shape)) if f in ("l2p", "p2l", "dirty") else np.zeros((n, *shape), dtype)
         for i, a in enumerate(arrs):
-            stack[i][tuple(slice(0, k) for k in a.shape)] = a
+            if f in _SSD_SPARSE:
+                _copy_sparse(stack[i][: a.shape[0]], a)
+            else:
+                stack[i][tuple(slice(0, k) for k in a.shape)] = a
         out["s_" + f] = stack
     return out
+
+
+def ssd_hand_over(st: L.State, devs: Sequence[Any]) -> None:
+    """Give the SSDs the NAND events still in the heap of a finished run (die batches, metadata
+    commits of buffered writes and forced flushes), at their times and in the heap's order, so that
+    the Python engine continues the drives where the run left them (call after the clock advance)."""
+    n = int(st.gi[L.GI_HN])
+    rows = sorted((float(st.ht[i]), int(st.hs[i]), i) for i in range(n) if st.hk[i] in (L.EV_SSD_DIE, L.EV_SSD_META))
+    for t, _seq, i in rows:
+        devs[int(st.hg[i])].schedule_pending(t, int(st.ha[i]) if st.hk[i] == L.EV_SSD_DIE else -1)
 
 
 def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
@@ -502,8 +530,14 @@ def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
             a = getattr(st, "s_" + f)[i][tuple(slice(0, k) for k in d._core_shapes[f])]
             if f in SK.FTL_FIELDS:
                 dst = getattr(d.ftl, SK.FTL_FIELDS[f])
-                dst[...] = a
+                if f in _SSD_SPARSE:
+                    _copy_sparse(dst, a, both=True)
+                else:
+                    dst[...] = a
                 fields[f] = dst
+            elif f in _SSD_SPARSE:
+                fields[f] = d._S.dirty
+                _copy_sparse(fields[f], a, both=True)
             else:
                 fields[f] = a.copy()
         d._S = SK.SSDState(**fields)
@@ -1011,6 +1045,7 @@ class CompiledRun:
         env = self.sim.env
         if t_end > env.now:
             self.sim.run(until=t_end)  # nothing scheduled: advances the clock for Device.stats()
+        ssd_hand_over(st, self.devs)
 
 
 def run_workload(sim: Any, wl: Any) -> Any:

@@ -92,8 +92,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from heapq import heappush
+
 import numpy as np
 import simpy
+from simpy.events import NORMAL
 
 from simulator.devices.base import Device, Op, Request
 from simulator.devices.ssd import kernels as K
@@ -178,6 +181,17 @@ class SSD(Device):
                 ev = simpy.Event(env)
                 ev.callbacks.append(self._die_cb[int(arg)] if kind == K.EVK_DIE else self._flush_done)
                 succeed_at(env, ev, delay)
+
+    def schedule_pending(self, t: float, die: int) -> None:
+        """Take over a NAND event a compiled run left pending (``die`` >= 0: that die's batch ends;
+        -1: the forced flush's metadata commit ends) at its absolute time ``t`` (the run's clock is
+        at or before it)."""
+        env = self.env
+        ev = simpy.Event(env)
+        ev.callbacks.append(self._die_cb[die] if die >= 0 else self._flush_done)
+        ev._ok = True
+        ev._value = None
+        heappush(env._queue, (t, NORMAL, next(env._eid), ev))  # succeed_at, at an absolute time
 
     def _room(self, units: int) -> None:
         """Grow the kernels' tables so that the next call cannot run out of rows."""
