@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from simulator.core import layout as L
-from simulator.core.lazy import advise_huge, lazy_zeros
 from simulator.core import loop
+from simulator.core.lazy import advise_huge, lazy_zeros
 from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
