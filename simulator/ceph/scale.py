@@ -11,6 +11,12 @@ collector's passes and CPU time per IO by generation (:class:`GcMeter`) and the 
 1,008 OSDs, each size in a fresh process (peak RSS is per process). ``simrun bench`` runs the
 ``ceph-build-N`` and ``ceph-run-N`` cases of :data:`SCALE_CASES` (each in a fresh process; the
 bench table's notes give build seconds, CPU per IO, events per IO, GC time per IO and peak RSS).
+
+``measure(..., compiled=True)`` (``--compiled``; bench cases ``ceph-build-N-compiled``,
+``ceph-run-N-compiled``, ``ceph-read-N-compiled``) builds the fitted croit profile
+(:data:`COMPILED_REF`) and runs through the compiled Ceph core, reporting the compiled state's build
+time apart, the loop's CPU per IO and the whole call's (docs/design.md, "The compiled Ceph core at
+1,000 OSDs").
 """
 
 from __future__ import annotations
@@ -305,7 +311,9 @@ for _h in SIZES:
         _compiled_run_case(_h, "randwrite"),
     )
     SCALE_CASES[f"ceph-read-{_n}-compiled"] = (
-        f"the same, 4KiB randread QD64/host", _compiled_run_case(_h, "randread"),
+        f"Ceph croit (fitted) host x{_h} ({_n:,} OSDs) through the compiled Ceph core, MACH.2 pool 4KiB randread "
+        "QD64/host of the pre-filled image (fresh process): client IOs per CPU second of the whole call",
+        _compiled_run_case(_h, "randread"),
     )
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from simulator.core import layout as L
-from simulator.core.lazy import lazy_zeros
 from simulator.core import loop
+from simulator.core.lazy import advise_huge, lazy_zeros
 from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
@@ -324,6 +324,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     hidx = lazy_zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
     for h, d in enumerate(hdds):
         W.wc_init_index(hidx[h], d._pg)
+    advise_huge(hidx)  # probed at random: huge pages where a run's writes fill it (fewer TLB misses)
     hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
     hdq = lazy_zeros((nh, E), np.int64)
     hdr = lazy_zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
