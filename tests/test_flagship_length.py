@@ -4,8 +4,8 @@ reproduce the flagship's full-length run (croit's 900 s per point, state_scale 1
 calibration/reference/flagship_900s_ci.csv) point by point within that run's own 95 % confidence interval
 (simulator.calibration.length, rule "full"), at croit's measured random points (QD 1, 4, 16, 64, 256, both
 pools, read and write). Measured on 2026-11-28 (calibration/reference/flagship_length_check.md): no
-compressed setting does (90 s x 0.1: 31 of 120 point-metrics outside; 3.6 s x 0.004, the fit of
-2026-11-22: 30 outside and 18 without a CI), so the campaign runs at factor 1.
+shortened setting does (outside the full run's CI: 90 s x 0.1 48 of 120 point-metrics, 3.6 s x 0.004 (the fit of
+2026-11-22) 81, 300 s x 1 35, 90 s x 1 45), so the campaign runs at factor 1.
 
 The light test checks the campaign's factor against the committed comparisons; the heavy one runs the
 campaign's setting (at factor 1 that is the full sweep: ~550 CPU s, ~10 min on two free cores) and

@@ -41,8 +41,9 @@ from typing import Literal
 
 __all__ = [
     "METRICS",
-    "PointCheck",
     "Key",
+    "PointCheck",
+    "Value",
     "compare",
     "load",
     "load_summary",
