@@ -430,7 +430,8 @@ def test_trim_jobs_identical_to_python(spec, blk, job):
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "bssplit": "4k/50:8k/50"}, "bssplit"),
         (_queue({"dist": "exponential", "mean": "1ms"}), {"rw": "randrw", "random_distribution": "sim_hotband"},
          "HotbandOffsets"),
-        ({"profile": "ssd/intel_520_60gb"}, {"rw": "randread"}, "device kind"),
+        ({"kind": "raid", "params": {"level": 0, "members": {"count": 2, "device": _queue({"dist": "exponential", "mean": "1ms"})}}},
+         {"rw": "randread"}, "device kind"),
     ],
 )
 def test_unsupported_features_are_named(spec, job, needle):
@@ -463,10 +464,16 @@ def test_cli_engine_compiled_gives_the_same_json(tmp_path):
     blk = ["fio", jf, "-d", "hdd/seagate_st91000640ns", "--output-format", "json"]
     py, co = _cli(*blk), _cli(*blk, "--engine", "compiled")
     assert co.returncode == 0 and co.stdout == py.stdout and co.stderr == py.stderr, co.stderr
-    # not covered (an SSD): the Python engine runs, and says so
-    fb = _cli("fio", jf, "-d", "ssd/intel_520_60gb", "--output-format", "json", "--engine", "compiled")
+    # an SSD (covered too)
+    ssd = ["fio", jf, "-d", "ssd/intel_520_60gb", "--output-format", "json"]
+    py, co = _cli(*ssd), _cli(*ssd, "--engine", "compiled")
+    assert co.returncode == 0 and co.stdout == py.stdout and co.stderr == py.stderr, co.stderr
+    # not covered (thinktime): the Python engine runs, and says so
+    tf = tmp_path / "think.fio"
+    tf.write_text(jf.read_text() + "thinktime=100us\n")
+    fb = _cli("fio", tf, "-d", "ssd/intel_520_60gb", "--output-format", "json", "--engine", "compiled")
     assert fb.returncode == 0
-    assert "compiled engine does not cover" in fb.stderr and "SSD" in fb.stderr
+    assert "compiled engine does not cover" in fb.stderr and "thinktime" in fb.stderr
     bad = _cli(*base, "--engine", "fast")
     assert bad.returncode == 2 and "--engine" in bad.stderr
 

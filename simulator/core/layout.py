@@ -26,6 +26,8 @@ EV_ARRIVAL = 6  # target thread: an open-loop arrival (its exact due time is the
 EV_TIMESTOP = 7  # target thread: open loop, end of runtime
 EV_APPEND_WRITE = 8  # target device (HDD, media_cache): the log's write pointer is under the head: write the append
 EV_APPEND_DONE = 9  # target device (HDD, media_cache), argument extents in the append: the append is on the platter
+EV_SSD_DIE = 10  # target device (SSD), argument die: the die's transaction batch ended (devices.ssd.kernels)
+EV_SSD_META = 11  # target device (SSD): the forced flush's metadata commit ended
 
 # ---- global integers
 GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
@@ -122,6 +124,7 @@ DK_QUEUE = 0
 DK_HDD = 1
 DK_BLK = 2  # a block layer (devices.blocklayer.BlockLayer) in front of a device of another kind
 DK_DUAL = 3  # a dual-actuator drive (devices.hdd.drive.DualActuatorHDD): two HDD rows sharing one link
+DK_SSD = 4  # an SSD (devices.ssd.device.SSD): its state is the ``s*`` arrays, row = the SSD's index
 DA_T0 = 0
 DA_TQ = 1
 DA_QAREA = 2
@@ -279,6 +282,11 @@ NSO = 3
 # FLUSH / FUA records (``hfl`` rows): the HDD write cache's record table, defined with its kernels
 from simulator.devices.hdd.wcache_kernels import FL_ACK, FL_LEFT, FL_REQ, FL_SEQ, NFL  # noqa: E402,F401
 
+#: the SSDs' arrays: field ``f`` of devices.ssd.kernels.SSDState stacked over the SSDs (leading axis)
+SSD_FIELDS = tuple("s_" + f for f in (
+    "si", "sf", "die", "dief", "pg", "pgf", "tx", "txf", "rq", "rqf", "scr", "ev", "order", "dirty",
+    "geo", "l2p", "p2l", "bvalid", "bstate", "berase", "free_stack", "free_top", "front", "cnt", "gcout"))
+
 #: every array of one compiled run (numba takes the namedtuple as one argument)
 State = namedtuple(
     "State",
@@ -293,5 +301,6 @@ State = namedtuple(
         "hpar", "hcq", "hcr", "hzt", "hsk", "htt", "het", "hseg",
         "hi", "hf", "hhq", "hlk", "hext", "hefree", "hdq", "hbl", "hlive", "hfl", "hidx", "hdr", "hqw",
         "bi", "bf", "bso", "bdl", "bfq", "bwt", "bfw", "brun", "bpend", "xi",
+        *SSD_FIELDS,
     ],
 )  # fmt: skip

@@ -75,6 +75,7 @@ from simulator.core.layout import (
     DK_DUAL,
     DK_HDD,
     DK_QUEUE,
+    DK_SSD,
     EV_APPEND_DONE,
     EV_APPEND_WRITE,
     EV_ARRIVAL,
@@ -83,6 +84,8 @@ from simulator.core.layout import (
     EV_DONE,
     EV_MECHFREE,
     EV_RAMP,
+    EV_SSD_DIE,
+    EV_SSD_META,
     EV_SUBMIT,
     EV_TIMESTOP,
     FL_ACK,
@@ -257,9 +260,11 @@ from simulator.core.layout import (
 )  # fmt: skip
 from simulator.devices.hdd import kernels as K
 from simulator.devices.hdd import wcache_kernels as W
+from simulator.devices.ssd import ftl as _ftl
+from simulator.devices.ssd import kernels as SK
 
-# the loop inlines the HDD kernels and the layout's constants: a change there must recompile it
-nbcache.invalidate_stale(__file__, K.__file__, W.__file__, _layout.__file__)
+# the loop inlines the HDD and SSD kernels and the layout's constants: a change there must recompile it
+nbcache.invalidate_stale(__file__, K.__file__, W.__file__, _layout.__file__, SK.__file__, _ftl.__file__)
 
 _READ = 0
 _WRITE = 1
@@ -430,6 +435,10 @@ def _reset_one(sp, d, now):
         if st.hi[h, HI_BUSY] != 0:
             rest = st.hf[h, HF_MECH_END] - now
             a[DA_BUSY] = rest if rest > 0.0 else 0.0
+    elif st.dvi[d, 0] == DK_SSD:  # SSD.reset_stats
+        s = st.dvi[d, 1]
+        for i in range(st.s_dief.shape[1]):
+            st.s_dief[s, i, SK.DF_BUSY_S] = 0.0
     elif st.dvi[d, 0] == DK_BLK:  # BlockLayer.reset_stats
         b = st.dvi[d, 1]
         st.bf[b, BF_BUSY_SINCE] = now
@@ -1178,6 +1187,8 @@ def _leaf_submit(sp, d, r, now):
     _acc_enter(sp, d, now)
     if k == DK_QUEUE:
         _q_start(sp, d, st.dvi[d, 1], r, now)
+    elif k == DK_SSD:
+        _s_submit(sp, d, st.dvi[d, 1], r, now)
     else:
         _h_submit(sp, d, st.dvi[d, 1], r, now)
 
@@ -1532,6 +1543,56 @@ def _x_part_done(sp, d, c, now):
         schedule(sp, now + 0.0, EV_DONE, d, r)
 
 
+# =============================================================================== SSDs (devices.ssd.kernels)
+@njit(cache=True, inline="always", _nrt=False)
+def _s_state(sp, s):
+    """The SSDState of SSD row ``s``: views of its rows of the stacked ``s_*`` arrays."""
+    st = _ld(sp)
+    return SK.SSDState(
+        st.s_si[s], st.s_sf[s], st.s_die[s], st.s_dief[s], st.s_pg[s], st.s_pgf[s], st.s_tx[s], st.s_txf[s],
+        st.s_rq[s], st.s_rqf[s], st.s_scr[s], st.s_ev[s], st.s_order[s], st.s_dirty[s], st.s_geo[s], st.s_l2p[s],
+        st.s_p2l[s], st.s_bvalid[s], st.s_bstate[s], st.s_berase[s], st.s_free_stack[s], st.s_free_top[s],
+        st.s_front[s], st.s_cnt[s], st.s_gcout[s],
+    )
+
+
+@njit(cache=True, _nrt=False)
+def _s_drain(sp, d, s, now):
+    """Schedule the events the SSD kernels asked for, in their order (SSD._drain)."""
+    st = _ld(sp)
+    si = st.s_si[s]
+    ev = st.s_ev[s]
+    n = si[SK.SI_NEV]
+    si[SK.SI_NEV] = 0
+    for i in range(n):
+        kind = int(ev[i, 0])
+        delay = ev[i, 1]
+        arg = int(ev[i, 2])
+        if kind == SK.EVK_DONE:
+            st.rqf[arg, RF_SERVICE] = st.s_rqf[s, arg, SK.QF_SERVICE]
+            st.rqf[arg, RF_TSTART] = st.s_rqf[s, arg, SK.QF_TSTART]
+            schedule(sp, now + delay, EV_DONE, d, arg)
+        elif kind == SK.EVK_DIE:
+            schedule(sp, now + delay, EV_SSD_DIE, d, arg)
+        else:
+            schedule(sp, now + delay, EV_SSD_META, d, 0)
+
+
+@njit(cache=True, _nrt=False)
+def _s_submit(sp, d, s, r, now):
+    st = _ld(sp)
+    SK.ssd_start(_s_state(sp, s), r, st.rqi[r, RI_OP], st.rqi[r, RI_OFF], st.rqi[r, RI_SIZE], st.rqi[r, RI_FUA], now)
+    _s_drain(sp, d, s, now)
+
+
+@njit(cache=True, _nrt=False)
+def _s_finish(sp, d, s, r, now):
+    st = _ld(sp)
+    _acc_leave(sp, d, r, now)
+    st.dacc[d, DA_BUSY] += SK.ssd_finish(_s_state(sp, s), r, now, st.dacc[d, DA_T0])
+    _s_drain(sp, d, s, now)
+
+
 # =============================================================================== device dispatch
 @njit(cache=True, _nrt=False)
 def device_submit(sp, d, r, now):
@@ -1558,6 +1619,8 @@ def _device_finish(sp, d, r, now):
         _q_finish(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_HDD:
         _h_finish(sp, d, st.dvi[d, 1], r, now)
+    elif k == DK_SSD:
+        _s_finish(sp, d, st.dvi[d, 1], r, now)
     elif k == DK_BLK:  # a FLUSH the block layer completed at once
         _b_finish(sp, d, st.dvi[d, 1], r, now)
     # DK_DUAL: its accounting ran when the last part completed (_x_part_done)
@@ -1909,6 +1972,14 @@ def _device_event(sp, kind, tg, arg, t):
         _h_pump(sp, tg, h, t)
     elif kind == EV_DESTAGE:
         _h_destage_done(sp, tg, st.dvi[tg, 1], arg, t)
+    elif kind == EV_SSD_DIE:
+        s = st.dvi[tg, 1]
+        SK.ssd_die_done(_s_state(sp, s), arg, t)
+        _s_drain(sp, tg, s, t)
+    elif kind == EV_SSD_META:
+        s = st.dvi[tg, 1]
+        SK.ssd_flush_done(_s_state(sp, s), t)
+        _s_drain(sp, tg, s, t)
     elif kind == EV_APPEND_WRITE:
         _h_append_write(sp, tg, st.dvi[tg, 1], t)
     else:  # EV_APPEND_DONE
@@ -1967,7 +2038,7 @@ def _run_until(sp, t_limit):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
-        elif kind in (EV_MECHFREE, EV_DESTAGE, EV_APPEND_WRITE, EV_APPEND_DONE):
+        elif kind in (EV_MECHFREE, EV_DESTAGE, EV_APPEND_WRITE, EV_APPEND_DONE, EV_SSD_DIE, EV_SSD_META):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_RAMP:
             _t_ramp_end(sp, tg, t)

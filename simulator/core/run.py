@@ -13,12 +13,14 @@ are left as the Python engine would leave them for reporting: ``Workload.results
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from simulator.core import layout as L
+from simulator.core.lazy import lazy_zeros
 from simulator.core import loop
 from simulator.devices.hdd import wcache_kernels as W
 
@@ -54,6 +56,14 @@ def _dev_kind(dev: Any) -> tuple[int, str | None]:
         return L.DK_BLK, None
     if type(dev) is QueueDevice:
         return L.DK_QUEUE, None
+    from simulator.devices.ssd.device import SSD
+
+    if type(dev) is SSD:
+        from simulator.devices.ssd.kernels import in_flight
+
+        if in_flight(dev._S):
+            return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
+        return L.DK_SSD, None
     if type(dev) is DualActuatorHDD:
         if dev._inside:
             return -1, f"{dev.path}: the drive holds state from an earlier run (persist_state)"
@@ -240,7 +250,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     nQ = len(queues)
     # devices
     dvi = np.zeros((len(devs), 3), np.int64)  # kind, index in its kind's arrays, a job has started on it
-    counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0}
+    counts = {L.DK_QUEUE: 0, L.DK_HDD: 0, L.DK_BLK: 0, L.DK_DUAL: 0, L.DK_SSD: 0}
     dacc = np.zeros((len(devs), L.NDA))
     for i, (d, k) in enumerate(zip(devs, kinds, strict=True)):
         dvi[i, 0] = k
@@ -299,24 +309,26 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     hseg = np.zeros((nh, *segs))
     hi = np.zeros((nh, L.NHI), np.int64)
     hf = np.zeros((nh, L.NHF))
-    hhq = np.zeros((nh, R), np.int64)
-    hlk = np.zeros((nh, 2 * R + 16, 2))
+    # per-drive tables sized for the worst case, used from their start: lazy_zeros, memory only for the
+    # pages used (np.zeros' huge pages would make each drive's whole block resident; simulator.core.lazy)
+    hhq = lazy_zeros((nh, R), np.int64)
+    hlk = lazy_zeros((nh, 2 * R + 16, 2))
     # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
     # only: at most one per sector of it)
     E = max((_extent_slots(d) + _mc_slots(d, worst, R) for d in hdds), default=0) + 2
-    hext = np.zeros((nh, E, W.NE), np.int64)
-    hlive = np.zeros((nh, E), np.int64)
-    hfl = np.zeros((nh, R + 1, L.NFL))
+    hext = lazy_zeros((nh, E, W.NE), np.int64)
+    hlive = lazy_zeros((nh, E), np.int64)
+    hfl = lazy_zeros((nh, R + 1, L.NFL))
     # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
     cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
-    hidx = np.zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
+    hidx = lazy_zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
     for h, d in enumerate(hdds):
         W.wc_init_index(hidx[h], d._pg)
     hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
-    hdq = np.zeros((nh, E), np.int64)
-    hdr = np.zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
-    hqw = np.zeros((nh, R), np.int64)  # queued_write_candidates: the refused writes, oldest first
-    hbl = np.zeros((nh, R), np.int64)
+    hdq = lazy_zeros((nh, E), np.int64)
+    hdr = lazy_zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
+    hqw = lazy_zeros((nh, R), np.int64)  # queued_write_candidates: the refused writes, oldest first
+    hbl = lazy_zeros((nh, R), np.int64)
     link_row: dict[int, int] = {}
     for h, d in enumerate(hdds):
         hpar[h] = d._par
@@ -422,12 +434,83 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
         bf[b, L.BF_EXPIRE], bf[b, L.BF_EXPIRE + 1] = d._expire
         bf[b, L.BF_BUSY_SINCE] = d._busy_since
         bf[b, L.BF_READ_WAIT] = d.read_wait
+    ssd_arrays = _ssd_arrays([d for d, k in zip(devs, kinds, strict=True) if k == L.DK_SSD], R)
     arrays = dict(
-        dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
+        **ssd_arrays, dvi=dvi, dacc=dacc, qi=qi, qf=qf, qring=qring, qu=qu, hpar=hpar, hcq=hcq, hcr=hcr, hzt=hzt, hsk=hsk, htt=htt,
         het=het, hseg=hseg, hi=hi, hf=hf, hhq=hhq, hlk=hlk, hext=hext, hefree=hefree, hdq=hdq, hbl=hbl, hlive=hlive,
         hfl=hfl, hidx=hidx, hdr=hdr, hqw=hqw, bi=bi, bf=bf, bso=bso, bdl=bdl, bfq=bfq, bwt=bwt, bfw=bfw, brun=brun, bpend=bpend, xi=xi,
     )
     return arrays, queues, hdds, blks
+
+
+def _dev_kind_quiet(d: Any) -> int:
+    from simulator.devices.ssd.device import SSD
+
+    return L.DK_SSD if type(d) is SSD else -1
+
+
+def ssd_events(devs: Sequence[Any]) -> int:
+    """Heap rows the SSDs among ``devs`` may hold besides their completions: one per die, one metadata commit."""
+    from simulator.devices.ssd.device import SSD
+
+    return sum(d.cfg.flash.dies + 2 for d in devs if type(d) is SSD)
+
+
+#: mapping units a read of an SSD may span in the compiled core (16 MiB of 4 KiB units); a larger read stops the run
+SSD_READ_UNITS = 4096
+
+
+def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
+    """The ``s_*`` arrays of a State: each SSD's kernel state (devices.ssd.kernels.SSDState, built by
+    the Python device at its construction: configuration, preconditioned FTL) copied into its row,
+    with tables for ``R`` requests. Each SSD remembers its rows' shapes for the write-back."""
+    from simulator.devices.ssd import kernels as SK
+    from simulator.devices.ssd.device import txn_margin
+    from simulator.devices.ssd.ftl import _lazy_zeros
+
+    states = []
+    for d in ssds:
+        c = SK.SSDState(*[np.array(a, copy=True) for a in d._S])
+        c = SK.grow(c, d.cfg, n_req=R, n_txn=2 * txn_margin(d.cfg) + 16 * R, n_scr=SSD_READ_UNITS)
+        d._core_shapes = {f: getattr(c, f).shape for f in SK.SSDState._fields}
+        states.append(c)
+    out = {}
+    for f in SK.SSDState._fields:
+        dtype, ndim = SK.FIELD_TYPES[f]
+        arrs = [getattr(c, f) for c in states]
+        shape = tuple(max(a.shape[i] for a in arrs) for i in range(ndim)) if arrs else (1,) * ndim
+        n = max(len(arrs), 1)
+        size = n * int(np.prod(shape))
+        stack = _lazy_zeros(size, dtype).reshape((n, *shape)) if f in ("l2p", "p2l", "dirty") else np.zeros((n, *shape), dtype)
+        for i, a in enumerate(arrs):
+            stack[i][tuple(slice(0, k) for k in a.shape)] = a
+        out["s_" + f] = stack
+    return out
+
+
+def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
+    """Give each SSD its row of the ``s_*`` arrays back: the FTL's arrays in place, the rest as its
+    new kernel state (request rows: those of the compiled run)."""
+    from simulator.devices.ssd import kernels as SK
+
+    for i, d in enumerate(ssds):
+        err = int(st.s_si[i, SK.SI_ERR])
+        if err:
+            raise RuntimeError(f"{d.path}: compiled core: SSD kernel error {err} (devices.ssd.kernels ERR_*)")
+        fields = {}
+        for f in SK.SSDState._fields:
+            a = getattr(st, "s_" + f)[i][tuple(slice(0, k) for k in d._core_shapes[f])]
+            if f in SK.FTL_FIELDS:
+                dst = getattr(d.ftl, SK.FTL_FIELDS[f])
+                dst[...] = a
+                fields[f] = dst
+            else:
+                fields[f] = a.copy()
+        d._S = SK.SSDState(**fields)
+        n = d._S.rq.shape[0]
+        d._reqs = [None] * n
+        d._free_ids = list(range(n - 1, -1, -1))
+        d._rid = {}
 
 
 def device_closure(tops: Sequence[Any]) -> tuple[list[Any], dict[int, int]]:
@@ -468,7 +551,7 @@ def device_state(tops: Sequence[Any], n_req: int, now: float) -> tuple[L.State, 
     devs, dev_index = device_closure(tops)
     kinds = [_dev_kind(d)[0] for d in devs]
     R = request_rows(kinds, n_req + 1)
-    C = R + 4 * kinds.count(L.DK_HDD) + 64
+    C = R + 4 * kinds.count(L.DK_HDD) + 64 + ssd_events(devs)
     gi = np.zeros(L.NGI, np.int64)
     gf = np.zeros(L.NGF)
     gf[L.GF_NOW] = now
@@ -485,10 +568,13 @@ def device_state(tops: Sequence[Any], n_req: int, now: float) -> tuple[L.State, 
 
 
 def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], blks: Sequence[Any],
-                       hdds: Sequence[Any]) -> None:
+                       hdds: Sequence[Any], report: bool = False) -> None:
     """Put the device tables of ``st`` back into the Python devices (accounting, queue devices' unused
     uniforms, block layers' state and counters, HDDs' mechanism state and counters), for reporting.
-    The lists are the ones :func:`device_arrays` returned."""
+    The lists are the ones :func:`device_arrays` returned. ``report``: the run goes on in ``st``
+    (the compiled Ceph core's held state, ceph_fio): the queue devices' uniforms stay there, and an
+    HDD's host FIFO is stood for by placeholders of its length (``stats()`` reads its length only;
+    the hand-over's full write-back empties it)."""
     for i, d in enumerate(devs):
         a = st.dacc[i]
         d._t0 = float(a[L.DA_T0])
@@ -498,7 +584,7 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d._busy_acc = float(a[L.DA_BUSY])
         d.completed = [int(x) for x in a[L.DA_COMP : L.DA_COMP + 4]]
         d.bytes = [int(x) for x in a[L.DA_BYTES : L.DA_BYTES + 4]]
-    for q, d in enumerate(queues):
+    for q, d in enumerate(queues if not report else ()):
         pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
         br = d.rand
         br._buf = st.qu[q, pos:ln].tolist() + br._buf[br._i :]
@@ -525,6 +611,7 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d.reads_queued = int(bi[L.BI_READS_QUEUED])
         d._busy_since = float(bf[L.BF_BUSY_SINCE])
         d.read_wait = float(bf[L.BF_READ_WAIT])
+    _ssd_write_back(st, [d for d in devs if _dev_kind_quiet(d) == L.DK_SSD])
     for h, d in enumerate(hdds):
         d._par[:] = st.hpar[h]
         d._seg[:] = st.hseg[h]
@@ -544,10 +631,16 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         # cannot continue this run (unsupported() refuses a drive with state)
         d._n = int(st.hi[h, L.HI_N])
         d._outstanding = int(st.hi[h, L.HI_OUT])
+        if report or any(x is None for x in d._hostq):
+            d._hostq = deque([None] * int(st.hi[h, L.HI_HQ_CNT]))
         if d._wc != "off":
-            d._ext = st.hext[h].copy()
-            d._live = st.hlive[h].copy()
-            d._nlive = int(st.hi[h, L.HI_NLIVE])
+            # the rows up to the last live extent, at least the drive's own table (its free list's rows):
+            # a copy of the whole worst-case table would make every drive's block resident
+            nlive = int(st.hi[h, L.HI_NLIVE])
+            top = max(len(d._ext), int(st.hlive[h, :nlive].max()) + 1 if nlive else 0)
+            d._ext = st.hext[h, :top].copy()
+            d._live = st.hlive[h, :top].copy()
+            d._nlive = nlive
             d._ndirty = int(st.hi[h, L.HI_NDIRTY])
         d.appends = int(st.hi[h, L.HI_APPENDS])
         d.direct_writes = int(st.hi[h, L.HI_DIRECT])
@@ -586,7 +679,7 @@ class CompiledRun:
         kinds = [_dev_kind(d)[0] for d in devs]
         nH = kinds.count(L.DK_HDD)
         R = request_rows(kinds, R)
-        C = R + 2 * nH + 4 * nT + 16
+        C = R + 2 * nH + 4 * nT + 16 + ssd_events(devs)
 
         gi = np.zeros(L.NGI, np.int64)
         gf = np.zeros(L.NGF)

@@ -76,6 +76,11 @@ copyback (tR + tPROG per relocated page) plus tBERS, queued behind the die's ear
 The buffer is released when a page's program completes; a full buffer stalls new writes, so GC and
 program throughput throttle the host.
 
+The mechanism (everything above: stations, page assembly, TSU, forced flushes) is
+:mod:`simulator.devices.ssd.kernels`, numba kernels on typed arrays that the compiled device core
+(``simulator.core.loop``) calls too; this class is the SimPy shell around them: it names each
+request by a row of the kernels' request table and turns the events they ask for into SimPy events.
+
 Events per IO: one per request (``_complete_after``) plus one per die transaction (shared by the 4
 units of a page for buffered writes); forced flushes add one event per metadata commit. The command
 slot limit (NCQ 32 for SATA, queues × depth for NVMe) holds excess requests in a host-side FIFO.
@@ -85,86 +90,40 @@ command: it waits for the queue to drain and holds back later commands until it 
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from typing import Any
 
 import numpy as np
 import simpy
 
 from simulator.devices.base import Device, Op, Request
-from simulator.devices.ssd.config import BITS_PER_CELL, SSDConfig
+from simulator.devices.ssd import kernels as K
+from simulator.devices.ssd.config import SSDConfig
 from simulator.devices.ssd.ftl import FTL
 from simulator.engine import Component, succeed_at
 
-__all__ = ["SSD"]
+__all__ = ["SSD", "plane_order"]
 
-_READ, _PROG, _GC = 0, 1, 2
-
-
-class _Page:
-    """A NAND page being assembled in the DRAM buffer (the DCM's unit of write-back)."""
-
-    __slots__ = ("base", "die", "filled", "lpns", "nprog", "plane", "prog_time", "ready", "sealed", "submitted")
-
-    def __init__(self, base: int, plane: int, die: int):
-        self.base = base
-        self.plane = plane
-        self.die = die
-        self.filled = 0
-        self.submitted = 0
-        self.nprog = 0
-        self.sealed = False
-        self.lpns: list[int] = []
-        self.ready = 0.0
-        self.prog_time = 0.0
+_ERRORS = {
+    K.ERR_BIGWRITE: "a write larger than the write buffer",
+    K.ERR_FTL: "the FTL has no free block (over-provisioning exhausted or no reclaimable block)",
+    K.ERR_TXNS: "the transaction table is full",
+    K.ERR_PAGES: "the page table is full",
+    K.ERR_SCRATCH: "a read larger than the scratch row",
+}
 
 
-class _Station:
-    """A FIFO station with ``servers`` identical servers, computed ahead of time: one "free from"
-    time per server (a heap); ``serve(t, s)`` takes the server that frees first and returns the end
-    of the service of a command arriving at ``t`` needing ``s`` seconds."""
-
-    __slots__ = ("free", "one")
-
-    def __init__(self, servers: int):
-        self.one = servers == 1
-        self.free = [0.0] * servers
-
-    def serve(self, t: float, s: float) -> float:
-        if self.one:
-            f = self.free[0]
-            e = self.free[0] = (t if t > f else f) + s
-            return e
-        f = self.free[0]
-        e = (t if t > f else f) + s
-        heapq.heapreplace(self.free, e)
-        return e
+def plane_order(cfg: SSDConfig) -> np.ndarray:
+    """Page allocation order: dies channel-first (die index d has channel d % channels), the planes of
+    a die consecutively so that full pages form multi-plane program units."""
+    f = cfg.flash
+    C, W, Dc, P = f.channels, f.chips_per_channel, f.dies_per_chip, f.planes_per_die
+    order = [(c + C * (w + W * d)) * P + p for d in range(Dc) for w in range(W) for c in range(C) for p in range(P)]
+    return np.array(order, dtype=np.int64)
 
 
-class _Txn:
-    """One die transaction (TSU queue entry)."""
-
-    __slots__ = ("a", "b", "kind", "page", "plane", "ready", "seq")
-
-    def __init__(self, kind: int, plane: int, ready: float, page: Any = None, a: int = 0, b: int = 0, seq: int = 0):
-        self.kind = kind
-        self.plane = plane
-        self.ready = ready
-        self.page = page  # _Page (program) or read context
-        self.a = a  # program: first unit index in page; read: page type; gc: relocated units
-        self.b = b  # program: number of units
-        self.seq = seq
-
-
-class _ReadCtx:
-    __slots__ = ("left", "req", "service", "t_nand")
-
-    def __init__(self, req: Request, left: int):
-        self.req = req
-        self.left = left
-        self.service = 0.0
-        self.t_nand = 0.0
+def txn_margin(cfg: SSDConfig) -> int:
+    """Free transaction rows kept before each kernel call (programs of a full buffer, GC victims)."""
+    return 2 * (cfg.controller.buffer_size // cfg.flash.page_size) + 4096
 
 
 class SSD(Device):
@@ -173,473 +132,144 @@ class SSD(Device):
     def __init__(self, cfg: SSDConfig, name: str, parent: Component):
         super().__init__(name, parent, capacity=cfg.capacity, sector_size=cfg.sector_size)
         self.cfg = cfg
-        f, ifc, ctl = cfg.flash, cfg.interface, cfg.controller
-        self._mu = cfg.ftl.mapping_unit
-        self._sppg = cfg.slots_per_page
-        self._spb = cfg.slots_per_block
-        self._ppb = f.pages_per_block
-        self._bits = BITS_PER_CELL[f.cell]
-        self._tr = f.page_types("read_latency")
-        self._tprog = f.page_types("program_latency")
-        self._tprog_host = [f.slc_program_latency] * self._bits if f.slc_cache else self._tprog
-        self._tr_mean = sum(self._tr) / len(self._tr)
-        self._tprog_mean = sum(self._tprog) / len(self._tprog)
-        self._P = f.planes_per_die
-        self._C = f.channels
-        self._nop = f.nop
-        self.ftl = FTL(f.planes, cfg.blocks_per_plane, self._spb, self._sppg, cfg.n_lpn, cfg.ftl.gc_threshold)
-        self._thr = cfg.ftl.gc_threshold
-        # allocation order: dies channel-first (die index d has channel d % channels), the planes of
-        # a die consecutively so that full pages form multi-plane program units
-        C, W, Dc, P = f.channels, f.chips_per_channel, f.dies_per_chip, f.planes_per_die
-        order = [(c + C * (w + W * d)) * P + p for d in range(Dc) for w in range(W) for c in range(C) for p in range(P)]
-        self._order = np.array(order, dtype=np.int64)
-        self._order_list = order
-        self._rr = 0
-        # durability mode
-        self._durable_writes = (not ctl.plp) and ctl.honours_flush and not ctl.write_cache
-        self._durable_fua = (not ctl.plp) and ctl.honours_flush
-        # HIL
-        self._slots_free = ifc.slots
-        self._backlog: deque[Request] = deque()
-        self._in_dev = 0
-        self._barrier: Request | None = None
-        self._link_free = [0.0, 0.0]
-        self._dir_out = 1 if ifc.duplex else 0
-        self._hil = _Station(ifc.hil_cores)
-        self._ftl_stage = _Station(ctl.ftl_cores)
-        self._commit_start = -1.0  # group commit of the write log (controller.ack_commit)
-        self._commit_end = 0.0
-        self.commits = 0
-        self._be_free = 0.0  # controller back end (write_bandwidth)
-        self._be_bw = self.cfg.controller.write_bandwidth
-        self._t_busy0 = 0.0
-        # TSU / PHY
-        nd = f.dies
-        self._die_busy = [False] * nd
-        self._die_rq: list[deque[_Txn]] = [deque() for _ in range(nd)]
-        self._die_wq: list[deque[_Txn]] = [deque() for _ in range(nd)]
-        self._chan_free = [0.0] * self._C
-        self.die_busy_s = [0.0] * nd
-        # DCM
-        self._buf_free = ctl.buffer_size
-        self._buf_wait: deque[Request] = deque()
-        self._open: _Page | None = None
-        self._dirty: dict[int, _Page] = {}
-        self._mp = f.multiplane and self._P > 1
-        self._held: list[list[_Txn]] = [[] for _ in range(nd)]  # full pages waiting for their unit
-        self._prog_seq = 0
-        self._outstanding = 0
-        # forced-flush machinery (group commit)
-        self._flushing: list[tuple[Request, _Page | None]] | None = None
-        self._flush_waiters: list[tuple[Request, _Page | None]] = []
-        self._flush_upto = -1
-        self._flush_pending = 0
-        self._flush_ready = 0.0
-        self._write_seq = 0
-        self._meta_clean = 0
-        self._flush_cover = 0
-        self.forced_flushes = 0
-        self._precondition()
+        f = cfg.flash
+        self.ftl = FTL(f.planes, cfg.blocks_per_plane, cfg.slots_per_block, cfg.slots_per_page, cfg.n_lpn,
+                       cfg.ftl.gc_threshold)
+        self._order = plane_order(cfg)
+        rr = self._precondition()
+        self._margin = txn_margin(cfg)
+        n_req = 64
+        self._S = K.make_state(cfg, self.ftl, self._order, rr, n_req, 2 * self._margin, 64)
+        self._reqs: list[Request | None] = [None] * n_req
+        self._free_ids = list(range(n_req - 1, -1, -1))
+        self._rid: dict[int, int] = {}
+        self._die_cb = [(lambda _e, d=d: self._die_done(d)) for d in range(f.dies)]
 
     # ================================================================== preconditioning
-    def _precondition(self) -> None:
+    def _precondition(self) -> int:
         pc = self.cfg.precondition
         if pc.state == "fresh":
-            return
+            return 0
         n_random = int(pc.overwrite * self.cfg.n_lpn) if pc.state == "steady" else 0
         seed = int(self.substream("precondition").integers(0, 2**31 - 1))
-        self._rr = self.ftl.precondition(n_random, seed, self._order, self._rr)
+        rr = self.ftl.precondition(n_random, seed, self._order, 0)
         self.ftl.reset_counters()
+        return rr
 
-    # ================================================================== HIL
+    # ================================================================== the shell
+    def _drain(self) -> None:
+        """Turn the events the kernels asked for into SimPy events, in their order."""
+        S = self._S
+        if S.si[K.SI_ERR]:
+            raise RuntimeError(f"{self.path}: {_ERRORS.get(int(S.si[K.SI_ERR]), 'kernel error')}")
+        n = int(S.si[K.SI_NEV])
+        if not n:
+            return
+        S.si[K.SI_NEV] = 0
+        env = self.env
+        for kind, delay, arg in S.ev[:n].tolist():
+            if kind == K.EVK_DONE:
+                rid = int(arg)
+                req = self._reqs[rid]
+                req.service = float(S.rqf[rid, K.QF_SERVICE])
+                req.t_start = float(S.rqf[rid, K.QF_TSTART])
+                self._complete_after(req, delay)
+            else:
+                ev = simpy.Event(env)
+                ev.callbacks.append(self._die_cb[int(arg)] if kind == K.EVK_DIE else self._flush_done)
+                succeed_at(env, ev, delay)
+
+    def _room(self, units: int) -> None:
+        """Grow the kernels' tables so that the next call cannot run out of rows."""
+        S = self._S
+        if S.si[K.SI_TX_NFREE] < self._margin + units or units > S.scr.shape[0]:
+            self._S = K.grow(S, self.cfg, n_txn=2 * S.tx.shape[0] + units,
+                             n_scr=max(S.scr.shape[0], 2 * units))
+
     def _start(self, req: Request) -> None:
         if req.op != Op.FLUSH:
             self.check_range(req)
-        self._backlog.append(req)
-        self._pump()
-
-    def _pump(self) -> None:
-        bl = self._backlog
-        queued_flush = self.cfg.interface.queued_flush
-        while bl and self._slots_free > 0 and self._barrier is None:
-            req = bl[0]
-            if req.op == Op.FLUSH and not queued_flush:
-                if self._in_dev:
-                    return  # non-NCQ command: wait for the queue to drain
-                self._barrier = req
-            bl.popleft()
-            self._slots_free -= 1
-            if self._in_dev == 0:
-                self._t_busy0 = self.env.now
-            self._in_dev += 1
-            req.t_start = self.env.now
-            op = req.op
-            if op == Op.WRITE:
-                self._write(req)
-            elif op == Op.READ:
-                self._read(req)
-            elif op == Op.FLUSH:
-                self._flush_cmd(req)
-            else:
-                self._trim(req)
+        if not self._free_ids:
+            n = len(self._reqs)
+            self._S = K.grow(self._S, self.cfg, n_req=2 * n)
+            self._reqs.extend([None] * n)
+            self._free_ids = list(range(2 * n - 1, n - 1, -1))
+        rid = self._free_ids.pop()
+        self._reqs[rid] = req
+        self._rid[id(req)] = rid
+        mu = self.cfg.ftl.mapping_unit
+        self._room(req.size // mu + 2)
+        K.ssd_start(self._S, rid, int(req.op), req.offset, req.size, 1 if req.fua else 0, self.env.now)
+        self._drain()
 
     def _finish(self, req: Request) -> None:
         super()._finish(req)
-        self._slots_free += 1
-        self._in_dev -= 1
-        if self._in_dev == 0:
-            self._busy_acc += self.env.now - max(self._t_busy0, self._t0)
-        if self._barrier is req:
-            self._barrier = None
-        if self._backlog:
-            self._pump()
+        rid = self._rid.pop(id(req))
+        self._room(0)
+        self._busy_acc += K.ssd_finish(self._S, rid, self.env.now, self._t0)
+        self._reqs[rid] = None
+        self._free_ids.append(rid)
+        self._drain()
 
-    def busy_time(self) -> float:
-        extra = self.env.now - max(self._t_busy0, self._t0) if self._in_dev else 0.0
-        return self._busy_acc + extra
-
-    def _link(self, t: float, nbytes: int, direction: int) -> float:
-        """Reserve the link from ``t`` for ``nbytes``; returns the end of the transfer."""
-        s = max(t, self._link_free[direction])
-        e = s + nbytes / self.cfg.interface.link_rate
-        self._link_free[direction] = e
-        return e
-
-    # ================================================================== writes
-    def _units(self, req: Request) -> range:
-        mu = self._mu
-        return range(req.offset // mu, (req.offset + req.size + mu - 1) // mu) if req.size > 0 else range(0)
-
-    def _write(self, req: Request) -> None:
-        need = len(self._units(req)) * self._mu
-        if self._buf_wait or need > self._buf_free:
-            if need > self.cfg.controller.buffer_size:
-                raise ValueError(f"{self.path}: write of {req.size} B larger than the write buffer")
-            self._buf_wait.append(req)
-            return
-        self._write_admitted(req, need)
-
-    def _write_admitted(self, req: Request, need: int) -> None:
-        self._buf_free -= need
-        now = self.env.now
-        ifc, ctl = self.cfg.interface, self.cfg.controller
-        t = self._hil.serve(now, ifc.command_overhead)
-        t_link = self._link(t, req.size, 0)
-        t_buf = self._ftl_stage.serve(t_link + ctl.write_latency, ctl.ftl_update)
-        req.service = ifc.command_overhead + req.size / ifc.link_rate + ctl.write_latency + ctl.ftl_update
-        if ctl.ack_commit > 0:
-            t_buf = self._group_commit(t_buf, ctl.ack_commit)
-            req.service += ctl.ack_commit
-        page = None
-        for lpn in self._units(req):
-            page = self._place(lpn, t_buf)
-        self._write_seq += 1
-        if self._durable_writes or (req.fua and self._durable_fua):
-            self._flush_join(req, page, t_buf)
-        else:
-            self._complete_after(req, t_buf - now)
-
-    def _group_commit(self, t: float, cost: float) -> float:
-        """End of the write-log commit covering an FTL update that ended at ``t``: the last commit
-        if it had not started by ``t`` (it covers every update ended before its start), else a new
-        one starting when both ``t`` and the last commit's end are reached. Computed ahead (no event):
-        the cost of a commit does not depend on how many writes it covers."""
-        if t <= self._commit_start:
-            return self._commit_end
-        s = t if t > self._commit_end else self._commit_end
-        self._commit_start = s
-        self._commit_end = s + cost
-        self.commits += 1
-        return self._commit_end
-
-    def _place(self, lpn: int, ready: float) -> _Page:
-        pg = self._open
-        if pg is not None and pg.submitted == 0 and self._dirty.get(lpn) is pg:
-            # overwrite of a unit still in the open page: replaced in DRAM
-            self._buf_free += self._mu
-            if ready > pg.ready:
-                pg.ready = ready
-            return pg
-        if pg is None:
-            pg = self._open = self._new_page()
-        slot = pg.base + pg.filled
-        self.ftl.map_host(lpn, slot)
-        pg.lpns.append(lpn)
-        pg.filled += 1
-        self._dirty[lpn] = pg
-        if ready > pg.ready:
-            pg.ready = ready
-        if pg.filled == self._sppg:
-            self._program(pg, seal=True, hold=self._mp)
-        return pg
-
-    def _new_page(self) -> _Page:
-        order = self._order_list
-        plane = order[self._rr % len(order)]
-        self._rr += 1
-        ftl = self.ftl
-        base = ftl.reserve_page(plane)
-        if ftl.free_top[plane] < self._thr:
-            moved = ftl.collect(plane)
-            die = plane // self._P
-            for m in moved.tolist():
-                self._enqueue(die, _Txn(_GC, plane, self.env.now, a=int(m)))
-        return _Page(base, plane, plane // self._P)
-
-    def _program(self, pg: _Page, seal: bool, hold: bool = False) -> None:
-        """Submit the not yet programmed units of ``pg`` to its die. With ``hold`` a full page waits
-        in DRAM until the die's other planes have a page too (one multi-plane program unit)."""
-        n = pg.filled - pg.submitted
-        first = pg.submitted
-        pg.submitted = pg.filled
-        pg.nprog += 1
-        if seal or pg.nprog >= self._nop or pg.filled == self._sppg:
-            pg.sealed = True
-            self.ftl.seal(pg.base, pg.filled)
-            if self._open is pg:
-                self._open = None
-        self._prog_seq += 1
-        self._outstanding += 1
-        txn = _Txn(_PROG, pg.plane, pg.ready, page=pg, a=first, b=n, seq=self._prog_seq)
-        die = pg.die
-        if not hold:
-            self._enqueue(die, txn)
-            return
-        held = self._held[die]
-        held.append(txn)
-        if len(held) >= self._P:
-            self._release(die)
-
-    def _release(self, die: int) -> None:
-        """Queue the held pages of ``die`` as one multi-plane unit."""
-        held = self._held[die]
-        self._held[die] = []
-        self._die_wq[die].extend(held)
-        if not self._die_busy[die]:
-            self._die_start(die)
-
-    # ================================================================== forced flush (group commit)
-    def _flush_cmd(self, req: Request) -> None:
-        ifc, ctl = self.cfg.interface, self.cfg.controller
-        req.service = ifc.command_overhead + ctl.flush_latency
-        t = self._hil.serve(self.env.now, ifc.command_overhead) + ctl.flush_latency
-        dirty = self._open is not None or self._outstanding > 0 or self._write_seq > self._meta_clean
-        if self._durable_fua and dirty:
-            self._flush_join(req, None, t)
-        else:
-            self._complete_after(req, t - self.env.now)
-
-    def _flush_join(self, req: Request, page: _Page | None, ready: float) -> None:
-        self._flush_waiters.append((req, page))
-        if ready > self._flush_ready:
-            self._flush_ready = ready
-        if self._flushing is None:
-            self._flush_start()
-
-    def _flush_start(self) -> None:
-        self._flushing = self._flush_waiters
-        self._flush_waiters = []
-        self.forced_flushes += 1
-        self._flush_cover = self._write_seq
-        pg = self._open
-        if pg is not None and pg.filled > pg.submitted:
-            self._program(pg, seal=self._nop == 1)
-        if self._mp:
-            for die, held in enumerate(self._held):
-                if held:
-                    self._release(die)
-        self._flush_upto = self._prog_seq
-        self._flush_pending = self._outstanding
-        if self._flush_pending == 0:
-            self._flush_meta()
-
-    def _flush_meta(self) -> None:
-        t = max(self.env.now, self._flush_ready) + self.cfg.ftl.metadata_commit
-        ev = simpy.Event(self.env)
-        ev.callbacks.append(self._flush_done)
-        succeed_at(self.env, ev, t - self.env.now)
+    def _die_done(self, die: int) -> None:
+        self._room(0)
+        K.ssd_die_done(self._S, die, self.env.now)
+        self._drain()
 
     def _flush_done(self, _ev: simpy.Event) -> None:
-        cohort = self._flushing or []
-        self._meta_clean = self._flush_cover
-        self._flushing = None
-        self._flush_ready = 0.0
-        mc = self.cfg.ftl.metadata_commit
-        for req, pg in cohort:
-            req.service += mc + (pg.prog_time if pg is not None else 0.0)
-            self._complete_after(req, 0.0)
-        if self._flush_waiters:
-            self._flush_start()
+        self._room(0)
+        K.ssd_flush_done(self._S, self.env.now)
+        self._drain()
 
-    # ================================================================== reads / trim
-    def _read(self, req: Request) -> None:
-        now = self.env.now
-        ifc, ctl = self.cfg.interface, self.cfg.controller
-        t = self._hil.serve(now, ifc.command_overhead) + ctl.read_latency
-        pages: dict[int, int] = {}
-        l2p, dirty, sppg = self.ftl.l2p, self._dirty, self._sppg
-        for lpn in self._units(req):
-            if lpn in dirty:
-                continue
-            s = int(l2p[lpn])
-            if s:
-                pages[(s - 1) // sppg] = 1
-        front = ifc.command_overhead + ctl.read_latency
-        if not pages:
-            e = self._link(t, req.size, self._dir_out)
-            req.service = front + req.size / ifc.link_rate
-            self._complete_after(req, e - now)
-            return
-        ctx = _ReadCtx(req, len(pages))
-        ctx.service = front
-        ppp = self.cfg.blocks_per_plane * self._ppb  # pages per plane
-        for gp in pages:
-            plane = gp // ppp
-            ptype = (gp % self._ppb) % self._bits
-            self._enqueue(plane // self._P, _Txn(_READ, plane, t, page=ctx, a=ptype))
+    # ================================================================== state, as the model names it
+    @property
+    def _in_dev(self) -> int:
+        return int(self._S.si[K.SI_IN_DEV])
 
-    def _read_done(self, ctx: _ReadCtx) -> None:
-        ctx.left -= 1
-        if ctx.left:
-            return
-        req = ctx.req
-        now = self.env.now
-        e = self._link(now, req.size, self._dir_out)
-        req.service = ctx.service + ctx.t_nand + req.size / self.cfg.interface.link_rate
-        self._complete_after(req, e - now)
+    @property
+    def _backlog(self) -> bool:
+        return bool(self._S.si[K.SI_BL_HEAD] >= 0)
 
-    def _trim(self, req: Request) -> None:
-        mu = self._mu
-        first = (req.offset + mu - 1) // mu
-        last = (req.offset + req.size) // mu
-        for lpn in range(first, last):
-            self.ftl.trim(lpn)
-            self._dirty.pop(lpn, None)
-        ifc = self.cfg.interface
-        req.service = ifc.command_overhead + self.cfg.controller.flush_latency
-        t = self._hil.serve(self.env.now, ifc.command_overhead) + self.cfg.controller.flush_latency
-        self._complete_after(req, t - self.env.now)
+    @property
+    def _buf_wait(self) -> bool:
+        return bool(self._S.si[K.SI_BW_HEAD] >= 0)
 
-    # ================================================================== TSU / PHY
-    def _enqueue(self, die: int, txn: _Txn) -> None:
-        (self._die_rq if txn.kind == _READ else self._die_wq)[die].append(txn)
-        if not self._die_busy[die]:
-            self._die_start(die)
+    @property
+    def forced_flushes(self) -> int:
+        return int(self._S.si[K.SI_FORCED])
 
-    def _die_start(self, die: int) -> None:
-        now = self.env.now
-        f = self.cfg.flash
-        rq, wq = self._die_rq[die], self._die_wq[die]
-        ch = die % self._C
-        if rq:
-            txn = rq.popleft()
-            tr = self._tr[txn.a]
-            t1 = max(max(now, txn.ready) + tr, self._chan_free[ch])
-            x = f.page_size / f.channel_rate
-            end = self._chan_free[ch] = t1 + x
-            txn.page.t_nand = max(txn.page.t_nand, tr + x)
-            batch = [txn]
-        elif wq:
-            txn = wq.popleft()
-            if txn.kind == _GC:
-                copies = -(-txn.a // self._sppg)
-                end = now + copies * (self._tr_mean + self._tprog_mean) + f.erase_latency
-                batch = [txn]
-            else:
-                batch = [txn]
-                if f.multiplane and self._P > 1 and wq:
-                    planes = {txn.plane}
-                    keep: list[_Txn] = []
-                    while wq and len(batch) < self._P:
-                        t2 = wq[0]
-                        if t2.kind != _PROG:
-                            break
-                        wq.popleft()
-                        if t2.plane in planes:
-                            keep.append(t2)
-                        else:
-                            planes.add(t2.plane)
-                            batch.append(t2)
-                    wq.extendleft(reversed(keep))
-                nbytes = 0
-                tprog = 0.0
-                ready = now
-                for t2 in batch:
-                    nbytes += t2.b * self._mu if self._nop > 1 else f.page_size
-                    pg = t2.page
-                    tp = self._tprog_host[((pg.base % self._spb) // self._sppg) % self._bits]
-                    tprog = max(tprog, tp)
-                    ready = max(ready, t2.ready)
-                x = nbytes / f.channel_rate
-                if self._be_bw:  # the controller's back end passes the data first, serially
-                    ready = self._be_free = max(ready, self._be_free) + nbytes / self._be_bw
-                s = max(ready, self._chan_free[ch])
-                self._chan_free[ch] = s + x
-                end = s + x + tprog
-                for t2 in batch:
-                    t2.page.prog_time = x + tprog
-        else:
-            self._die_busy[die] = False
-            return
-        self._die_busy[die] = True
-        self.die_busy_s[die] += end - now
-        ev = simpy.Event(self.env)
-        ev.callbacks.append(lambda _e, d=die, b=batch: self._die_done(d, b))
-        succeed_at(self.env, ev, end - now)
+    @property
+    def commits(self) -> int:
+        return int(self._S.si[K.SI_COMMITS])
 
-    def _die_done(self, die: int, batch: list[_Txn]) -> None:
-        freed = False
-        for txn in batch:
-            if txn.kind == _PROG:
-                self._prog_done(txn)
-                freed = True
-            elif txn.kind == _READ:
-                self._read_done(txn.page)
-        self._die_start(die)
-        if freed and self._buf_wait:
-            self._admit_waiting()
+    @property
+    def die_busy_s(self) -> list[float]:
+        return self._S.dief[: self.cfg.flash.dies, K.DF_BUSY_S].tolist()
 
-    def _prog_done(self, txn: _Txn) -> None:
-        pg: _Page = txn.page
-        dirty = self._dirty
-        for lpn in pg.lpns[txn.a : txn.a + txn.b]:
-            if dirty.get(lpn) is pg:
-                del dirty[lpn]
-        self._buf_free += txn.b * self._mu
-        self._outstanding -= 1
-        if self._flushing is not None and txn.seq <= self._flush_upto:
-            self._flush_pending -= 1
-            if self._flush_pending == 0:
-                self._flush_meta()
-
-    def _admit_waiting(self) -> None:
-        bw = self._buf_wait
-        while bw:
-            req = bw[0]
-            need = len(self._units(req)) * self._mu
-            if need > self._buf_free:
-                return
-            bw.popleft()
-            self._write_admitted(req, need)
+    def busy_time(self) -> float:
+        S = self._S
+        b0 = float(S.sf[K.SF_T_BUSY0])
+        extra = self.env.now - max(b0, self._t0) if S.si[K.SI_IN_DEV] else 0.0
+        return self._busy_acc + extra
 
     # ================================================================== reporting
     def reset_stats(self) -> None:
         super().reset_stats()
-        if hasattr(self, "die_busy_s"):
-            self.die_busy_s = [0.0] * len(self.die_busy_s)
+        if hasattr(self, "_S"):
+            self._S.dief[:, K.DF_BUSY_S] = 0.0
 
     def stats(self) -> dict[str, Any]:
         st = super().stats()
         c = self.ftl.counters()
         host = c["host_slots"]
         nand = host + c["gc_slots"] + c["pad_slots"]
+        busy = self.die_busy_s
         st["ssd"] = {
             **c,
             "waf": nand / host if host else None,
             "forced_flushes": self.forced_flushes,
-            "buffer_used_bytes": self.cfg.controller.buffer_size - self._buf_free,
-            "die_utilisation": (sum(self.die_busy_s) / len(self.die_busy_s) / max(self.env.now - self._t0, 1e-300)),
+            "buffer_used_bytes": self.cfg.controller.buffer_size - int(self._S.si[K.SI_BUF_FREE]),
+            "die_utilisation": (sum(busy) / len(busy) / max(self.env.now - self._t0, 1e-300)),
         }
         return st
 
