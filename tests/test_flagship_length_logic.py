@@ -83,3 +83,18 @@ def test_summary_and_table_round_trip(tmp_path):
     assert main([str(out), str(t), "--rule", "full"]) == 1  # K2 p50 has no CI in the full run
     assert main([str(out), str(tmp_path / "nope.csv")]) == 2
     assert not math.isnan(load_table(t)[(K2, "iops")].value or math.nan)
+
+
+def test_write_checks_gives_both_verdicts(tmp_path):
+    import csv as _csv
+
+    from simulator.calibration.length import write_checks
+
+    full = {(K1, "iops"): Value(100.0, 3.0)}
+    short = {(K1, "iops"): Value(95.0, 4.0)}  # outside the full run's CI, inside the difference's (5)
+    p = tmp_path / "c.csv"
+    write_checks(p, [(90.0, 0.1, short)], full, header=["h"])
+    rows = list(_csv.DictReader(line for line in p.read_text(encoding="utf-8").splitlines() if not line.startswith("#")))
+    assert rows == [{"runtime_s": "90", "state_scale": "0.1", "mode": "random", "qd": "1", "pool": "mach2", "rw": "randread",
+                     "metric": "iops", "full": "100", "full_ci": "3", "short": "95", "short_ci": "4", "rel_diff": "-0.0500",
+                     "verdict_full": "outside", "verdict_difference": "ok"}]

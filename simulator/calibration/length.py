@@ -41,13 +41,15 @@ from typing import Literal
 
 __all__ = [
     "METRICS",
-    "PointCheck",
     "Key",
+    "PointCheck",
+    "Value",
     "compare",
     "load",
     "load_summary",
     "load_table",
     "render",
+    "write_checks",
     "write_table",
 ]
 
@@ -240,6 +242,34 @@ def render(checks: Sequence[PointCheck], title: str = "") -> list[str]:
     n_no = sum(c.verdict == "no_ci" for c in checks)
     lines += ["", f"{n_ok} of {len(checks)} point-metrics agree; {len(checks) - n_ok - n_no} outside; {n_no} without a CI."]
     return lines
+
+
+#: the columns of the committed comparison table (:func:`write_checks`)
+CHECK_COLUMNS = ("runtime_s", "state_scale", "mode", "qd", "pool", "rw", "metric", "full", "full_ci", "short", "short_ci",
+                 "rel_diff", "verdict_full", "verdict_difference")
+
+
+def write_checks(path: Path, settings: Sequence[tuple[float, float, Run]], full: Run, header: Iterable[str] = (),
+                 points: Iterable[Key] | None = None) -> None:
+    """One row per setting (seconds per point, state scale, its run), point and metric: both runs' values and
+    half-widths and the verdict under each rule (``header`` lines first, as ``# `` comments)."""
+    pts = list(points) if points is not None else None
+    with Path(path).open("w", newline="", encoding="utf-8") as f:
+        for h in header:
+            f.write(f"# {h}\n")
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(CHECK_COLUMNS)
+
+        def g(x: float | None) -> str:
+            return "" if x is None else f"{x:.6g}"
+
+        for runtime_s, scale, short in settings:
+            by_full = compare(full, short, rule="full", points=pts)
+            by_diff = {(c.key, c.metric): c for c in compare(full, short, rule="difference", points=pts)}
+            for c in by_full:
+                d = by_diff[(c.key, c.metric)]
+                w.writerow([f"{runtime_s:g}", f"{scale:g}", *c.key, c.metric, g(c.full), g(c.full_ci), g(c.short),
+                            g(c.short_ci), "" if c.rel_diff is None else f"{c.rel_diff:.4f}", c.verdict, d.verdict])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
