@@ -47,6 +47,7 @@ COMPILED_CORE_FILES = {
     "test_core_hdd_wcache.py": ("devices", "ceph"),
     "test_core_ceph_onode.py": ("ceph",),
     "test_core_ceph_dcache.py": ("ceph",),
+    "test_core_ceph_resume.py": ("ceph",),
     "test_ceph_wakeup_rule.py": ("ceph",),
     "test_ceph_lab_kv_counter.py": ("ceph",),
     "test_ceph_speed_placement.py": ("ceph",),

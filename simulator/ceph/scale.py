@@ -11,6 +11,12 @@ collector's passes and CPU time per IO by generation (:class:`GcMeter`) and the 
 1,008 OSDs, each size in a fresh process (peak RSS is per process). ``simrun bench`` runs the
 ``ceph-build-N`` and ``ceph-run-N`` cases of :data:`SCALE_CASES` (each in a fresh process; the
 bench table's notes give build seconds, CPU per IO, events per IO, GC time per IO and peak RSS).
+
+``measure(..., compiled=True)`` (``--compiled``; bench cases ``ceph-build-N-compiled``,
+``ceph-run-N-compiled``, ``ceph-read-N-compiled``) builds the fitted croit profile
+(:data:`COMPILED_REF`) and runs through the compiled Ceph core, reporting the compiled state's build
+time apart, the loop's CPU per IO and the whole call's (docs/design.md, "The compiled Ceph core at
+1,000 OSDs").
 """
 
 from __future__ import annotations
@@ -41,10 +47,10 @@ def scale_overrides(hosts: int) -> dict[str, Any]:
     }
 
 
-def build_scaled(sim: Any, hosts: int) -> Any:
+def build_scaled(sim: Any, hosts: int, ref: str = "clusters/croit_mach2") -> Any:
     from simulator.ceph.bench import build_cluster_from_profile
 
-    return build_cluster_from_profile(sim, overrides=scale_overrides(hosts) if hosts != 1 else None)
+    return build_cluster_from_profile(sim, ref, overrides=scale_overrides(hosts) if hosts != 1 else None)
 
 
 def _peak_rss_mb() -> float:
@@ -96,11 +102,65 @@ def _fio(sim: Any, img: Any, qd: int, rw: str, n_ios: int, seed: int) -> list[An
     return run_fio(sim, [img], job, source="scale")
 
 
+#: the cluster profile of the compiled cases: croit as fitted (the MACH.2 LUNs' persistent write cache,
+#: onode misses, BlueStore's data cache: everything the compiled Ceph core covers); the Python cases keep
+#: ``clusters/croit_mach2`` (its media cache is beyond the compiled core's fixed extent table)
+COMPILED_REF = "clusters/croit_mach2_fitted"
+
+
+class _Timed:
+    """CPU seconds spent in ``module.name`` while installed (``with _Timed(mod, "f") as t: ...; t.cpu``):
+    how the compiled measurement splits the Ceph core's state build off the run that calls it."""
+
+    def __init__(self, module: Any, name: str) -> None:
+        self.module, self.name, self.cpu, self.calls = module, name, 0.0, 0
+        self._orig = getattr(module, name)
+
+    def __enter__(self) -> _Timed:
+        orig = self._orig
+
+        def timed(*a: Any, **k: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return orig(*a, **k)
+            finally:
+                self.cpu += time.process_time() - c0
+                self.calls += 1
+
+        setattr(self.module, self.name, timed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        setattr(self.module, self.name, self._orig)
+
+
+def _fio_compiled(sim: Any, img: Any, qd: int, rw: str, n_ios: int, seed: int) -> dict[str, Any]:
+    """The job of :func:`_fio` through the compiled Ceph core (``ceph_fio.run_workload_ceph``, refused by
+    name if it does not cover the run); returns its run figures plus the CPU seconds of the state build
+    (``build_state``) and of the whole call."""
+    from simulator.core import ceph_build, ceph_fio
+    from simulator.workloads.options import resolve_jobs
+    from simulator.workloads.runner import Workload
+
+    job = {"name": "scale", "ioengine": "libaio", "sim_slat": 0, "rw": rw, "bs": 4096, "iodepth": qd,
+           "number_ios": n_ios, "norandommap": 1, "randseed": seed}
+    wl = Workload(sim, resolve_jobs({}, [job], "scale"), lambda _j: [img])
+    why = ceph_fio.unsupported_workload(sim, wl)
+    if why:
+        raise RuntimeError(f"the compiled Ceph core does not cover the scale case: {why}")
+    c0 = time.process_time()
+    with _Timed(ceph_build, "build_state") as t:
+        info = ceph_fio.run_workload_ceph(sim, wl)
+    return {**info, "state_cpu_s": t.cpu, "call_cpu_s": time.process_time() - c0, "results": wl.results()}
+
+
 def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1, warm_ios: int | None = None,
-            qd: int | None = None) -> dict[str, Any]:
+            qd: int | None = None, compiled: bool = False) -> dict[str, Any]:
     """Build (CPU seconds, wall seconds), then ``warm_ios`` untimed IOs (default: 3 x QD, at least
     2,000: every queue slot has cycled), then ``n_ios`` timed IOs at ``qd`` (default 64 per host).
-    ``n_ios`` 0: the build alone."""
+    ``n_ios`` 0: the build alone. ``compiled``: the cluster is :data:`COMPILED_REF` and both runs go
+    through the compiled Ceph core; the figures add the state build's CPU seconds (``state_cpu_s``,
+    part of the timed run's call), the loop's CPU per IO and the rest of the call (hand-over both ways)."""
     from simulator.engine import Simulation
 
     qd = 64 * hosts if qd is None else qd
@@ -108,13 +168,40 @@ def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1
     sim = Simulation(seed=seed)
     c0, w0 = time.process_time(), time.perf_counter()
     with GcMeter() as bgc:
-        cl = build_scaled(sim, hosts)
+        cl = build_scaled(sim, hosts, COMPILED_REF) if compiled else build_scaled(sim, hosts)
     build_cpu, build_wall = time.process_time() - c0, time.perf_counter() - w0
     build = {"build_cpu_s": build_cpu, "build_wall_s": build_wall, "build_gc_s": sum(bgc.seconds),
              "build_gc_passes": bgc.passes}
-    if n_ios <= 0:
-        return {"hosts": hosts, "osds": len(cl.osds), **build, "peak_rss_mb": _peak_rss_mb()}
     img = cl.image("test-mach2", "test")
+    if n_ios <= 0:
+        if compiled:  # the compiled core's state of a run on the MACH.2 image, as the run path builds it
+            from simulator.core.ceph_build import build_state
+
+            c0, w0 = time.process_time(), time.perf_counter()
+            build_state(cl, n_ops=max(4096, 8 * qd), n_req=0, images=[img])
+            build = {**build, "state_cpu_s": time.process_time() - c0, "state_wall_s": time.perf_counter() - w0}
+        return {"hosts": hosts, "osds": len(cl.osds), **build, "peak_rss_mb": _peak_rss_mb()}
+    if compiled:
+        w = _fio_compiled(sim, img, qd, rw, warm_ios, seed) if warm_ios else None
+        rss_warm = _peak_rss_mb()
+        w0 = time.perf_counter()
+        r = _fio_compiled(sim, img, qd, rw, n_ios, seed + 1)
+        wall = time.perf_counter() - w0
+        (res,) = r["results"]
+        return {
+            "hosts": hosts, "osds": len(cl.osds), "rw": rw, "qd": qd, "engine": "compiled", **build,
+            "ios": n_ios,
+            "state_cpu_s": r["state_cpu_s"],  # build_state of the timed run
+            "warm_state_cpu_s": w["state_cpu_s"] if w else 0.0,
+            "call_cpu_s": r["call_cpu_s"],  # the timed run's whole call: state build, loop, write-back, statistics
+            "cpu_us_per_io": 1e6 * r["cpu_s"] / n_ios,  # the loop's
+            "call_us_per_io": 1e6 * r["call_cpu_s"] / n_ios,
+            "wall_us_per_io": 1e6 * wall / n_ios,
+            "events_per_io": r["events"] / n_ios,
+            "peak_rss_warm_mb": rss_warm,
+            "peak_rss_mb": _peak_rss_mb(),
+            "sim_iops": sum(d.iops for d in res.present_dirs()),
+        }
     if warm_ios:
         _fio(sim, img, qd, rw, warm_ios, seed)
     env = sim.env
@@ -143,19 +230,26 @@ def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1
 
 
 # ------------------------------------------------------------------------------- simrun bench cases
-def measure_fresh(hosts: int, n_ios: int, rw: str = "randwrite", qd: int | None = None) -> dict[str, Any]:
+def measure_fresh(hosts: int, n_ios: int, rw: str = "randwrite", qd: int | None = None,
+                  compiled: bool = False) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter (peak RSS is per process)."""
     out = subprocess.run(
         [sys.executable, "-m", "simulator.ceph.scale", "--one", str(hosts), str(n_ios), rw,
-         *(["--qd", str(qd)] if qd is not None else [])],
+         *(["--qd", str(qd)] if qd is not None else []), *(["--compiled"] if compiled else [])],
         capture_output=True, text=True, check=True,
     ).stdout.strip().splitlines()[-1]
     return json.loads(out)
 
 
-def _build_case(hosts: int) -> Callable[[int], tuple[float, str]]:
+def _build_case(hosts: int, compiled: bool = False) -> Callable[[int], tuple[float, str]]:
     def run(n: int) -> tuple[float, str]:
-        r = measure_fresh(hosts, 0)
+        r = measure_fresh(hosts, 0, compiled=compiled)
+        if compiled:
+            wall = r["build_wall_s"] + r["state_wall_s"]
+            return r["osds"] / wall, (
+                f"build {wall:.1f} s wall: cluster {r['build_cpu_s']:.1f} s CPU + compiled state "
+                f"{r['state_cpu_s']:.1f} s CPU; peak RSS {r['peak_rss_mb']:,.0f} MB"
+            )
         return r["osds"] / r["build_wall_s"], (
             f"build {r['build_wall_s']:.1f} s wall, {r['build_cpu_s']:.1f} s CPU (GC {r['build_gc_s']:.2f} s in "
             f"{sum(r['build_gc_passes'])} passes); peak RSS {r['peak_rss_mb']:,.0f} MB"
@@ -183,6 +277,18 @@ def _run_case(hosts: int) -> Callable[[int], tuple[float, str]]:
     return run
 
 
+def _compiled_run_case(hosts: int, rw: str) -> Callable[[int], tuple[float, str]]:
+    def run(n: int) -> tuple[float, str]:
+        r = measure_fresh(hosts, n, rw, compiled=True)
+        return 1e6 / r["call_us_per_io"], (
+            f"loop CPU {r['cpu_us_per_io']:.1f} us/IO, {r['events_per_io']:.1f} events/IO; state build "
+            f"{r['state_cpu_s']:.1f} s CPU; peak RSS {r['peak_rss_mb']:,.0f} MB"
+        )
+
+    run.fresh_process = True  # type: ignore[attr-defined]
+    return run
+
+
 SCALE_CASES: dict[str, tuple[str, Callable[[int], Any]]] = {}
 for _h in SIZES:
     _n = _h * OSDS_PER_HOST
@@ -193,6 +299,21 @@ for _h in SIZES:
     SCALE_CASES[f"ceph-run-{_n}"] = (
         f"Ceph croit host x{_h} ({_n:,} OSDs), MACH.2 pool 4KiB randwrite QD64/host, after 3 x QD warm-up IOs (fresh process)",
         _run_case(_h),
+    )
+    SCALE_CASES[f"ceph-build-{_n}-compiled"] = (
+        f"Ceph build, croit (fitted) host x{_h} ({_n:,} OSDs), then the compiled core's state for the MACH.2 "
+        "pool (fresh process): OSDs built per second",
+        _build_case(_h, compiled=True),
+    )
+    SCALE_CASES[f"ceph-run-{_n}-compiled"] = (
+        f"Ceph croit (fitted) host x{_h} ({_n:,} OSDs) through the compiled Ceph core, MACH.2 pool 4KiB randwrite "
+        "QD64/host after 3 x QD warm-up IOs (fresh process): client IOs per CPU second of the whole call",
+        _compiled_run_case(_h, "randwrite"),
+    )
+    SCALE_CASES[f"ceph-read-{_n}-compiled"] = (
+        f"Ceph croit (fitted) host x{_h} ({_n:,} OSDs) through the compiled Ceph core, MACH.2 pool 4KiB randread "
+        "QD64/host of the pre-filled image (fresh process): client IOs per CPU second of the whole call",
+        _compiled_run_case(_h, "randread"),
     )
 
 
@@ -205,7 +326,7 @@ def main(argv: list[str]) -> None:  # pragma: no cover - command line
     qd = int(argv[argv.index("--qd") + 1]) if "--qd" in argv else None  # default: 64 per host
     if "--one" in argv:
         h, n, rw = int(argv[argv.index("--one") + 1]), int(argv[argv.index("--one") + 2]), argv[argv.index("--one") + 3]
-        print(json.dumps(measure(h, n, rw, qd=qd)))
+        print(json.dumps(measure(h, n, rw, qd=qd, compiled="--compiled" in argv)))
         return
     if "--ios" in argv:
         ios = int(argv[argv.index("--ios") + 1])
@@ -220,10 +341,20 @@ def main(argv: list[str]) -> None:  # pragma: no cover - command line
     import os
 
     print(f"load average {os.getloadavg()}", flush=True)
-    print(f"{'OSDs':>5} {'rw':>9} {'QD':>5} {'build s':>8} {'CPU us/IO':>10} {'events/IO':>9} {'GC us/IO':>9} "
-          f"{'peak RSS MB':>11}", flush=True)
+    if "--compiled" in argv:
+        print(f"{'OSDs':>5} {'rw':>9} {'QD':>5} {'build s':>8} {'state s':>8} {'loop us/IO':>10} {'call us/IO':>10} "
+              f"{'events/IO':>9} {'peak RSS MB':>11}", flush=True)
+    else:
+        print(f"{'OSDs':>5} {'rw':>9} {'QD':>5} {'build s':>8} {'CPU us/IO':>10} {'events/IO':>9} {'GC us/IO':>9} "
+              f"{'peak RSS MB':>11}", flush=True)
     for h in hosts:
         for rw in rws:
+            if "--compiled" in argv:
+                r = measure_fresh(h, ios, rw, qd, compiled=True)
+                print(f"{r['osds']:>5} {rw:>9} {r['qd']:>5} {r['build_cpu_s']:>8.2f} {r['state_cpu_s']:>8.2f} "
+                      f"{r['cpu_us_per_io']:>10.2f} {r['call_us_per_io']:>10.2f} {r['events_per_io']:>9.2f} "
+                      f"{r['peak_rss_mb']:>11.0f}   {json.dumps(r)}", flush=True)
+                continue
             r = measure_fresh(h, ios, rw, qd)
             print(f"{r['osds']:>5} {rw:>9} {r['qd']:>5} {r['build_cpu_s']:>8.2f} {r['cpu_us_per_io']:>10.1f} "
                   f"{r['events_per_io']:>9.2f} {sum(r['gc_us_per_io']):>9.1f} {r['peak_rss_mb']:>11.0f}   {json.dumps(r)}",

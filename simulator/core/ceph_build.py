@@ -23,10 +23,15 @@ from simulator.core import ceph_onode
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
 
 
-def obj_base_of(img: Any) -> np.ndarray:
-    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated), as a
-    2-D int64 copy (the one place the compiled core reads RbdImage's storage, its ``rbd.BaseTable``)."""
-    return img.bases()
+def obj_base_of(img: Any, rows: Any = slice(None)) -> np.ndarray:
+    """The image's (object, acting position) -> device offset table in bytes (-1 = not allocated) of
+    objects ``rows``, as a 2-D int64 copy (the one place the compiled core reads RbdImage's storage,
+    its ``rbd.BaseTable``)."""
+    return img.bases(rows)
+
+
+#: objects per slice when the object tables are copied into the state (bounds the copies' transient memory)
+OBJ_CHUNK = 1 << 20
 
 
 class Streams:
@@ -81,7 +86,11 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
                 images: list[Any] | None = None) -> tuple[L.CephState, dict[str, Any]]:
     """The state arrays of ``cluster``; ``n_ops`` object-op rows, ``n_req`` client-request rows;
     ``images``: the images the run drives (default all; the others' object tables stay out).
-    Returns (state, meta): meta maps rows back to the Python objects (for write_back)."""
+    Returns (state, meta): meta maps rows back to the Python objects (for write_back). A state the
+    cluster is held in (``ceph_fio.Held``: a run stopped with work pending) is handed over first."""
+    from simulator.core.ceph_fio import release_held
+
+    release_held(cluster.sim, cluster)
     env = cluster.env
     streams = Streams()
     # ---- hosts: OSD hosts, then client hosts not already listed
@@ -190,7 +199,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     imi = np.zeros((max(ni, 1), L.NII), np.int64)
     imf = np.zeros((max(ni, 1), L.NIF), np.float64)
     ps_parts: list[np.ndarray] = []
-    base_parts: list[np.ndarray] = []
+    obj_base = np.empty(max(sum(img.n_objects * img.pool.size for img in imgs), 1), np.int64)
     off = 0
     boff = 0
     for k, img in enumerate(imgs):
@@ -206,11 +215,15 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         imi[k, L.II_KB] = img.key_base
         imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost)
         ps_parts.append(np.asarray(img.obj_ps_array, np.int32))
-        base_parts.append(obj_base_of(img).reshape(-1))
+        size = img.pool.size
+        for a in range(0, img.n_objects, OBJ_CHUNK):  # slice by slice: no whole-table temporaries
+            b = min(a + OBJ_CHUNK, img.n_objects)
+            obj_base[boff + a * size : boff + b * size] = obj_base_of(img, slice(a, b)).reshape(-1)
         off += img.n_objects
         boff += img.n_objects * img.pool.size
     obj_ps = np.concatenate(ps_parts) if ps_parts else np.zeros(1, np.int32)
-    obj_base = np.concatenate(base_parts).astype(np.int64) if base_parts else np.zeros(1, np.int64)
+    if not imgs:
+        obj_base[:] = 0
     # ---- ops, requests, heap
     opi = np.zeros((n_ops, L.NOPI), np.int64)
     opf = np.zeros((n_ops, L.NOPF), np.float64)
@@ -666,8 +679,13 @@ def refill(st: L.CephState, meta: dict[str, Any]) -> None:
     st.gi[L.GI_LOW] = 0
 
 
-def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> None:
-    """Put the compiled state back into the Python objects (after a drained run: no op in flight)."""
+def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, report: bool = False) -> None:
+    """Put the compiled state back into the Python objects (after a drained run: no op in flight).
+    ``report``: the state stays live in the arrays (a run stopped at its last completion with its
+    background work pending, ceph_fio's held state): only what the statistics read goes back —
+    counters, windows, CPU and link state, object allocations, caches, devices — and the random
+    streams' unconsumed uniforms (as always: the arrays' streams are empty then, and :func:`refill`
+    draws them again, in order, before the state runs on); not the shards' queues or PG locks."""
     gi = st.gi
     if gi[L.GI_FULL]:
         raise RuntimeError(f"compiled Ceph core: {why_text(st)} (the run is void)")
@@ -689,6 +707,8 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
         o.ops = [int(x) for x in st.oi[j, L.OI_OPS : L.OI_OPS + 4]]
         o.subops = int(st.oi[j, L.OI_SUBOPS])
         o.replies = int(st.oi[j, L.OI_REPLIES])
+        if report:
+            continue
         o.busy_pgs = set()
         r0 = int(st.oi[j, L.OI_SHARD0])
         for k, sh in enumerate(o.shards):
@@ -699,7 +719,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
             sh.inflight = 0
             sh.lazy = [(float(st.shl[r, m]), pgs[int(st.shp[r, m])]) for m in range(int(st.shi[r, L.SHI_NLAZY]))]
             sh.wake_at = float(st.shf[r, L.SHF_WAKE_AT])
-    for r, pg in enumerate(pgs):
+    for r, pg in enumerate(pgs if not report else ()):
         for i, a in enumerate(pg.acting):
             if st.pgb[r, i]:
                 a.busy_pgs.add(pg)
@@ -714,7 +734,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True) -> N
         rand._buf = rest + rand._buf[rand._i :]
         rand._i = 0
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
-    _write_back_core_devices(st, meta)
+    _write_back_core_devices(st, meta, report)
     ceph_onode.write_back(st, meta["osds"])
     _dcache.write_back(st.dc, meta["osds"])
     if set_now:
@@ -834,11 +854,13 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     return st.rqf[:n, L.RQF_TISSUE].copy(), st.rqf[:n, L.RQF_TDONE].copy(), info
 
 
-def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
+def write_back_bluestore(st: L.CephState, meta: dict[str, Any], report: bool = False) -> None:
     """Put each BlueStore's state back after a drained write run (no kv cycle, no IO, no waiter):
     throttles, allocation, WAL position, counters, and the transactions still held — applied or
     stable deferred batches awaiting cleanup, pending deferred batches per sequencer (with their
-    ``writing`` buffers) — as Python Txc / _Osr objects, so the Python model goes on from there."""
+    ``writing`` buffers) — as Python Txc / _Osr objects, so the Python model goes on from there.
+    ``report`` (the state stays live in the arrays, see :func:`write_back`): the counters and the
+    figures BlueStore's statistics read only, no transactions."""
     from simulator.ceph.bluestore import Txc, _Osr
 
     pgs = meta["pgs"]
@@ -861,6 +883,9 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
     for j, o in enumerate(meta["osds"]):
         bs = o.bs
         b = st.bsi[j]
+        if report:
+            _bluestore_figures(st, j, bs)
+            continue
         if b[L.BS_KVBUSY] or b[L.BS_KVQ_H] >= 0 or b[L.BS_TBW_H] >= 0 or b[L.BS_DTW_H] >= 0:
             raise RuntimeError(f"osd.{o.id}: BlueStore busy (kv cycle, queue or waiters): write back needs a drained run")
         osrs: dict[int, Any] = {}
@@ -921,33 +946,41 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any]) -> None:
                 op = t.op
                 bs.writing.setdefault(op.objkey, []).append((op.off // u, (op.off + op.length - 1) // u + 1))
             row = int(st.osi[row, L.OS_DQNEXT])
-        bs.deferred_queue_size = int(b[L.BS_DQSIZE])
-        bs.deferred_txcs = int(b[L.BS_DTXCS])
-        bs.peak_deferred_txcs = int(b[L.BS_PEAKDTXCS])
-        bs.aggressive = int(b[L.BS_AGGR])
-        bs.io_since_flush = bool(b[L.BS_IOSF])
-        bs._timer_armed = bool(b[L.BS_TIMER])
-        bs.tb.cur, bs.tb.peak = int(b[L.BS_TBCUR]), int(b[L.BS_TBPEAK])
-        bs.dt.cur, bs.dt.peak = int(b[L.BS_DTCUR]), int(b[L.BS_DTPEAK])
-        bs.wal_pos = int(b[L.BS_WALPOS])
-        bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
-        for col, name in _BS_COUNTERS:
-            setattr(bs, name, int(b[col]))
-        bs.throttle_wait = float(st.bsf[j, L.BF_TWAIT])
-        bs.kv_time = float(st.bsf[j, L.BF_KVTIME])
-        bs.wal_time = float(st.bsf[j, L.BF_WALTIME])
-        bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
+        _bluestore_figures(st, j, bs)
     for k, q in meta["devices"]:
-        if st.dvi[k, L.DV_QN]:
+        if st.dvi[k, L.DV_QN] and not report:
             raise RuntimeError(f"{q.path}: requests queued: write back needs a drained run")
         q._free = int(st.dvi[k, L.DV_FREE])
         q._busy_acc += float(st.dvf[k, L.DVF_BUSY])
         st.dvf[k, L.DVF_BUSY] = 0.0
 
 
-def _write_back_core_devices(st: L.CephState, meta: dict[str, Any]) -> None:
+def _bluestore_figures(st: L.CephState, j: int, bs: Any) -> None:
+    """BlueStore row ``j``'s scalars back into ``bs``: queue sizes, throttles, allocation, WAL
+    position, counters and times."""
+    b = st.bsi[j]
+    bs.deferred_queue_size = int(b[L.BS_DQSIZE])
+    bs.deferred_txcs = int(b[L.BS_DTXCS])
+    bs.peak_deferred_txcs = int(b[L.BS_PEAKDTXCS])
+    bs.aggressive = int(b[L.BS_AGGR])
+    bs.io_since_flush = bool(b[L.BS_IOSF])
+    bs._timer_armed = bool(b[L.BS_TIMER])
+    bs.tb.cur, bs.tb.peak = int(b[L.BS_TBCUR]), int(b[L.BS_TBPEAK])
+    bs.dt.cur, bs.dt.peak = int(b[L.BS_DTCUR]), int(b[L.BS_DTPEAK])
+    bs.wal_pos = int(b[L.BS_WALPOS])
+    bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
+    for col, name in _BS_COUNTERS:
+        setattr(bs, name, int(b[col]))
+    bs.throttle_wait = float(st.bsf[j, L.BF_TWAIT])
+    bs.kv_time = float(st.bsf[j, L.BF_KVTIME])
+    bs.wal_time = float(st.bsf[j, L.BF_WALTIME])
+    bs.flush_time = float(st.bsf[j, L.BF_FLUSHTIME])
+
+
+def _write_back_core_devices(st: L.CephState, meta: dict[str, Any], report: bool = False) -> None:
     """The device core's devices (HDDs, LUNs, block layers) back into the Python devices after a
-    drained run: accounting, mechanism state, counters (core.run.write_back_devices)."""
+    drained run: accounting, mechanism state, counters (core.run.write_back_devices). ``report``:
+    the run stopped with work pending (see :func:`write_back`): the same figures, no checks."""
     cm = meta["core_devices"]
     for k, v in cm["partitions"]:  # Partition accounting (Device + PassThroughBusy fields)
         f = st.dvf[k]
@@ -961,9 +994,10 @@ def _write_back_core_devices(st: L.CephState, meta: dict[str, Any]) -> None:
     from simulator.core.run import write_back_devices
 
     ds = st.dev
-    if ds.gi[DL.GI_HN] or ds.gi[DL.GI_FREE] != ds.rfree.shape[0]:
-        raise RuntimeError("the device core holds events or requests: write back needs a drained run")
-    for h, d in enumerate(cm["hdds"]):
-        if ds.hi[h, DL.HI_NLIVE] or ds.hf[h, DL.HF_DIRTY_BYTES]:
-            raise RuntimeError(f"{d.path}: dirty data left in the write cache: write back needs a drained run")
-    write_back_devices(ds, cm["devs"], cm["queues"], cm["blks"], cm["hdds"])
+    if not report:
+        if ds.gi[DL.GI_HN] or ds.gi[DL.GI_FREE] != ds.rfree.shape[0]:
+            raise RuntimeError("the device core holds events or requests: write back needs a drained run")
+        for h, d in enumerate(cm["hdds"]):
+            if ds.hi[h, DL.HI_NLIVE] or ds.hf[h, DL.HF_DIRTY_BYTES]:
+                raise RuntimeError(f"{d.path}: dirty data left in the write cache: write back needs a drained run")
+    write_back_devices(ds, cm["devs"], cm["queues"], cm["blks"], cm["hdds"], report=report)

@@ -449,6 +449,12 @@ def _units_of(lst: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(k, n), np.repeat(a, n) + (np.arange(tot, dtype=np.int64) - start)
 
 
+#: hash buckets of the data caches for the entries a run adds (4 M: 16 MB; a run of 1 M 4 KiB misses
+#: adds at most ~1 M entries, a quarter of a bucket each); sized by the caches' limits instead, the
+#: buckets of 1,008 OSDs' caches would be 1 GB, every page of it touched by a long run
+RUN_BUCKETS = 1 << 22
+
+
 def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCache:
     """The cache arrays of ``osds`` (BlueStore data caches of the OSDs in ``run_osds``, in their
     exact order, and every writing buffer); ``n_tx`` transaction rows bound the writing buffers a
@@ -463,6 +469,7 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCach
     pool = 0
     slack = 0
     nw = 0
+    live = 0  # entries the caches hold now
     for j, o in enumerate(osds):
         bs = o.bs
         c = getattr(bs, "cache", None)
@@ -484,11 +491,14 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCach
         of[j] = bs.hit_cost
         if c.capacity > 0:
             held = sum(lst.units for lst in _lists(c))
+            live += held
             pool += max(held, c.capacity + (c.kout if twoq else 0))
             slack = max(slack, max_obj // bs.unit + 2)
         cached.append((j, c))
     pool += slack
-    mask = _pow2(max(pool, 1)) - 1
+    # hash buckets by what a run reaches, not by the caches' limits (a lookup walks its chain: the bucket
+    # count changes speed, never a result): twice the entries held now plus RUN_BUCKETS, at most the pool
+    mask = _pow2(max(1, min(pool, 2 * live + RUN_BUCKETS))) - 1
     nwp = max(n_tx + nw, 1)
     wmask = _pow2(nwp) - 1
     z = np.zeros

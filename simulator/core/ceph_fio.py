@@ -15,10 +15,24 @@ statistics restart at the ramp's end, as the Python runner does; limits then app
 size with a ramp are refused), a fixed startdelay; the cluster as ``ceph_build.unsupported_writes``
 / ``unsupported_reads`` allow. :func:`unsupported_job` names what is not.
 
-The compiled run drains: the background work still due after the last completion (kv cycles,
-deferred writes) is done before the state is written back, where the Python model would leave it
-pending in its event queue. The simulated clock is left at the last completion, as the Python run
-leaves it; a later run on the same cluster goes on from the drained state.
+A compiled run stops where the Python runner's ``sim.run(until=done)`` stops: its last completion
+schedules the run's end (``EV_STOP``, GI_CLOSED 2) as the job thread's completion succeeds the
+workload's done event, so the events queued before it at that instant are processed and the
+background work after it (kv cycles, deferred writes, the drives' destage of dirty cache data, lazily
+finishing workers) stays pending in the compiled heaps. The state stays *held* (:class:`Held`, one per
+cluster, kept on the Simulation): the Python objects receive what the statistics read
+(``write_back(report=True)``: counters, windows, caches, allocations, device figures), and the next
+compiled run on the same image resumes the arrays — its IOs interleave with the pending work as the
+Python model's do, and nothing is rebuilt (the data cache's build included). Its statistics restart as
+the Python objects' do (``_reset_counters`` at the job's start, or at the ramp's end). What needs the
+Python objects to run hands the state over first (:meth:`Held.release`: drain, then the full
+write-back): a Python run (``Workload.start``), ``ceph_build.build_state``, and a compiled run of
+another image or of more requests in flight than the held op rows allow. The drain there is the one
+place a chain can still leave the Python model's results (the Python model would have interleaved
+that work with the next run), so the experiment runner avoids it: a point that would leave a held
+state replays the chain's earlier points in Python instead (``experiment.execute.HandOver``). A
+Python run's own pending work keeps later runs in Python (no hand-over that way). The simulated clock
+is left at the last completion, as the Python run leaves it.
 """
 
 from __future__ import annotations
@@ -30,11 +44,95 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["rbd_targets", "run_fio_ceph", "run_workload_ceph", "unsupported_job", "unsupported_workload"]
+from simulator.core import ceph_layout as L_
+
+__all__ = ["Held", "held_state", "held_states", "rbd_targets", "release_held", "run_fio_ceph", "run_workload_ceph", "unsupported_job",
+           "unsupported_workload"]
 
 #: request rows of a time-limited job at first (then doubled whenever the loop has issued the last:
 #: it stops for Python then)
 ROWS = 4096
+
+
+def _op_rows(depth: int) -> int:
+    """Object-op rows a run of ``depth`` client requests in flight is built with."""
+    return max(4096, 8 * depth)
+
+
+class Held:
+    """A compiled run's state kept after it stopped at its last completion, its background work (kv
+    cycles, deferred writes, the drives' destage) still pending in the compiled heaps: the next
+    compiled run on the same image resumes it (:func:`run_workload_ceph`); anything else hands it
+    over first (:meth:`release`). The Python objects hold its figures for reporting only
+    (``write_back(report=True)``). ``verdicts``: what ``ceph_build`` said of the cluster when the
+    state was built from clean Python objects (per kind of run: writes, reads of written objects,
+    reads of new objects); the Python objects' state is not read again while the state is held."""
+
+    __slots__ = ("cluster", "image", "meta", "n_ops", "sim", "st", "verdicts")
+
+    def __init__(self, sim: Any, cluster: Any, image: Any, st: Any, meta: dict[str, Any], n_ops: int,
+                 verdicts: dict[str, str | None]):
+        self.sim, self.cluster, self.image, self.st, self.meta = sim, cluster, image, st, meta
+        self.n_ops, self.verdicts = n_ops, verdicts
+
+    def fits(self, image: Any, depth: int) -> bool:
+        """Whether a run of ``depth`` requests in flight on ``image`` can resume this state (the same
+        image, enough op rows)."""
+        return image is self.image and _op_rows(depth) <= self.n_ops
+
+    def release(self) -> None:
+        """Hand the state over to the Python objects: drain (every pending event processed, as a
+        compiled run ended before runs could resume) and write everything back. The Python model
+        would have interleaved that work with the next run's IOs: a chain that leaves the compiled
+        core here differs from the Python chain from this point on (see docs/design.md)."""
+        from simulator.core import ceph_loop as K
+        from simulator.core.ceph_build import refill, why_text, write_back, write_back_bluestore
+
+        held = _registry(self.sim)
+        if held.get(id(self.cluster)) is self:
+            del held[id(self.cluster)]
+        st, meta = self.st, self.meta
+        st.gi[L_.GI_CLOSED] = 1
+        refill(st, meta)
+        while True:
+            status = K.run_until(st, np.inf)
+            if status == L_.ST_REFILL:
+                refill(st, meta)
+                continue
+            break
+        if status != L_.ST_DONE:
+            raise RuntimeError(f"compiled Ceph core: the hand-over's drain stopped with status {status}: {why_text(st)}")
+        write_back_bluestore(st, meta)
+        write_back(st, meta, set_now=False)
+
+
+def _registry(sim: Any) -> dict[int, Held]:
+    """The held states of ``sim``'s clusters (by cluster id)."""
+    reg = sim.__dict__.get("_ceph_held")
+    if reg is None:
+        reg = sim.__dict__["_ceph_held"] = {}
+    return reg
+
+
+def held_states(sim: Any) -> list[Held]:
+    """Every held state of ``sim``."""
+    return list(sim.__dict__.get("_ceph_held", {}).values())
+
+
+def held_state(cluster: Any) -> Held | None:
+    """The compiled state ``cluster`` is held in, if any."""
+    return _registry(cluster.sim).get(id(cluster))
+
+
+def release_held(sim: Any, cluster: Any | None = None) -> None:
+    """Hand every held state of ``sim`` (or ``cluster``'s) over to the Python objects
+    (:meth:`Held.release`): what a Python run (``Workload.start``) or a fresh build needs first."""
+    reg = sim.__dict__.get("_ceph_held")
+    if not reg:
+        return
+    for h in list(reg.values()):
+        if cluster is None or h.cluster is cluster:
+            h.release()
 
 
 def unsupported_job(th: Any) -> str | None:
@@ -69,13 +167,35 @@ def rbd_targets(wl: Any) -> bool:
     return any(isinstance(f.dev, RbdImage) for th in wl.threads for f in th.files)
 
 
+def _run_kind(th: Any) -> str:
+    """Which check a run of job thread ``th`` needs: "write", "read" (of written objects), "new"."""
+    if th._ddir0 == 1:
+        return "write"
+    return "read" if th.files[0].dev.base_table.any_allocated() else "new"
+
+
+def _verdicts(cluster: Any, image: Any) -> dict[str, str | None]:
+    """What ``ceph_build`` says of runs of each kind on ``image`` (see :class:`Held`)."""
+    from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
+
+    return {"write": unsupported_writes(cluster, [image]), "read": unsupported_reads(cluster, [image]),
+            "new": unsupported(cluster)}
+
+
 def _unsupported_cluster(th: Any) -> str | None:
     from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
 
     image = th.files[0].dev
-    if th._ddir0 == 1:  # only the driven image's tables (another pool on other drives may differ in shape)
+    held = held_state(image.cluster)
+    if held is not None:
+        if held.fits(image, th._depth):  # the held state is the compiled core's own: its verdicts
+            return held.verdicts[_run_kind(th)]
+        return (f"its compiled state is held for a run of {held.image.path} with at most {held.n_ops // 8} "
+                "requests in flight (the hand-over to this run drains it)")
+    kind = _run_kind(th)
+    if kind == "write":  # only the driven image's tables (another pool on other drives may differ in shape)
         return unsupported_writes(image.cluster, [image])
-    if image.base_table.any_allocated():
+    if kind == "read":
         return unsupported_reads(image.cluster, [image])
     return unsupported(image.cluster)
 
@@ -220,14 +340,22 @@ def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec:
     image.bytes[ddir] += m * bs
 
 
-def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
+def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     """Run the not-started Workload ``wl`` (one thread on an RBD image, as :func:`unsupported_workload`
     allows) through the compiled Ceph core, leaving its thread, statistics and the cluster as the
-    Python model would for reporting. Returns run figures (events, loop wall and CPU seconds)."""
+    Python model would for reporting. Returns run figures (events, loop wall and CPU seconds).
+    The run resumes the cluster's held state if it fits (:class:`Held`), else builds one; it stops at
+    its last completion and keeps the state held (``keep``; False: drain and write back at once,
+    as before held states — the differential tests' mutation)."""
     from simulator.core import ceph_layout as L
     from simulator.core import ceph_loop as K
     from simulator.core.ceph_build import build_state, refill, why_text, write_back, write_back_bluestore
 
+    if len(wl.threads) == 1 and rbd_targets(wl):
+        img = wl.threads[0].files[0].dev
+        held = held_state(img.cluster)
+        if held is not None and not held.fits(img, wl.threads[0]._depth):
+            held.release()  # a run of another image or depth: hand over (drain), then build afresh
     why = unsupported_workload(sim, wl)
     if why:
         from simulator.core.run import Unsupported
@@ -242,6 +370,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     bs = th._bs[ddir]
     depth = th._depth
     env = sim.env
+    held = held_state(cluster)
     _drop_inert(env)
     # Workload.start -> JobThread.start / _begin (after a fixed startdelay; nothing else is pending)
     t0 = env.now + job.startdelay[0]
@@ -267,12 +396,27 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
         image.reset_stats()
         wl._phase_devs.add(id(image))
     rows = int(min(n_lim, max(ROWS, 8 * depth)))
-    st, meta = build_state(cluster, n_ops=max(4096, 8 * depth), n_req=0, images=[image])
+    if held is not None:
+        del _registry(sim)[id(cluster)]  # resumed: held again at the end
+        st, meta, verdicts, n_ops = held.st, held.meta, held.verdicts, held.n_ops
+        refill(st, meta)  # the streams went back to the Python components at the write-back
+        if t0 > st.gf[L.GF_NOW]:  # a startdelay: the pending work before the job's start
+            while K.run_until(st, np.nextafter(t0, -np.inf)) == L.ST_REFILL:
+                refill(st, meta)
+            st.gf[L.GF_NOW] = t0
+        if not ramp:  # the statistics restarted above (image.reset_stats): the arrays' counters too
+            _reset_counters(st)
+    else:
+        n_ops = _op_rows(depth)
+        verdicts = _verdicts(cluster, image)
+        st, meta = build_state(cluster, n_ops=n_ops, n_req=0, images=[image])
+    ev0 = int(st.gi[L.GI_EVENTS])
     k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.gi[L.GI_OUT] = 0
+    st.gi[L.GI_NCOMP] = 0
     st = _add_rows(st, gen, ddir, bs, 0, rows)
     st.rqi[:, L.RQI_IMG] = k
-    st.gi[L.GI_CLOSED] = 1
+    st.gi[L.GI_CLOSED] = 2 if keep else 1  # 2: the last completion schedules the run's end (EV_STOP)
     first = min(depth, rows)
     st.gi[L.GI_NEXTREQ] = first
     w0 = time.perf_counter()
@@ -282,6 +426,8 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     # control points: the ramp's end (statistics restart), the runtime's end (no more issues)
     points = ([(t_rec, "ramp")] if ramp else []) + ([(t_stop, "stop")] if t_stop != math.inf else [])
     points.append((math.inf, "end"))
+    if first == 0:
+        points = []
     for t_point, what in points:
         # the events before the point (a timer set at the job's start comes before IO events at its instant)
         limit = np.nextafter(t_point, -np.inf) if t_point != math.inf else np.inf
@@ -297,6 +443,8 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
             raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
                                f"{st.gi[L.GI_OUT]} requests outstanding): {why_text(st)}")
+        if status == L.ST_STOP:  # the last completion (and what was queued before it): the run is over
+            break
         if what == "ramp":
             # JobThread._ramp_end: limits on, the image's and the cluster's statistics restart
             th._limits_on = True
@@ -304,6 +452,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
             env._now = t_rec
             image.reset_stats()
             env._now = now_py
+            st.gf[L.GF_NOW] = t_rec  # the devices' windows restart at the ramp's end (the next event is not earlier)
             _reset_counters(st)
             wl._phase_devs.add(id(image))
         elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
@@ -316,8 +465,13 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
     if st.gi[L.GI_OUT]:
         raise RuntimeError(f"compiled Ceph core: {st.gi[L.GI_OUT]} requests outstanding at the end: {why_text(st)}")
     n = int(st.gi[L.GI_NEXTREQ])
-    write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
-    write_back(st, meta, set_now=False)
+    if keep:  # held: the figures for reporting; the state stays in the arrays for the next run
+        write_back_bluestore(st, meta, report=True)
+        write_back(st, meta, set_now=False, report=True)
+        _registry(sim)[id(cluster)] = Held(sim, cluster, image, st, meta, n_ops, verdicts)
+    else:
+        write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
+        write_back(st, meta, set_now=False)
     # what the loop does not count yet reads NaN in this window, not 0: the completions of the Ceph
     # loop's own queue-device rows (device-core devices keep theirs)
     for _k, q in meta["devices"]:
@@ -350,7 +504,7 @@ def run_workload_ceph(sim: Any, wl: Any) -> dict[str, Any]:
         env._now = t_end
     wl._remaining = 0
     wl._phase = len(wl._phases)
-    return {"events": int(st.gi[L.GI_EVENTS]), "wall_s": wall, "cpu_s": cpu, "ios": n}
+    return {"events": int(st.gi[L.GI_EVENTS]) - ev0, "wall_s": wall, "cpu_s": cpu, "ios": n}
 
 
 def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "run_fio_ceph") -> list:

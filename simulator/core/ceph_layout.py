@@ -15,6 +15,7 @@ ST_DONE = 1  # every client request completed (and nothing is left in the heap)
 ST_REFILL = 2  # a random stream is low: Python refills it, then the loop goes on
 ST_EMPTY = 3  # no event left although requests are outstanding (a modelling bug)
 ST_FULL = 4  # the op pool or the heap is full (sized too small by the builder)
+ST_STOP = 5  # a closed loop that stops at its last completion (GI_CLOSED 2) reached it: EV_STOP was processed
 
 # ---- event kinds (heap column "kind"; target and argument per kind)
 EV_ARRIVAL = 0  # target client request: it is issued (open loop) -> librbd submit
@@ -28,6 +29,8 @@ EV_DEV_DONE = 7  # target device, argument device request: a queue device comple
 EV_KV_IO = 8  # target OSD: kv_sync's CPU is over, its device work starts (BlueStore._kv_io)
 EV_DEFER_TIMER = 9  # target OSD: BlueStore's deferred_max_interval timer
 EV_READ_MISS = 10  # target OSD, argument op: a read's CPU job is over, its device read starts (Osd._read_miss)
+EV_STOP = 11  # the end of a run that stops at its last completion (GI_CLOSED 2): scheduled by that completion, as
+#             the Python runner's done event is (what was queued before it is processed, what comes after stays pending)
 
 # ---- continuations of ``then`` (resources.then): what a stalled chain resumes with
 FN_SEND_CLIENT_OP = 0  # Cluster.send_client_op
@@ -57,7 +60,7 @@ GI_DEVFREE = 10  # free device-request rows (stack size)
 GI_RECORD = 11  # closed loop: 1 = completions are recorded
 GI_NDONE = 12  # completions recorded (closed loop log)
 GI_NOFOLD = 13  # 1 = recovery configured: no dispatch on arrival
-GI_CLOSED = 14  # 1 = closed loop: a completion issues the next request (GI_NEXTREQ)
+GI_CLOSED = 14  # 1 = closed loop: a completion issues the next request (GI_NEXTREQ); 2 = and the last completion schedules EV_STOP
 GI_TXFREE = 15  # free txc rows (stack size)
 GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's shard / PG (see _deliver)
 GI_RELPG = 17

@@ -179,6 +179,7 @@ from simulator.core.ceph_layout import (
     EV_READ_MISS,
     EV_REQ_DONE,
     EV_RESUME,
+    EV_STOP,
     EV_WAKE,
     FN_COMMIT_IN,
     FN_REPLY_CLIENT,
@@ -315,6 +316,7 @@ from simulator.core.ceph_layout import (
     ST_EMPTY,
     ST_FULL,
     ST_REFILL,
+    ST_STOP,
     ST_TIME,
     SUBOP,
     TX_BLEN,
@@ -1125,6 +1127,8 @@ def run_until(st, t_end):
             st.rqi[target, RQI_DSEQ] = st.gi[GI_NCOMP]
             st.gi[GI_NCOMP] += 1
             st.gi[GI_OUT] -= 1
+            if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
+                schedule(sp, t, EV_STOP, 0, 0)
             if st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
                 nxt = st.gi[GI_NEXTREQ]
                 if nxt < st.gi[GI_NREQ]:
@@ -1153,6 +1157,8 @@ def run_until(st, t_end):
             _img_start(sp, target, t)
         elif kind == EV_WAKE:
             _wake(sp, target)
+        elif kind == EV_STOP:  # the last completion's done event: what is queued after it stays pending
+            return ST_STOP
         elif kind == EV_RESUME:
             _then(sp, 0, t, target, arg, 0)
         elif kind == EV_EXTENT_DONE:

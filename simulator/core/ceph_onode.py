@@ -13,7 +13,8 @@ capacity), so an insert finds a free slot or evicts the oldest and reuses its sl
 
 :func:`build` reads every OSD's LruCache in its LRU order (``LruCache.order``: the compact pre-filled
 cold segment first, then the recently touched entries) into the arrays, keys of objects the run
-does not drive included (they age and leave as in Python); :func:`write_back` puts the caches back
+does not drive included (they age and leave as in Python) — of the OSDs holding objects of the run
+(the others are never looked up and keep their LruCache); :func:`write_back` puts the caches back
 (``LruCache.set_order``) with their counters, so a run can go on in Python or compiled code.
 The loop (ceph_loop) calls :func:`probe` and :func:`insert` where Osd / BlueStore call
 ``probe_onode`` and ``onodes.insert``, and books a miss's consequences there (decode CPU, the DB read).
@@ -175,13 +176,17 @@ def _run_counts(imi, nimg, obj_ps, pga, out):
 
 
 @njit(cache=True, _nrt=False)
-def _map_keys(keys, owner, imi, nimg, obj_ps, pga, mi, mapped):
-    """``mi[i]``: the obj_base row of key ``keys[i]`` cached on OSD ``owner[i]`` (-1: not an object of
-    the run's images on that OSD, e.g. a key no longer placed there: never looked up); ``mapped[o]``
-    counts them."""
+def _map_keys(keys, nkeys, imi, nimg, obj_ps, pga, mi, mapped):
+    """``mi[i]``: the obj_base row of key ``keys[i]`` cached on its OSD (``keys`` holds OSD ``o``'s
+    ``nkeys[o]`` keys after those of the OSDs before it; -1: not an object of the run's images on that
+    OSD, e.g. a key no longer placed there: never looked up); ``mapped[o]`` counts them."""
+    o = 0
+    end = nkeys[0] if nkeys.shape[0] else 0
     for i in range(keys.shape[0]):
+        while i >= end:
+            o += 1
+            end += nkeys[o]
         key = keys[i]
-        o = owner[i]
         mi[i] = -1
         for k in range(nimg):
             kb = imi[k, II_KB]
@@ -227,15 +232,22 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
     nr = max(no, 1)
     oni = np.zeros((nr, NONI), np.int64)
     onf = np.zeros((nr, NONF), np.float64)
-    omap = np.full(max(nbase, 1), -1, np.int64)
+    # slots, links and the object -> slot map in int32 (fewer than 2^31 slots and obj_base rows)
+    omap = np.full(max(nbase, 1), -1, np.int32)
     runcnt = np.zeros(nr, np.int64)
     _run_counts(imi, len(imgs), obj_ps, pga, runcnt)
-    orders = [o.bs.onodes.order() for o in osds]
-    nkeys = np.array([len(x) for x in orders], np.int64)
-    keys = np.concatenate(orders) if orders else np.zeros(0, np.int64)
-    mi = np.empty(len(keys), np.int64)
+    # only the OSDs holding objects of the run get slots (the others are never looked up: their
+    # LruCaches stay as they are, write_back skips them); their keys in LRU order
+    empty = np.zeros(0, np.int64)
+    orders = [o.bs.onodes.order() if runcnt[j] else empty for j, o in enumerate(osds)]
+    nkeys = np.array([len(x) for x in orders] or [0], np.int64)
+    keys = np.concatenate(orders) if orders else empty
+    del orders
+    if len(keys) >= 2**31 or nbase >= 2**31:
+        raise ValueError(f"onode cache arrays: {len(keys):,} cached keys / {nbase:,} object rows exceed int32")
+    mi = np.empty(len(keys), np.int32)
     mapped = np.zeros(nr, np.int64)
-    _map_keys(keys, np.repeat(np.arange(no, dtype=np.int64), nkeys), imi, len(imgs), obj_ps, pga, mi, mapped)
+    _map_keys(keys, nkeys, imi, len(imgs), obj_ps, pga, mi, mapped)
     s0 = 0
     for j, o in enumerate(osds):
         bs = o.bs
@@ -247,7 +259,7 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
         r[ON_CAP] = cap
         r[ON_N] = n0
         r[ON_S0] = s0
-        r[ON_NSLOT] = max(n0, min(cap, n0 + int(runcnt[j]) - int(mapped[j]))) if cap > 0 else n0
+        r[ON_NSLOT] = max(n0, min(cap, n0 + int(runcnt[j]) - int(mapped[j]))) if cap > 0 and runcnt[j] else n0
         r[ON_HEAD] = s0 if n0 else -1
         r[ON_TAIL] = s0 + n0 - 1 if n0 else -1
         r[ON_HITS] = c.hits
@@ -260,10 +272,12 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
         onf[j, ONF_COST] = cfg.onode_miss_cost
         s0 += int(r[ON_NSLOT])
     ns = max(s0, 1)  # a slot past an OSD's entries is written by the insert that takes it, before any read
+    if ns >= 2**31:
+        raise ValueError(f"onode cache arrays: {ns:,} slots exceed int32")
     okey = np.empty(ns, np.int64)
-    omi = np.empty(ns, np.int64)
-    oprev = np.empty(ns, np.int64)
-    onext = np.empty(ns, np.int64)
+    omi = np.empty(ns, np.int32)
+    oprev = np.empty(ns, np.int32)
+    onext = np.empty(ns, np.int32)
     _link(oni, no, keys, mi, okey, omi, oprev, onext, omap)
     return oni, onf, okey, oprev, onext, omi, omap
 

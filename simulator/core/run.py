@@ -13,6 +13,7 @@ are left as the Python engine would leave them for reporting: ``Workload.results
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from simulator.core import layout as L
 from simulator.core import loop
+from simulator.core.lazy import advise_huge, lazy_zeros
 from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
@@ -307,24 +309,27 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     hseg = np.zeros((nh, *segs))
     hi = np.zeros((nh, L.NHI), np.int64)
     hf = np.zeros((nh, L.NHF))
-    hhq = np.zeros((nh, R), np.int64)
-    hlk = np.zeros((nh, 2 * R + 16, 2))
+    # per-drive tables sized for the worst case, used from their start: lazy_zeros, memory only for the
+    # pages used (np.zeros' huge pages would make each drive's whole block resident; simulator.core.lazy)
+    hhq = lazy_zeros((nh, R), np.int64)
+    hlk = lazy_zeros((nh, 2 * R + 16, 2))
     # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
     # only: at most one per sector of it)
     E = max((_extent_slots(d) + _mc_slots(d, worst, R) for d in hdds), default=0) + 2
-    hext = np.zeros((nh, E, W.NE), np.int64)
-    hlive = np.zeros((nh, E), np.int64)
-    hfl = np.zeros((nh, R + 1, L.NFL))
+    hext = lazy_zeros((nh, E, W.NE), np.int64)
+    hlive = lazy_zeros((nh, E), np.int64)
+    hfl = lazy_zeros((nh, R + 1, L.NFL))
     # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
     cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
-    hidx = np.zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
+    hidx = lazy_zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
     for h, d in enumerate(hdds):
         W.wc_init_index(hidx[h], d._pg)
+    advise_huge(hidx)  # probed at random: huge pages where a run's writes fill it (fewer TLB misses)
     hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
-    hdq = np.zeros((nh, E), np.int64)
-    hdr = np.zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
-    hqw = np.zeros((nh, R), np.int64)  # queued_write_candidates: the refused writes, oldest first
-    hbl = np.zeros((nh, R), np.int64)
+    hdq = lazy_zeros((nh, E), np.int64)
+    hdr = lazy_zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
+    hqw = lazy_zeros((nh, R), np.int64)  # queued_write_candidates: the refused writes, oldest first
+    hbl = lazy_zeros((nh, R), np.int64)
     link_row: dict[int, int] = {}
     for h, d in enumerate(hdds):
         hpar[h] = d._par
@@ -598,10 +603,13 @@ def device_state(tops: Sequence[Any], n_req: int, now: float) -> tuple[L.State, 
 
 
 def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], blks: Sequence[Any],
-                       hdds: Sequence[Any]) -> None:
+                       hdds: Sequence[Any], report: bool = False) -> None:
     """Put the device tables of ``st`` back into the Python devices (accounting, queue devices' unused
     uniforms, block layers' state and counters, HDDs' mechanism state and counters), for reporting.
-    The lists are the ones :func:`device_arrays` returned."""
+    The lists are the ones :func:`device_arrays` returned. ``report``: the run goes on in ``st``
+    (the compiled Ceph core's held state, ceph_fio): the queue devices' uniforms stay there, and an
+    HDD's host FIFO is stood for by placeholders of its length (``stats()`` reads its length only;
+    the hand-over's full write-back empties it)."""
     for i, d in enumerate(devs):
         a = st.dacc[i]
         d._t0 = float(a[L.DA_T0])
@@ -611,7 +619,7 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d._busy_acc = float(a[L.DA_BUSY])
         d.completed = [int(x) for x in a[L.DA_COMP : L.DA_COMP + 4]]
         d.bytes = [int(x) for x in a[L.DA_BYTES : L.DA_BYTES + 4]]
-    for q, d in enumerate(queues):
+    for q, d in enumerate(queues if not report else ()):
         pos, ln = int(st.qi[q, L.QI_UPOS]), int(st.qi[q, L.QI_ULEN])
         br = d.rand
         br._buf = st.qu[q, pos:ln].tolist() + br._buf[br._i :]
@@ -658,10 +666,16 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         # cannot continue this run (unsupported() refuses a drive with state)
         d._n = int(st.hi[h, L.HI_N])
         d._outstanding = int(st.hi[h, L.HI_OUT])
+        if report or any(x is None for x in d._hostq):
+            d._hostq = deque([None] * int(st.hi[h, L.HI_HQ_CNT]))
         if d._wc != "off":
-            d._ext = st.hext[h].copy()
-            d._live = st.hlive[h].copy()
-            d._nlive = int(st.hi[h, L.HI_NLIVE])
+            # the rows up to the last live extent, at least the drive's own table (its free list's rows):
+            # a copy of the whole worst-case table would make every drive's block resident
+            nlive = int(st.hi[h, L.HI_NLIVE])
+            top = max(len(d._ext), int(st.hlive[h, :nlive].max()) + 1 if nlive else 0)
+            d._ext = st.hext[h, :top].copy()
+            d._live = st.hlive[h, :top].copy()
+            d._nlive = nlive
             d._ndirty = int(st.hi[h, L.HI_NDIRTY])
         d.appends = int(st.hi[h, L.HI_APPENDS])
         d.direct_writes = int(st.hi[h, L.HI_DIRECT])

@@ -99,15 +99,30 @@ def _ticker(sim: Simulation, horizon: float, done: Any, report: Callable[[float]
     return sim.env.process(gen())
 
 
+class HandOver(Exception):
+    """A run that would take the system out of a held compiled state (a Python run, or a compiled run
+    of another image) in a persist_state chain: :func:`execute_task` replays the chain's earlier points
+    in Python on a new system instead, so that the run starts from the state the Python model leaves
+    (a hand-over drains the held state's pending work, which the Python model would interleave with
+    the run's IOs). ``why``: the reason the run is not a resumption."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
 def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Callable[[float], None] | None = None,
-                engine: str = "auto", used: dict[str, Any] | None = None) -> tuple[list[Any], float]:
+                engine: str = "auto", used: dict[str, Any] | None = None,
+                strict_hand_over: bool = False) -> tuple[list[Any], float]:
     """Run one fio workload to completion on ``system``; returns (job results, simulated seconds).
     ``engine`` (simulator.core.ENGINES): "auto" runs RBD workloads the compiled Ceph core covers in
-    it; ``used`` (if given) receives {"engine": "compiled" or "python", "why": the reason for python}."""
+    it; ``used`` (if given) receives {"engine": "compiled" or "python", "why": the reason for python}.
+    ``strict_hand_over``: raise :class:`HandOver` (before anything runs) instead of running from a
+    drained hand-over of a held compiled state (ceph_fio.Held)."""
     import gc
 
-    from simulator.core import run_with
-    from simulator.core.ceph_fio import rbd_targets
+    from simulator.core import choose, run_workload
+    from simulator.core.ceph_fio import held_states, rbd_targets
     from simulator.engine.core import gc_quiet
     from simulator.workloads.runner import Workload
 
@@ -117,7 +132,11 @@ def run_jobs_on(sim: Simulation, system: System, jobs: list[Any], progress: Call
     system.reset_stats()
     t0 = sim.env.now
     wl = Workload(sim, jobs, system.resolve_target)
-    why = run_with(sim, wl, engine)
+    why = choose(sim, wl, engine)
+    if strict_hand_over and why is not None and held_states(sim):
+        raise HandOver(why)
+    if why is None:
+        run_workload(sim, wl)
     if used is not None:
         used["engine"] = "python" if why else "compiled"
         used["why"] = why
@@ -247,6 +266,7 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
     system: System | None = None
     checked = task.get("checked") or {}
 
+    earlier: list[list[Any]] = []  # the chain's points run so far on this system (their jobs)
     for index, labels, raw in task["points"]:
         t_cpu = time.process_time()  # the point's CPU, building its system included
         prepared = checked.get(point_digest(raw)) if checked else None
@@ -256,10 +276,24 @@ def execute_task(task: dict[str, Any], progress: ProgressFn | None = None) -> li
             if system is not None:
                 sim = Simulation(seed)
             system = System(sim, spec.system, source)
+            system_spec = spec.system
+            earlier = []
         t_wall = time.perf_counter()
         cb = (lambda f, _i=index: progress(_i, f)) if progress else None
         used: dict[str, Any] = {}
-        results, sim_s = run_jobs_on(sim, system, jobs, cb, engine=task.get("engine", "auto"), used=used)
+        engine = task.get("engine", "auto")
+        try:
+            results, sim_s = run_jobs_on(sim, system, jobs, cb, engine=engine, used=used, strict_hand_over=True)
+        except HandOver:
+            # leaving a held compiled state: the chain so far again in Python on a new system (the
+            # compiled points gave the Python model's results; its state is what this point needs)
+            sim = Simulation(seed)
+            system = System(sim, system_spec, source)
+            for prev in earlier:
+                run_jobs_on(sim, system, prev, None, engine="python")
+            used = {"replayed": len(earlier)}
+            results, sim_s = run_jobs_on(sim, system, jobs, cb, engine=engine, used=used)
+        earlier.append(jobs)
         wall = time.perf_counter() - t_wall
         cpu = time.process_time() - t_cpu
         doc, row = _document(results, jobs, spec, seed, labels, system, sim_s)

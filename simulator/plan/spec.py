@@ -185,7 +185,7 @@ class Protection(ConfigModel):
     """Data protection of the pool: ``replicated: 3`` or ``ec: [4, 2]`` (k data + m coding chunks)."""
 
     replicated: int | None = Field(None, ge=2, le=6, description="replicas (pool size), 2..6")
-    ec: tuple[Annotated[int, Field(le=16)], Annotated[int, Field(le=4)]] | None = Field(
+    ec: tuple[Annotated[int, Field(ge=2, le=16)], Annotated[int, Field(ge=1, le=4)]] | None = Field(
         None, description="erasure code [k, m], k 2..16, m 1..4"
     )
     stripe_unit: Bytes = Field(
@@ -197,11 +197,7 @@ class Protection(ConfigModel):
     def _one(self) -> Protection:
         if (self.replicated is None) == (self.ec is None):
             raise ValueError("give exactly one of replicated (size) and ec ([k, m])")
-        if self.ec is not None:
-            k, m = self.ec
-            if not (2 <= k <= 16 and 1 <= m <= 4):
-                raise ValueError("ec needs 2 <= k <= 16 and 1 <= m <= 4")
-        elif self.stripe_unit != 4096:
+        if self.ec is None and self.stripe_unit != 4096:
             raise ValueError("stripe_unit is an erasure-code setting (give ec: [k, m])")
         return self
 

@@ -918,6 +918,9 @@ class Workload(Component):
         if self._started:
             raise RuntimeError(f"{self.path} was already started (create a new Workload for another run)")
         self._started = True
+        from simulator.core.ceph_fio import release_held
+
+        release_held(self.sim)  # a compiled Ceph run's held state goes back to the Python objects first
         self._done_ev = simpy.Event(self.env)
         self._start_phase(0)
         return self._done_ev

@@ -159,9 +159,9 @@ class GeometryConfig(ConfigModel):
         if self.capacity < self.sector_size * self.heads:
             raise ValueError("capacity is smaller than one sector per head")
         ps = self.physical_sector_size
-        if ps is not None and (ps < self.sector_size or ps % self.sector_size or ps > 65536):
+        if ps is not None and (ps < self.sector_size or ps % self.sector_size):
             raise ValueError(
-                f"physical_sector_size {ps} must be a multiple of sector_size ({self.sector_size}), at most 64 KiB"
+                f"physical_sector_size {ps} must be a multiple of sector_size ({self.sector_size})"
             )
         return self
 
