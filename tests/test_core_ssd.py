@@ -9,14 +9,12 @@ statistics (FTL counters, WAF, forced flushes, die utilisation, queue depth) and
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from simulator.core import run_fio_compiled, unsupported
 from simulator.devices.blocklayer import BlockLayer, BlockLayerConfig
 from simulator.devices.registry import build_device
 from simulator.devices.ssd import kernels as SK
-from simulator.devices.ssd.device import SSD
 from simulator.engine import Simulation
 from simulator.fio.writer import to_fio_json
 from simulator.workloads.options import resolve_jobs
@@ -201,7 +199,7 @@ def test_python_continues_after_a_compiled_run(first, busy):
         assert SK.in_flight(dev._S) == busy
         if runner is run_fio_compiled and busy:
             assert "holds state" in _dev_kind(dev)[1]
-            wl = Workload(sim, resolve_jobs({}, [{**_BASE, **second}], "t"), lambda j: [dev])
+            wl = Workload(sim, resolve_jobs({}, [{**_BASE, **second}], "t"), lambda j, dev=dev: [dev])
             assert "pending" in unsupported(sim, wl)
         res = run_fio(sim, [dev], {**_BASE, **second})
         out.append((to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0), dev.stats(), sim.now))

@@ -486,7 +486,7 @@ def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
 
     states = []
     for d in ssds:  # the per-LPN / per-slot tables are copied below, chunk by chunk where written
-        c = SK.SSDState(*[a if f in _SSD_SPARSE else np.array(a, copy=True) for f, a in zip(SK.SSDState._fields, d._S)])
+        c = SK.SSDState(*[a if f in _SSD_SPARSE else np.array(a, copy=True) for f, a in zip(SK.SSDState._fields, d._S, strict=True)])
         c = SK.grow(c, d.cfg, n_req=R, n_txn=2 * txn_margin(d.cfg) + 16 * R, n_scr=SSD_READ_UNITS)
         d._core_shapes = {f: getattr(c, f).shape for f in SK.SSDState._fields}
         states.append(c)

@@ -90,9 +90,8 @@ command: it waits for the queue to drain and holds back later commands until it 
 
 from __future__ import annotations
 
-from typing import Any
-
 from heapq import heappush
+from typing import Any
 
 import numpy as np
 import simpy

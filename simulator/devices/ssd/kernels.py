@@ -706,7 +706,7 @@ def _write_admitted(S, r, need, now):
 
 @njit(cache=True, _nrt=False)
 def _write(S, r, now):
-    first, n = _units(S, r)
+    _first, n = _units(S, r)
     need = n * S.si[SI_MU]
     if S.si[SI_BW_HEAD] >= 0 or need > S.si[SI_BUF_FREE]:
         if need > S.si[SI_BUFSIZE]:
@@ -722,7 +722,7 @@ def _admit_waiting(S, now):
     mu = S.si[SI_MU]
     while S.si[SI_BW_HEAD] >= 0:
         r = S.si[SI_BW_HEAD]
-        first, n = _units(S, r)
+        _first, n = _units(S, r)
         need = n * mu
         if need > S.si[SI_BUF_FREE]:
             return
