@@ -145,3 +145,42 @@ def test_a_resumed_chain_with_startdelay_and_ramp_equals_the_python_chain():
     assert [o.extra["engine"] for o in auto] == ["compiled"] * len(auto)
     for a, b in zip(py, auto, strict=True):
         assert a.sim_s == b.sim_s and _doc(a) == _doc(b), a.labels
+
+
+def test_direct_callers_hand_the_held_state_over_by_draining(monkeypatch):
+    """Outside the experiment runner (run_fio, ``simrun fio``) a Python run after a compiled one on the
+    same cluster starts from the drained hand-over: ``Workload.start`` releases the held state, and
+    the chain then equals the old drain rule's (compiled first run with ``keep=False``) exactly; a
+    fresh build (``build_state``) releases it too. The held state is gone after either."""
+    import functools
+
+    from simulator.core import ceph_fio
+    from simulator.core.ceph_build import build_state
+    from simulator.core.ceph_fio import held_state
+    from simulator.workloads.runner import run_fio
+    from tests.test_core_ceph_wire import _cluster, _counters, _job, _params
+
+    params = _params(bluestore={"cache": {"buffered_read": False, "buffered_write": False}})
+    jobs = [_job(rw="randwrite", iodepth=8, number_ios=600), _job(rw="randread", iodepth=4, number_ios=400)]
+
+    def chain(first_engine: str) -> tuple:
+        sim, cl = _cluster(params, 7)
+        img = cl.image("p", "img")
+        out = [repr(run_fio(sim, [img], jobs[0], engine=first_engine)[0])]
+        held = held_state(cl) is not None
+        out.append(repr(run_fio(sim, [img], jobs[1], engine="python")[0]))
+        assert held_state(cl) is None
+        return held, out, _counters(cl), sim.env.now
+
+    kept = chain("auto")
+    assert kept[0]  # the compiled run left its state held
+    monkeypatch.setattr(ceph_fio, "run_workload_ceph", functools.partial(ceph_fio.run_workload_ceph, keep=False))
+    drained = chain("auto")
+    assert not drained[0]
+    assert kept[1:] == drained[1:]
+    monkeypatch.undo()
+    sim, cl = _cluster(params, 7)
+    run_fio(sim, [cl.image("p", "img")], jobs[0], engine="auto")
+    assert held_state(cl) is not None
+    build_state(cl, images=[cl.image("p", "img")])
+    assert held_state(cl) is None
