@@ -20,7 +20,7 @@ from simulator.core import ceph_dcache as _dcache
 from simulator.core import ceph_layout as L
 from simulator.core import ceph_onode
 
-__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "unsupported", "why_text", "write_back"]
+__all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "run_refilling", "unsupported", "why_text", "write_back"]
 
 
 def obj_base_of(img: Any, rows: Any = slice(None)) -> np.ndarray:
@@ -679,6 +679,18 @@ def refill(st: L.CephState, meta: dict[str, Any]) -> None:
     st.gi[L.GI_LOW] = 0
 
 
+
+def run_refilling(st: L.CephState, meta: dict[str, Any], t_end: float = np.inf) -> int:
+    """Run the compiled Ceph core up to ``t_end`` (default: until nothing is pending), refilling the random
+    streams whenever the loop stops for them; returns the loop's last status (never ST_REFILL)."""
+    from simulator.core import ceph_loop as K
+
+    while True:
+        status = K.run_until(st, t_end)
+        if status != L.ST_REFILL:
+            return int(status)
+        refill(st, meta)
+
 def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, report: bool = False) -> None:
     """Put the compiled state back into the Python objects (after a drained run: no op in flight).
     ``report``: the state stays live in the arrays (a run stopped at its last completion with its
@@ -784,12 +796,7 @@ def run_open(cluster: Any, image: Any, times: np.ndarray, kinds: np.ndarray, off
         st.gi[L.GI_NEXTREQ] = 1
         K.schedule_at(st, float(times[0]), L.EV_ARRIVAL, 0, 0)
     w0 = time.perf_counter()
-    while True:
-        status = K.run_until(st, np.inf)
-        if status == L.ST_REFILL:
-            refill(st, meta)
-            continue
-        break
+    status = run_refilling(st, meta)
     wall = time.perf_counter() - w0
     if status != L.ST_DONE:
         raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}): {why_text(st)}")
@@ -832,12 +839,7 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
     c0 = time.process_time()
     for r in range(first):
         K.issue_now(st, r)
-    while True:
-        status = K.run_until(st, np.inf)
-        if status == L.ST_REFILL:
-            refill(st, meta)
-            continue
-        break
+    status = run_refilling(st, meta)
     wall = time.perf_counter() - w0
     cpu = time.process_time() - c0
     if status not in (L.ST_DONE, L.ST_EMPTY) or st.gi[L.GI_OUT]:

@@ -85,8 +85,13 @@ class Held:
         compiled run ended before runs could resume) and write everything back. The Python model
         would have interleaved that work with the next run's IOs: a chain that leaves the compiled
         core here differs from the Python chain from this point on (see docs/design.md)."""
-        from simulator.core import ceph_loop as K
-        from simulator.core.ceph_build import refill, why_text, write_back, write_back_bluestore
+        from simulator.core.ceph_build import (
+            refill,
+            run_refilling,
+            why_text,
+            write_back,
+            write_back_bluestore,
+        )
 
         held = _registry(self.sim)
         if held.get(id(self.cluster)) is self:
@@ -94,12 +99,7 @@ class Held:
         st, meta = self.st, self.meta
         st.gi[L_.GI_CLOSED] = 1
         refill(st, meta)
-        while True:
-            status = K.run_until(st, np.inf)
-            if status == L_.ST_REFILL:
-                refill(st, meta)
-                continue
-            break
+        status = run_refilling(st, meta)
         if status != L_.ST_DONE:
             raise RuntimeError(f"compiled Ceph core: the hand-over's drain stopped with status {status}: {why_text(st)}")
         write_back_bluestore(st, meta)
@@ -349,7 +349,14 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     as before held states — the differential tests' mutation)."""
     from simulator.core import ceph_layout as L
     from simulator.core import ceph_loop as K
-    from simulator.core.ceph_build import build_state, refill, why_text, write_back, write_back_bluestore
+    from simulator.core.ceph_build import (
+        build_state,
+        refill,
+        run_refilling,
+        why_text,
+        write_back,
+        write_back_bluestore,
+    )
 
     if len(wl.threads) == 1 and rbd_targets(wl):
         img = wl.threads[0].files[0].dev
@@ -401,8 +408,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         st, meta, verdicts, n_ops = held.st, held.meta, held.verdicts, held.n_ops
         refill(st, meta)  # the streams went back to the Python components at the write-back
         if t0 > st.gf[L.GF_NOW]:  # a startdelay: the pending work before the job's start
-            while K.run_until(st, np.nextafter(t0, -np.inf)) == L.ST_REFILL:
-                refill(st, meta)
+            run_refilling(st, meta, np.nextafter(t0, -np.inf))
             st.gf[L.GF_NOW] = t0
         if not ramp:  # the statistics restarted above (image.reset_stats): the arrays' counters too
             _reset_counters(st)
