@@ -10,8 +10,8 @@ shortened setting does (outside the full run's CI: 90 s x 0.1 48 of 120 point-me
 The light test checks the campaign's factor against the committed comparisons; the heavy one runs the
 campaign's setting (at factor 1 that is the full sweep: ~550 CPU s, ~10 min on two free cores) and
 compares. A model change that moves the full-length results re-baselines flagship_900s_ci.csv in the same
-commit (the .md says how it was made). The committed reference predates the compiled drain rule of 6347e78; re-baseline
-it once on current main before relying on the heavy test (calibration/croit-mach2/README.md)."""
+commit (the .md says how it was made). The committed reference was re-baselined on main 3cf7550, after the compiled
+drain rule was removed (calibration/croit-mach2/README.md)."""
 
 from __future__ import annotations
 
