@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simulator.calibration.length import Value, compare, load_summary, load_table, main, render, write_table
 
@@ -98,3 +100,20 @@ def test_write_checks_gives_both_verdicts(tmp_path):
     assert rows == [{"runtime_s": "90", "state_scale": "0.1", "mode": "random", "qd": "1", "pool": "mach2", "rw": "randread",
                      "metric": "iops", "full": "100", "full_ci": "3", "short": "95", "short_ci": "4", "rel_diff": "-0.0500",
                      "verdict_full": "outside", "verdict_difference": "ok"}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400))
+def test_command_line_refuses_a_malformed_table_with_exit_2(tmp_path, capsys, data) -> None:
+    """Fuzzed long tables: the comparison either reads them or says which file is bad (exit 2), no traceback,
+    and never echoes the file's contents."""
+    good = tmp_path / "good.csv"
+    good.write_text("mode,qd,pool,rw,metric,value,ci,steady,warmup_s\nrandom,1,mach2,randread,iops,100,1,1,0\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"mode,qd,pool,rw,metric,value,ci\n" + data)
+    rc = main([str(good), str(bad)])
+    err = capsys.readouterr().err
+    assert rc in (0, 1, 2)
+    if rc == 2:
+        assert err.startswith(f"error: {bad}:") and err.count("\n") == 1
+        assert "Traceback" not in err

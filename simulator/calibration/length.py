@@ -284,7 +284,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not p.exists():
             print(f"error: {p}: no such file or directory", file=sys.stderr)
             return 2
-    full, short = load(a.full), load(a.short)
+    runs = []
+    for p in (a.full, a.short):
+        try:
+            runs.append(load(p))
+        except (KeyError, ValueError, TypeError, csv.Error, UnicodeDecodeError, OSError) as e:
+            what = f"missing column {e}" if isinstance(e, KeyError) else type(e).__name__
+            print(f"error: {p}: not a summary.csv directory or a long table ({what})", file=sys.stderr)
+            return 2
+    full, short = runs
     pts = None
     if a.measured_only:
         pts = [k for k, _ in full if k[0] == "random" and k[1] in (1, 4, 16, 64, 256)]
