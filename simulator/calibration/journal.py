@@ -33,6 +33,7 @@ the point (a :class:`SimError`, deterministic); a worker that died or ran out of
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -386,6 +387,8 @@ class Journal:
                       "spec": str(loaded.path), "created": now.isoformat(timespec="seconds"), "date": _dt.date.today().isoformat(),
                       "commit": _git_commit(), "runtime": _runtime(), "inputs": inputs}
             atomic_write_text(path, _line(header).decode())
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o644)  # readable like the report (mkstemp makes it private)
         return cls(path, header, entries, problem.score, [f.key for f in problem.params])
 
 
