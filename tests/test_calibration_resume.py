@@ -141,6 +141,33 @@ def test_kill_9_then_resume_equals_uninterrupted(reference, tmp_path):
     assert _outputs(d) == _outputs(reference)
 
 
+def test_sigterm_stops_the_workers_and_says_how_to_resume(tmp_path):
+    """``kill PID`` (SIGTERM) of the main process: exit 130 with the resume message, and no worker is left."""
+    d = tmp_path / "c"
+    spec = _campaign(d, workers=2)
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", "calibrate", spec.name, "--quiet"], cwd=d, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    t0 = time.monotonic()
+    try:
+        while _evals(d) < 2 and proc.poll() is None and time.monotonic() - t0 < 240:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the campaign finished before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "run the same command again to resume" in " ".join(err.split()).lower() and "Traceback" not in err
+    time.sleep(0.3)
+    with pytest.raises(ProcessLookupError):  # the workers were terminated with the main process's exit
+        os.killpg(proc.pid, 0)
+    jf = read_journal(_journal(d))
+    assert len(jf.entries) >= 2 and not jf.torn
+
+
 def test_ctrl_c_stops_cleanly_and_resumes(reference, tmp_path, monkeypatch):
     """Ctrl-C (a KeyboardInterrupt in the 9th simulated unit): exit 130, a message saying how to resume, every
     journal line intact; the resume ends with the uninterrupted run's bytes."""

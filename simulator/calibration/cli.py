@@ -88,9 +88,11 @@ def status_main(spec: Path, out: Path | None, cases: list[str] | None, console: 
             console.print("  no journal yet: nothing evaluated (the first run creates it)", highlight=False)
             continue
         h = st["header"]
-        console.print(f"  started {h.get('created')} at commit {h.get('commit')}; {st['sessions']} session(s)", highlight=False)
+        console.print(f"  started {h.get('created')} at commit {h.get('commit')}"
+                      + (f"; evaluations from {st['sessions']} session(s)" if st["sessions"] else ""), highlight=False)
         stages = ", ".join(f"{k} {v}" for k, v in st["stages"].items())
-        console.print(f"  evaluations: {st['evals']} of budget {st['max_evals']} ({stages}); failed {st['failed']}"
+        console.print(f"  evaluations: {st['evals']} of budget {st['max_evals']}" + (f" ({stages})" if stages else "")
+                      + f"; failed {st['failed']}"
                       + ("; its last entry is cut off (dropped on resume)" if st["torn"] else ""), highlight=False)
         left = max(0, st["max_evals"] - st["evals"])
         per = st["recent_s_per_eval"]
