@@ -299,9 +299,9 @@ def _queue_device(dev: Any) -> Any:
 
 def _core_device(dev: Any) -> tuple[Any, int, str | None]:
     """The device of the device core (simulator.core.loop) behind BlueStore's device ``dev``: an HDD,
-    a dual-actuator drive or one of its LUNs, or a block layer over one of these, seen through any
-    Partitions (their starts add up to the offset shift). Returns (device, shift, None), or
-    (None, 0, why not)."""
+    a dual-actuator drive or one of its LUNs, an SSD, or a block layer over one of these, seen through
+    any Partitions (their starts add up to the offset shift). Returns (device, shift, None), or
+    (None, 0, why not). (A deferred batch that sleeps for a block layer's tags is core.loop.batch_sleep.)"""
     from simulator.core import layout as DL
     from simulator.core.run import _dev_kind
     from simulator.devices.partition import Partition
@@ -315,12 +315,6 @@ def _core_device(dev: Any) -> tuple[Any, int, str | None]:
     if why:
         return None, 0, why
     low = top.dev if kind == DL.DK_BLK else top
-    if _dev_kind(low)[0] == DL.DK_SSD:
-        # the device core runs SSDs, and with them the Ceph lab's 10 points run compiled and identical when its
-        # block layer has 1024 tags; with the lab's 128 (one layer shared by three OSDs) a deferred batch would
-        # wait for tags (WHY_BATCH_TAGS: not covered) and the run stops, which engine=auto must not risk
-        return None, 0, (f"{low.path}: an SSD below BlueStore (the device core runs it; the Ceph core not yet: "
-                         "deferred batches waiting for block-layer tags are not covered)")
     if _dev_kind(low)[0] == DL.DK_QUEUE:
         return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
     if kind == DL.DK_QUEUE:
@@ -616,7 +610,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
                             "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
-                            "LUNs, block layers over these, through partitions)")
+                            "LUNs, SSDs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
             if not isinstance(q._dist, (Deterministic, Exponential)):
