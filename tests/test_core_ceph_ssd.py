@@ -263,3 +263,33 @@ def test_croit_with_db_wal_on_ssd_identical(pool, overrides):
             assert sx["mean_queue_depth"] == pytest.approx(sy["mean_queue_depth"], rel=1e-9, abs=1e-12), x.path
         ssd_ios += sum(a.bs.wal_dev.base.dev.completed)
     assert ssd_ios > 0
+
+
+def test_an_ssd_read_beyond_the_core_table_is_refused_by_name():
+    """What the compiled core cannot run on SSDs is refused before the run, by name, and engine=auto
+    runs Python instead (never a run that stops midway): reads of 32 MiB objects (order 25) span more
+    mapping units than the core's SSD read table (core.run.SSD_READ_UNITS); 4 MiB objects run compiled."""
+    from simulator.ceph.cluster import Cluster
+    from simulator.core import choose
+    from simulator.devices.registry import resolve_params
+    from simulator.engine import Simulation
+    from simulator.workloads.options import resolve_jobs
+    from simulator.workloads.runner import Workload, run_fio
+
+    job = _job(rw="randread", iodepth=8, bs=65536, number_ios=300)
+    out = {}
+    for order in (22, 25):
+        p = _params(*_VARIANTS["nvme-none-16tags"])
+        p["images"] = [{"pool": "p", "name": "img", "size": "1GiB", "order": order, "prefilled": True}]
+        res = []
+        for engine in ("python", "auto"):
+            _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": p})
+            sim = Simulation(3)
+            cl = Cluster(cfg, "cluster", sim.root)
+            img = cl.image("p", "img")
+            why = choose(sim, Workload(sim, resolve_jobs({}, [job], "test"), lambda _j, i=img: [i]), engine)
+            res.append((why, repr(run_fio(sim, [img], job, engine=engine)[0])))
+        assert res[0][1] == res[1][1]
+        out[order] = res[1][0]
+    assert out[22] is None
+    assert "SSD read table" in out[25] and "8193 mapping units" in out[25]

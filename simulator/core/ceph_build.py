@@ -557,9 +557,30 @@ def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | Non
         if not hasattr(bs, "writing"):
             return f"osd.{o.id}: object store {type(bs).__name__}"
         if _queue_device(bs.dev) is None:
-            why = _core_device(bs.dev)[2]
+            top, _shift, why = _core_device(bs.dev)
+            if why is None:
+                why = _ssd_read_why(top, list(cluster.images.values()) if images is None else list(images))
             if why is not None:  # neither kind of device row
                 return f"osd.{o.id}: device {bs.dev.path} ({type(bs.dev).__name__}): {why}"
+    return None
+
+
+def _ssd_read_why(top: Any, images: list[Any]) -> str | None:
+    """Why reads of ``images``' objects cannot run on the device core's device ``top`` (None = they can):
+    an SSD (below a block layer or not) reads through a scratch table of core.run.SSD_READ_UNITS mapping
+    units, and a read of a whole object (shard) must fit in it (the Python SSD grows its table)."""
+    from simulator.core.run import SSD_READ_UNITS
+    from simulator.devices.ssd.device import SSD
+
+    low = getattr(top, "dev", top)
+    if type(low) is not SSD:
+        return None
+    mu = low.cfg.ftl.mapping_unit
+    for img in images:
+        units = -(-img.shard_size // mu) + 1  # an unaligned range may touch one unit more
+        if units > SSD_READ_UNITS:
+            return (f"{low.path}: a read of a whole object of {img.path} ({img.shard_size} bytes) may span {units} "
+                    f"mapping units of {mu} bytes (the compiled core's SSD read table holds {SSD_READ_UNITS})")
     return None
 
 
