@@ -116,6 +116,24 @@ def test_mutation_a_batch_keeping_its_place_changes_the_chain(lab_chains, monkey
     assert any(_doc(a) != _doc(b) for a, b in zip(mutated, auto, strict=True))
 
 
+def test_the_lab_chain_alternating_engines_equals_the_python_chain(lab_chains, monkeypatch):
+    """Engines alternating point by point (compiled, python, ...): a Python point after a compiled one
+    does not start from a drained hand-over of the held state (the SSD's pending NAND work, the
+    deferred writes and the sleeping batches) but from the runner's replay of the chain in Python
+    (``HandOver``); a compiled point after a Python one runs where nothing is pending. Every document
+    equals the Python chain's."""
+    from tests.test_core_ceph_resume import _per_point
+
+    task, py, _auto, _slept = lab_chains
+    _per_point(monkeypatch, {(labels["rw"], labels["qd"]): ("auto" if i % 2 == 0 else "python")
+                             for i, (_x, labels, _r) in enumerate(task["points"])})
+    alt = execute_task({**task, "engine": "auto"})
+    engines = [o.extra["engine"] for o in alt]
+    assert "compiled" in engines and "python" in engines
+    for a, b in zip(py, alt, strict=True):
+        assert _doc(a) == _doc(b), (a.labels, b.extra)
+
+
 # ------------------------------------------------------------------------------------------------ small clusters on SSDs
 def _ssd(profile: str, capacity: str = "4GiB", state: str = "full", **params) -> dict:
     return {"kind": "ssd", "profile": profile, "params": {"capacity": capacity, "precondition": {"state": state}, **params}}
