@@ -53,6 +53,7 @@ COMPILED_CORE_FILES = {
     "test_ceph_speed_placement.py": ("ceph",),
     "test_core_ssd.py": ("devices",),
     "test_ceph_scale_compiled.py": ("ceph",),
+    "test_core_ceph_ssd.py": ("ceph",),
 }
 #: environment variable naming the file tests/numba_warmup.py writes when it is done (set by the
 #: controller for its workers; absent: no warm-up in this run)

@@ -299,9 +299,9 @@ def _queue_device(dev: Any) -> Any:
 
 def _core_device(dev: Any) -> tuple[Any, int, str | None]:
     """The device of the device core (simulator.core.loop) behind BlueStore's device ``dev``: an HDD,
-    a dual-actuator drive or one of its LUNs, or a block layer over one of these, seen through any
-    Partitions (their starts add up to the offset shift). Returns (device, shift, None), or
-    (None, 0, why not)."""
+    a dual-actuator drive or one of its LUNs, an SSD, or a block layer over one of these, seen through
+    any Partitions (their starts add up to the offset shift). Returns (device, shift, None), or
+    (None, 0, why not). (A deferred batch that sleeps for a block layer's tags is core.loop.batch_sleep.)"""
     from simulator.core import layout as DL
     from simulator.core.run import _dev_kind
     from simulator.devices.partition import Partition
@@ -315,12 +315,6 @@ def _core_device(dev: Any) -> tuple[Any, int, str | None]:
     if why:
         return None, 0, why
     low = top.dev if kind == DL.DK_BLK else top
-    if _dev_kind(low)[0] == DL.DK_SSD:
-        # the device core runs SSDs, and with them the Ceph lab's 10 points run compiled and identical when its
-        # block layer has 1024 tags; with the lab's 128 (one layer shared by three OSDs) a deferred batch would
-        # wait for tags (WHY_BATCH_TAGS: not covered) and the run stops, which engine=auto must not risk
-        return None, 0, (f"{low.path}: an SSD below BlueStore (the device core runs it; the Ceph core not yet: "
-                         "deferred batches waiting for block-layer tags are not covered)")
     if _dev_kind(low)[0] == DL.DK_QUEUE:
         return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
     if kind == DL.DK_QUEUE:
@@ -563,9 +557,30 @@ def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | Non
         if not hasattr(bs, "writing"):
             return f"osd.{o.id}: object store {type(bs).__name__}"
         if _queue_device(bs.dev) is None:
-            why = _core_device(bs.dev)[2]
+            top, _shift, why = _core_device(bs.dev)
+            if why is None:
+                why = _ssd_read_why(top, list(cluster.images.values()) if images is None else list(images))
             if why is not None:  # neither kind of device row
                 return f"osd.{o.id}: device {bs.dev.path} ({type(bs.dev).__name__}): {why}"
+    return None
+
+
+def _ssd_read_why(top: Any, images: list[Any]) -> str | None:
+    """Why reads of ``images``' objects cannot run on the device core's device ``top`` (None = they can):
+    an SSD (below a block layer or not) reads through a scratch table of core.run.SSD_READ_UNITS mapping
+    units, and a read of a whole object (shard) must fit in it (the Python SSD grows its table)."""
+    from simulator.core.run import SSD_READ_UNITS
+    from simulator.devices.ssd.device import SSD
+
+    low = getattr(top, "dev", top)
+    if type(low) is not SSD:
+        return None
+    mu = low.cfg.ftl.mapping_unit
+    for img in images:
+        units = -(-img.shard_size // mu) + 1  # an unaligned range may touch one unit more
+        if units > SSD_READ_UNITS:
+            return (f"{low.path}: a read of a whole object of {img.path} ({img.shard_size} bytes) may span {units} "
+                    f"mapping units of {mu} bytes (the compiled core's SSD read table holds {SSD_READ_UNITS})")
     return None
 
 
@@ -616,7 +631,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
                             "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
-                            "LUNs, block layers over these, through partitions)")
+                            "LUNs, SSDs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
             if not isinstance(q._dist, (Deterministic, Exponential)):

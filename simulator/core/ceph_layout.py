@@ -74,7 +74,7 @@ WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
 WHY_PATH = 4  # an event or continuation of a path not compiled yet
 WHY_RESUME_PAST = 5  # a stalled chain resumed for a time already past (not covered)
 WHY_KV_INNER = 6  # kv_sync would have to start inside its own cycle (not covered)
-WHY_BATCH_TAGS = 7  # a deferred batch of several IOs would sleep for block-layer tags (submit_batch's _Batch waiter: not covered)
+# 7: retired (a deferred batch waiting for block-layer tags: covered, core.loop.batch_sleep)
 WHY_NO_DEVICE = 8  # an IO for a device without a row (an OSD outside the run's pools)
 #: the message of each WHY_* code
 WHY_TEXT = {
@@ -84,7 +84,6 @@ WHY_TEXT = {
     WHY_PATH: "an event or continuation of a path the compiled core does not cover",
     WHY_RESUME_PAST: "a stalled chain resumed for a time already past (not covered)",
     WHY_KV_INNER: "kv_sync would have to start inside its own cycle (not covered)",
-    WHY_BATCH_TAGS: "a deferred batch of several IOs would wait for block-layer tags (a batch waiter: not covered)",
     WHY_NO_DEVICE: "an IO for a device the compiled core has no row for (an OSD outside the run's pools)",
 }
 GF_NOW = 0

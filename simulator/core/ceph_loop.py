@@ -335,7 +335,6 @@ from simulator.core.ceph_layout import (
     TX_OSD,
     TX_OSR,
     TX_WALB,
-    WHY_BATCH_TAGS,
     WHY_KV_INNER,
     WHY_NO_DEVICE,
     WHY_PATH,
@@ -346,6 +345,7 @@ from simulator.core.ceph_layout import (
 )  # fmt: skip
 from simulator.core.loop import _ld, _state_ptr
 from simulator.core.loop import _reset_one as _core_reset_one
+from simulator.core.loop import batch_sleep as _core_batch_sleep
 from simulator.core.loop import device_submit as _core_device_submit
 from simulator.core.loop import step as _core_step
 from simulator.devices.hdd import kernels as _K
@@ -1275,14 +1275,22 @@ def _dev_dispatch(sp, d, r):
 def _dev_submit(sp, d, opk, off, size, purp, arg, o):
     """Device.submit of a request to BlueStore's device row ``d``: a queue device of this core
     (QueueDevice._start), or a device of the device core (_core_submit)."""
+    _dev_submit_b(sp, d, opk, off, size, purp, arg, o, -1)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _dev_submit_b(sp, d, opk, off, size, purp, arg, o, prev):
+    """_dev_submit, or (``prev`` != -1) the submission of a request of a batch whose submitter sleeps for
+    the block layer's tags (core.loop.batch_sleep: ``prev`` -2 the first, else the device-core row of
+    the batch's previous one). Returns the request's device-core row (-1: none)."""
     st = _ld(sp)
     if d < 0:
         _void(sp, WHY_NO_DEVICE)
-        return
+        return -1
     n = st.gi[GI_DEVFREE]
     if n == 0:
         _void(sp, WHY_POOL)
-        return
+        return -1
     n -= 1
     st.gi[GI_DEVFREE] = n
     r = st.drfree[n]
@@ -1303,8 +1311,7 @@ def _dev_submit(sp, d, opk, off, size, purp, arg, o):
             if f[DVF_P_INSIDE] == 0.0:
                 f[DVF_P_BSINCE] = now
             f[DVF_P_INSIDE] += 1.0
-        _core_submit(sp, c, r, opk, off + st.dvi[d, DV_SHIFT], size)
-        return
+        return _core_submit(sp, c, r, opk, off + st.dvi[d, DV_SHIFT], size, prev)
     if st.dvi[d, DV_FREE] > 0:
         st.dvi[d, DV_FREE] -= 1
         _dev_dispatch(sp, d, r)
@@ -1316,6 +1323,7 @@ def _dev_submit(sp, d, opk, off, size, purp, arg, o):
             st.dri[t, DR_NEXT] = r
         st.dvi[d, DV_QT] = r
         st.dvi[d, DV_QN] += 1
+    return -1
 
 
 # ------------------------------------------------------------------------------- the device core below BlueStore
@@ -1343,16 +1351,17 @@ def _dev_ptr(typingctx, sp):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _core_submit(sp, c, r, opk, off, size):
+def _core_submit(sp, c, r, opk, off, size, prev):
     """Submit this core's device request ``r`` to device ``c`` of the device core (a request row of
-    its pool, as a job thread's _t_new fills one)."""
+    its pool, as a job thread's _t_new fills one); ``prev`` != -1: a request of a sleeping batch
+    (see _dev_submit_b). Returns the device-core row."""
     st = _ld(sp)
     dsp = _dev_ptr(sp)
     ds = _ld(dsp)
     nf = ds.gi[DL.GI_FREE]
     if nf == 0:
         _void(sp, WHY_POOL)
-        return
+        return -1
     nf -= 1
     ds.gi[DL.GI_FREE] = nf
     q = ds.rfree[nf]
@@ -1367,8 +1376,12 @@ def _core_submit(sp, c, r, opk, off, size):
     ds.rqf[q, DL.RF_TSTART] = 0.0
     ds.rqf[q, DL.RF_SERVICE] = 0.0
     ds.gi[DL.GI_SEQ] = st.gi[GI_SEQ]
-    _core_device_submit(dsp, c, q, now)
+    if prev == -1:
+        _core_device_submit(dsp, c, q, now)
+    else:
+        _core_batch_sleep(dsp, c, q, prev, now)
     st.gi[GI_SEQ] = ds.gi[DL.GI_SEQ]
+    return q
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1394,9 +1407,10 @@ def _core_event(sp):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _batch_waits(sp, d, m):
-    """BlockLayer.submit_batch: a batch of ``m`` writes sleeps for tags unless the block layer has ``m``
-    free tags and no sleeping submitter (then it is ``m`` submits, as compiled)."""
+def _batch_sleeps(sp, d):
+    """BlockLayer.submit_batch's loop condition: the batch's submitter sleeps for tags from its next
+    request on (the block layer below device row ``d`` has no free tag, or a sleeping submitter);
+    False for a device without a block layer (Partition.submit_batch: one submit per request)."""
     st = _ld(sp)
     c = st.dvi[d, DV_CORE]
     if c < 0:
@@ -1405,7 +1419,7 @@ def _batch_waits(sp, d, m):
     if ds.dvi[c, 0] != DL.DK_BLK:
         return False
     b = ds.dvi[c, 1]
-    return ds.bi[b, DL.BI_TAGS] < m or ds.bi[b, DL.BI_W_CNT] > 0
+    return ds.bi[b, DL.BI_TAGS] == 0 or ds.bi[b, DL.BI_W_CNT] > 0
 
 
 @njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
@@ -1511,10 +1525,18 @@ def _deferred_submit(sp, o, osr):
             m += 1
     st.osi[osr, OS_RLEFT] = m
     st.bsi[o, BS_DEFIOS] += m
-    if m > 1 and _batch_waits(sp, d, m):
-        _void(sp, WHY_BATCH_TAGS)
+    # several IOs: one thread's io_submit (Partition.submit_batch -> BlockLayer.submit_batch): in order,
+    # each taking a free tag while there is one and nobody sleeps for one; from the first that cannot,
+    # the rest sleep as one submitter (prev: -1 not sleeping, -2 the first to sleep, else the last row)
+    prev = -1
     for k in range(m):
-        _dev_submit(sp, d, _WRITE, scr[0, k], scr[1, k], DP_DEFERRED, osr, o)
+        if prev == -1 and m > 1 and _batch_sleeps(sp, d):
+            prev = -2
+        q = _dev_submit_b(sp, d, _WRITE, scr[0, k], scr[1, k], DP_DEFERRED, osr, o, prev)
+        if q < 0 and st.gi[GI_FULL]:
+            return
+        if prev != -1:
+            prev = q
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)

@@ -63,6 +63,7 @@ from simulator.core.layout import (
     BI_TAGS,
     BI_W_CNT,
     BI_W_HEAD,
+    BI_W_REQ,
     BI_WSTARVED,
     DA_BUSY,
     DA_BYTES,
@@ -1395,13 +1396,17 @@ def _b_refill(sp, d, b, now):
     while st.bi[b, BI_TAGS] > 0 and st.bi[b, BI_W_CNT] > 0:
         r = _ring_pop(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT)
         st.bi[b, BI_TAGS] -= 1
+        st.bi[b, BI_W_REQ] -= 1
+        nx = st.rqi[r, RI_AUX]
+        if nx >= 0:  # a sleeping batch (_Batch): its submitter goes to the back of the queue for its next request
+            _ring_push(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT, nx)
         _b_insert(sp, b, r, now)
     _b_dispatch(sp, d, b, now)
 
 
-@njit(cache=True, _nrt=False)
-def _b_submit(sp, d, b, r, now):
-    """BlockLayer.submit."""
+@njit(cache=True, inline="always", _nrt=False)
+def _b_enter(sp, d, b, now):
+    """BlockLayer._enter (Device.submit's accounting): one more request inside from now."""
     st = _ld(sp)
     a = st.dacc[d]
     a[DA_QAREA] += a[DA_INSIDE] * (now - a[DA_TQ])
@@ -1409,6 +1414,37 @@ def _b_submit(sp, d, b, r, now):
     if a[DA_INSIDE] == 0.0:
         st.bf[b, BF_BUSY_SINCE] = now
     a[DA_INSIDE] += 1.0
+
+
+@njit(cache=True, _nrt=False)
+def batch_sleep(sp, d, r, prev, now):
+    """BlockLayer.submit_batch for block layer ``d`` once the batch's submitter sleeps for tags (no free
+    tag, or a sleeping submitter ahead): request ``r`` enters, and waits behind ``prev``, the batch's
+    previous sleeping request (linked by RI_AUX: _b_refill takes them one tag at a time, the submitter
+    going to the back of the queue after each), or (``prev`` < 0) is the first: the submitter joins the
+    tag queue with it. An owner outside this loop (the compiled Ceph core) calls it for each request
+    the batch has left, in order."""
+    st = _ld(sp)
+    b = st.dvi[d, 1]
+    st.rqf[r, RF_TSUB] = now  # req.t_submit
+    _b_enter(sp, d, b, now)
+    st.rqi[r, RI_AUX] = -1
+    if prev < 0:
+        st.bi[b, BI_TAG_WAITS] += 1
+        _ring_push(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT, r)
+    else:
+        st.rqi[prev, RI_AUX] = r
+    w = st.bi[b, BI_W_REQ] + 1
+    st.bi[b, BI_W_REQ] = w
+    if w > st.bi[b, BI_MAX_WAITING]:  # waiting() after the batch: the most of its running values
+        st.bi[b, BI_MAX_WAITING] = w
+
+
+@njit(cache=True, _nrt=False)
+def _b_submit(sp, d, b, r, now):
+    """BlockLayer.submit."""
+    st = _ld(sp)
+    _b_enter(sp, d, b, now)
     op = st.rqi[r, RI_OP]
     if op == _FLUSH and st.bi[b, BI_SKIPFL] != 0:
         st.bi[b, BI_FL_SKIPPED] += 1
@@ -1435,6 +1471,8 @@ def _b_submit(sp, d, b, r, now):
         _b_dispatch(sp, d, b, now)
         return
     st.bi[b, BI_TAG_WAITS] += 1
+    st.rqi[r, RI_AUX] = -1  # one submitter, one request (not a batch)
+    st.bi[b, BI_W_REQ] += 1
     _ring_push(st.bwt[b], st.bi[b], BI_W_HEAD, BI_W_CNT, r)
     if st.bi[b, BI_W_CNT] > st.bi[b, BI_MAX_WAITING]:
         st.bi[b, BI_MAX_WAITING] = st.bi[b, BI_W_CNT]

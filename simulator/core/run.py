@@ -644,6 +644,9 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
         d.device_flushes = int(bi[L.BI_DEV_FLUSHES])
         d.direct = int(bi[L.BI_DIRECT])
         d.reads_queued = int(bi[L.BI_READS_QUEUED])
+        # the requests sleeping for a tag, stood for by placeholders (stats() counts them: waiting()); the
+        # requests stay in the compiled state (held by the Ceph core; the hand-over drains them first)
+        d._waiters = deque([None] * int(bi[L.BI_W_REQ]))
         d._busy_since = float(bf[L.BF_BUSY_SINCE])
         d.read_wait = float(bf[L.BF_READ_WAIT])
     _ssd_write_back(st, [d for d in devs if _dev_kind_quiet(d) == L.DK_SSD])
