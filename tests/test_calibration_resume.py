@@ -355,3 +355,17 @@ def test_fuzz_appended_junk_is_a_torn_line_or_refused(journal_bytes, tmp_path, j
     jf = _parse(tmp_path, data)
     if jf is not None:
         assert [e.loss for e in jf.entries] == [e.loss for e in ref.entries]
+
+
+def test_a_batch_cut_by_the_budget_says_evaluations(tmp_path):
+    """--max-evals smaller than the Sobol screen (the smoke test of a long campaign): the fit reports that the
+    evaluation budget stopped it, not convergence."""
+    from simulator.calibration.optimize import Optimizer
+    from simulator.calibration.problem import Problem, make_runner
+    from simulator.calibration.spec import load_spec
+
+    prob = Problem(load_spec(_campaign(tmp_path / "c", runtime="0.3s", budget={"max_evals": 3},
+                                       optimizer={"global": {"method": "sobol", "n": 8}, "local": {"method": "nelder-mead"}})))
+    fit = Optimizer(prob, make_runner(None)).run()
+    assert fit.evals == 3 and fit.stopped_by == "evaluations"
+    assert [h["stage"] for h in fit.history] == ["start", "sobol", "sobol"]
