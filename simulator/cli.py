@@ -294,14 +294,27 @@ def calibrate_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress display")] = False,
     report_only: Annotated[bool, typer.Option("--report-only", help="no fit: regenerate the report from the fitted profile")] = False,
     case: Annotated[Optional[list[str]], typer.Option("--case", help="a spec with cases: run only this case (repeatable)")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="move the campaign's journal aside and start over (default: resume from it)")] = False,
+    status: Annotated[bool, typer.Option("--status", help="print how far the campaign's journal is; run nothing")] = False,
 ) -> None:
-    """Fit free profile parameters to measured/published figures; write the fitted profile and a report."""
-    from simulator.calibration.cli import calibrate_main
+    """Fit free profile parameters to measured/published figures; write the fitted profile and a report.
+
+    Every finished evaluation is journaled in <report>.work/journal.jsonl: after an interruption (Ctrl-C,
+    kill, restart) the same command resumes from it."""
+    from simulator.calibration.cli import calibrate_main, status_main
 
     try:
-        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case)
+        if status:
+            status_main(spec, out, case, console)
+            return
+        calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case,
+                       fresh=fresh)
     except SimError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        from simulator.experiment.runner import Interrupted
+
+        _fail(Interrupted("interrupted before the first evaluation finished (nothing to resume from yet)"))
 
 
 @app.command("compare")

@@ -9,6 +9,12 @@ choice and the mid point of the continuous ranges built into a system) before an
 file is written; then the optimiser runs (process pool, progress display); then the best point is
 simulated once more with full results for the report (targets and predictions), and the report
 directory and the profile are written (the report into a temporary directory renamed at the end).
+
+Resume: every finished evaluation is journaled in the campaign's work directory (``<report>.work/``,
+:mod:`~simulator.calibration.journal`, locked for the run); running the same command again after an
+interruption (Ctrl-C, SIGTERM, kill -9, a restart) takes the journaled evaluations instead of simulating
+them and carries on, to the byte-identical profile and report. ``--status`` (:func:`campaign_status`)
+tells how far a campaign's journal is without running anything.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from simulator.calibration.spec import LoadedSpec, load_spec, rel_to
 from simulator.config.base import get_dotted
 from simulator.errors import ConfigError
 
-__all__ = ["CalibrationOutcome", "calibrate", "calibrate_all", "calibrate_loaded", "final_results", "open_executor"]
+__all__ = ["CalibrationOutcome", "calibrate", "calibrate_all", "calibrate_loaded", "campaign_status", "final_results", "open_executor"]
 
 
 @dataclass
@@ -45,7 +51,9 @@ class CalibrationOutcome:
 
 @contextlib.contextmanager
 def open_executor(workers: int | None):
-    """A process pool (fork) for ``workers`` > 1, else None (inline)."""
+    """A process pool (fork) for ``workers`` > 1, else None (inline). The workers ignore Ctrl-C (the main
+    process decides) and end themselves when the main process is gone (killed); an exception or Ctrl-C in
+    the main process terminates them at once instead of waiting for their units."""
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n <= 1:
         yield None
@@ -53,12 +61,41 @@ def open_executor(workers: int | None):
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
+    from simulator.experiment.runner import _init_worker, _quiet_pool_manager
+
     ctx = mp.get_context("fork" if os.name != "nt" else "spawn")
-    ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(None, os.getpid()))
     try:
         yield ex
-    finally:
+    except BaseException:
+        _quiet_pool_manager()
+        for proc in list((getattr(ex, "_processes", None) or {}).values()):
+            if proc.is_alive():
+                proc.terminate()
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
         ex.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill PID``, a shutdown) stops a calibration like Ctrl-C: workers stopped, journal kept."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def final_results(problem: Problem, values: dict[str, Any], runner: Any) -> tuple[list[Item], dict[int, dict[str, Any]], dict[int, Any]]:
@@ -138,12 +175,14 @@ def calibrate(
     date: str | None = None,
     write_profile_file: bool = True,
     report_only: bool = False,
+    fresh: bool = False,
 ) -> CalibrationOutcome:
     """Run a calibration spec without cases (see :mod:`simulator.calibration.spec`). ``report_only``:
-    no fit; the values are read from the existing fitted profile and only the report is regenerated."""
+    no fit; the values are read from the existing fitted profile and only the report is regenerated.
+    ``fresh``: move the campaign's journal aside and start over (default: resume from it)."""
     return calibrate_loaded(load_spec(spec_path), report_dir=report_dir, profile_path=profile_path, workers=workers,
                             max_evals=max_evals, max_wall=max_wall, progress=progress, console=console, date=date,
-                            write_profile_file=write_profile_file, report_only=report_only)
+                            write_profile_file=write_profile_file, report_only=report_only, fresh=fresh)
 
 
 def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None,
@@ -194,6 +233,7 @@ def calibrate_loaded(
     write_profile_file: bool = True,
     report_only: bool = False,
     problem: Problem | None = None,
+    fresh: bool = False,
 ) -> CalibrationOutcome:
     """Fit one validated spec (or case) and write its profile and report."""
     spec_path = loaded.path
@@ -219,46 +259,98 @@ def calibrate_loaded(
     prof = profile_path if profile_path is not None else (loaded.profile_out() if write_profile_file else None)
     if prof is not None:
         problem.component_of_profile()
-    date = date or _dt.date.today().isoformat()
     n_workers = workers if workers is not None else (loaded.spec.workers or os.cpu_count() or 1)
+    title = loaded.spec.name + (f" [{loaded.case}]" if loaded.case else "")
+    say = (lambda m: console.print(m, highlight=False, markup=False)) if (console is not None and progress) else (lambda m: None)
+    if report_only:
+        date = date or _dt.date.today().isoformat()
+        with open_executor(n_workers) as ex:
+            runner = make_runner(ex)
+            if prof is None or not prof.is_file():
+                raise ConfigError("--report-only needs the fitted profile (output.profile) to exist", source=str(spec_path),
+                                  field="output.profile")
+            fit = _fit_from_profile(problem, prof, runner, out)
+            items, rows, extra = final_results(problem, fit.values, runner)
+        return _write_outputs(problem, fit, items, rows, extra, out, None, date, timing=None)
+    from simulator.calibration.journal import Journal, campaign_inputs, read_journal, work_dir
+    from simulator.experiment.runner import Interrupted, OutputLock
+
+    wdir = work_dir(out)
+    jpath = wdir / "journal.jsonl"
+    inputs = campaign_inputs(problem)
+    if jpath.exists() and not fresh:
+        read_journal(jpath)  # a damaged journal stops here: nothing written yet
+    with OutputLock(wdir):
+        journal = Journal.open(jpath, problem, inputs, fresh=fresh, say=say)
+        try:
+            date = date or journal.date
+            if journal.entries:
+                say(f"resuming {title} from {jpath}: {len(journal.entries)} evaluations journaled "
+                    f"({journal.wall0 / 3600:.2f} h of campaign wall)")
+            fit, items, rows, extra, opt = _fit(problem, journal, n_workers, title, progress, console)
+            timing = {"campaign_wall_s": round(fit.wall_s, 1), "evaluations": fit.evals, "simulated_this_session": opt.simulated,
+                      "reused_from_journal": opt.resumed, "sessions": journal.session, "workers": n_workers,
+                      "journal": str(jpath)}
+            outcome = _write_outputs(problem, fit, items, rows, extra, out, prof, date, timing=timing)
+            journal.end({"date": date, "evaluations": fit.evals, "stopped_by": fit.stopped_by, "loss": fit.result.loss,
+                         "wall_s": round(fit.wall_s, 3)})
+        except KeyboardInterrupt:
+            n = len(journal.entries)
+            raise Interrupted(f"interrupted: the workers were stopped; {n} evaluations are journaled in {jpath}. "
+                              "Run the same command again to resume (--status shows how far it is)") from None
+        finally:
+            journal.close()
+    return outcome
+
+
+def _fit(problem: Problem, journal: Any, n_workers: int, title: str, progress: bool, console: Any) -> Any:
+    """The optimiser (with the journal) and the final runs, under a progress display."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     prog = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total} evals"),
+        TextColumn("{task.completed}/{task.total} evals ({task.fields[resumed]} from the journal)"),
         TextColumn("{task.fields[info]}"),
         TimeElapsedColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
         console=console,
         disable=not progress,
         transient=False,
     )
-    title = loaded.spec.name + (f" [{loaded.case}]" if loaded.case else "")
-    with open_executor(n_workers) as ex, prog:
-        task = prog.add_task(f"calibrate {title}", total=loaded.spec.budget.max_evals, info="")
-
-        plain = progress and console is not None and not getattr(console, "is_terminal", True)
-        last = [0.0]
+    plain = progress and console is not None and not getattr(console, "is_terminal", True)
+    last = [-1e9]
+    with _sigterm_as_interrupt(), open_executor(n_workers) as ex, prog:
+        task = prog.add_task(f"calibrate {title}", total=problem.spec.budget.max_evals, info="", resumed=0, eta="–")
 
         def cb(s: dict[str, Any]) -> None:
-            info = f"{s['stage']}  best loss {s['best']:.4g} (rms {s['best_rms']:.3f})  {s['rate']:.3f} eval/s"
-            prog.update(task, completed=s["evals"], info=info)
-            if plain and s["wall"] - last[0] >= 30.0:
+            info = f"{s['stage']}  best loss {s['best']:.4g} (rms {s['best_rms']:.3f})"
+            eta = "–" if s["eta"] is None else _hms(s["eta"])
+            prog.update(task, completed=s["evals"], info=info, resumed=s["resumed"], eta=eta)
+            if plain and (s["wall"] - last[0] >= 60.0 or s["evals"] >= s["max_evals"]):
                 last[0] = s["wall"]
-                console.print(f"[{s['wall']:.0f} s] {s['evals']}/{s['max_evals']} evals  {info}", highlight=False)
+                console.print(f"[{_hms(s['wall'])}] {s['evals']}/{s['max_evals']} evals ({s['resumed']} from the journal, "
+                              f"{s['simulated']} simulated)  {info}  campaign wall {_hms(s['campaign_wall'])}  ETA {eta}",
+                              highlight=False, markup=False)
 
         runner = make_runner(ex)
-        if report_only:
-            if prof is None or not prof.is_file():
-                raise ConfigError("--report-only needs the fitted profile (output.profile) to exist", source=str(spec_path),
-                                  field="output.profile")
-            fit = _fit_from_profile(problem, prof, runner, out)
-        else:
-            fit = Optimizer(problem, runner, cb).run()
+        opt = Optimizer(problem, runner, cb, journal=journal)
+        fit = opt.run()
         prog.update(task, description=f"final runs {title}")
         items, rows, extra = final_results(problem, fit.values, runner)
-    if report_only:
-        prof = None
+    return fit, items, rows, extra, opt
+
+
+def _hms(s: float) -> str:
+    s = max(0, int(round(s)))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _write_outputs(problem: Problem, fit: FitResult, items: list[Item], rows: dict[int, dict[str, Any]], extra: dict[int, Any],
+                   out: Path, prof: Path | None, date: str, timing: dict[str, Any] | None) -> CalibrationOutcome:
+    """The profile and the report directory (written into a temporary directory, renamed at the end)."""
+    import json
+
     written_profile = None
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -266,6 +358,8 @@ def calibrate_loaded(
         if prof is not None:
             written_profile = write_profile(problem, fit, prof, date)
         metric_rows, points = write_report(problem, fit, items, rows, extra, tmp, written_profile, date, final_dir=out)
+        if timing is not None:  # wall-clock figures beside the report, which is a function of the results alone
+            (tmp / "timing.json").write_text(json.dumps(timing, indent=1) + "\n", encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -273,3 +367,66 @@ def calibrate_loaded(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return CalibrationOutcome(fit, problem, out, written_profile, metric_rows, points)
+
+
+def campaign_status(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None) -> list[dict[str, Any]]:
+    """How far each campaign (case) of a spec is, from its journal, without running or writing anything:
+    evaluations journaled (of the budget), failed ones, best loss so far and its values, campaign wall, the
+    stages, whether the current inputs still match (a resume would continue), and whether a calibration holds
+    the work directory's lock now."""
+    import math
+
+    from simulator.calibration.journal import _INPUT_NAMES, campaign_inputs, read_journal, work_dir
+    from simulator.calibration.spec import load_cases
+
+    loaded = load_cases(spec_path)
+    if cases:
+        loaded = [x for x in loaded if x.case in cases]
+    out = []
+    for x in loaded:
+        rd = report_dir if report_dir is None else (report_dir / x.case if x.case else report_dir)
+        rd = rd if rd is not None else x.report_dir()
+        jpath = work_dir(rd) / "journal.jsonl"
+        st: dict[str, Any] = {"campaign": x.spec.name, "case": x.case, "journal": jpath, "max_evals": x.spec.budget.max_evals,
+                              "max_wall_s": x.spec.budget.wall_s, "exists": jpath.exists(), "running": _lock_holder(jpath.parent)}
+        if st["exists"]:
+            jf = read_journal(jpath)
+            prob = Problem(x)
+            inputs = campaign_inputs(prob)
+            diff = [_INPUT_NAMES[k] for k in _INPUT_NAMES if jf.header.get("inputs", {}).get(k) != inputs[k]]
+            ok = [e for e in jf.entries if not e.failed and math.isfinite(e.loss)]
+            best = min(ok, key=lambda e: e.loss) if ok else None
+            stages: dict[str, int] = {}
+            for e in jf.entries:
+                stages[e.stage] = stages.get(e.stage, 0) + 1
+            walls = [e.wall_s for e in jf.entries]
+            gaps = [b - a for a, b in zip(walls[-11:-1], walls[-10:], strict=False) if b > a]
+            st.update({"header": jf.header, "evals": len(jf.entries), "failed": sum(1 for e in jf.entries if e.failed),
+                       "torn": jf.torn, "best": best, "wall_s": max(walls, default=0.0), "stages": stages,
+                       "sessions": max((e.session for e in jf.entries), default=0), "differs": diff,
+                       "recent_s_per_eval": sum(gaps) / len(gaps) if gaps else None,
+                       "params": {f.key: f for f in prob.params}})
+        out.append(st)
+    return out
+
+
+def _lock_holder(wdir: Path) -> str | None:
+    """The pid written in ``wdir/.lock`` when a process holds that lock now, else None (nothing created)."""
+    lock = wdir / ".lock"
+    if not lock.is_file():
+        return None
+    try:
+        import fcntl
+
+        fd = os.open(lock, os.O_RDONLY)
+    except (ImportError, OSError):
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return (os.read(fd, 64).decode(errors="replace").strip() or "?")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

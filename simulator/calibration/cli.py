@@ -6,12 +6,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-__all__ = ["calibrate_main", "compare_main"]
+__all__ = ["calibrate_main", "compare_main", "status_main"]
 
 
 def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profile: bool, workers: int | None,
                    max_evals: int | None, quiet: bool, console: Any, err_console: Any, max_wall: str | None = None,
-                   report_only: bool = False, cases: list[str] | None = None) -> None:
+                   report_only: bool = False, cases: list[str] | None = None, fresh: bool = False) -> None:
     from rich.table import Table
 
     from simulator.calibration.calibrate import calibrate_all
@@ -19,7 +19,7 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
 
     outs = calibrate_all(spec, cases=cases, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals,
                          max_wall=max_wall, progress=not quiet, report_only=report_only, console=err_console,
-                         write_profile_file=not no_profile)
+                         write_profile_file=not no_profile, fresh=fresh)
 
     def pct(v: Any) -> str:
         return "–" if v is None or not isinstance(v, float) or not math.isfinite(v) else f"{(math.exp(v) - 1) * 100:+.0f}%"
@@ -48,7 +48,7 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
         console.print(pt)
         console.print(
             f"loss {fit.start_result.loss:.4g} -> {fit.result.loss:.4g} (rms log error {fit.result.rms:.3f}); {fit.evals} evaluations "
-            f"in {fit.wall_s:.0f} s (stopped by {fit.stopped_by}); report in {_shown(o.report_dir)}"
+            f"(campaign wall {fit.wall_s:.0f} s; stopped by {fit.stopped_by}); report in {_shown(o.report_dir)}"
             + (f"; profile {_shown(o.profile)}" if o.profile else "")
         )
 
@@ -72,3 +72,39 @@ def compare_main(system: str, measured: list[str], out: Path | None, runtime: fl
     render(rows, console, f"simulated ({system}) vs measured")
     if out is not None:
         console.print(f"compare.csv and plots in {out}")
+
+
+def status_main(spec: Path, out: Path | None, cases: list[str] | None, console: Any) -> None:
+    """``simrun calibrate SPEC --status``: how far each campaign's journal is (nothing run or written)."""
+    from simulator.calibration.calibrate import _hms, campaign_status
+    from simulator.calibration.report import display_value
+
+    for st in campaign_status(spec, cases=cases, report_dir=out):
+        name = st["campaign"] + (f" [{st['case']}]" if st["case"] else "")
+        console.print(f"[bold]{name}[/bold]: journal {_shown(st['journal'])}", highlight=False)
+        if st["running"]:
+            console.print(f"  running now (pid {st['running']} holds the lock)", highlight=False)
+        if not st["exists"]:
+            console.print("  no journal yet: nothing evaluated (the first run creates it)", highlight=False)
+            continue
+        h = st["header"]
+        console.print(f"  started {h.get('created')} at commit {h.get('commit')}"
+                      + (f"; evaluations from {st['sessions']} session(s)" if st["sessions"] else ""), highlight=False)
+        stages = ", ".join(f"{k} {v}" for k, v in st["stages"].items())
+        console.print(f"  evaluations: {st['evals']} of budget {st['max_evals']}" + (f" ({stages})" if stages else "")
+                      + f"; failed {st['failed']}"
+                      + ("; its last entry is cut off (dropped on resume)" if st["torn"] else ""), highlight=False)
+        left = max(0, st["max_evals"] - st["evals"])
+        per = st["recent_s_per_eval"]
+        eta = f"; ~{_hms(left * per)} left at the recent {per:.0f} s per evaluation" if per and left else ""
+        console.print(f"  campaign wall used: {_hms(st['wall_s'])} of budget {_hms(st['max_wall_s'])}{eta}", highlight=False)
+        b = st["best"]
+        if b is not None:
+            vals = ", ".join(f"{f.name}={display_value(b.values[k], f.unit_kind, f.integer)}" for k, f in st["params"].items())
+            console.print(f"  best loss so far: {b.loss:.4g} (rms log error {b.rms:.3f}), evaluation {b.n} ({b.stage}): {vals}",
+                          highlight=False, markup=False)
+        if st["differs"]:
+            console.print(f"  [red]inputs changed since it started: {', '.join(st['differs'])}[/red]: a resume refuses this journal "
+                          "(run the commit it was made with, or --fresh to start over)", highlight=False)
+        else:
+            console.print("  inputs unchanged: running the same command resumes it", highlight=False)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.calibration.journal import Journal, memo_key
 from simulator.calibration.problem import EvalResult, Problem
 from simulator.calibration.spec import quantity
 from simulator.errors import SimError
@@ -53,8 +54,10 @@ ProgressFn = Callable[[dict[str, Any]], None]
 
 
 class Optimizer:
-    def __init__(self, problem: Problem, runner: Callable[[list[dict[str, Any]]], list[Any]], progress: ProgressFn | None = None):
+    def __init__(self, problem: Problem, runner: Callable[[list[dict[str, Any]]], list[Any]], progress: ProgressFn | None = None,
+                 journal: Journal | None = None):
         self.p = problem
+        self.journal = journal
         self.spec = problem.spec
         self.runner = runner
         self.progress = progress
@@ -64,8 +67,17 @@ class Optimizer:
         self.history: list[dict[str, Any]] = []
         self.best: tuple[dict[str, Any], EvalResult] | None = None
         self.t0 = time.perf_counter()
+        # the campaign's wall clock: this session's time plus the wall of earlier sessions (a journaled
+        # evaluation moves it forward to the wall at which it finished, so a replay meets the budget as the
+        # original run did; time spent on evaluations cut off by an interruption is not counted)
+        self._clock0 = self.t0
         self.stage = "start"
         self.stopped_by = "converged"
+        self.resumed = 0  # evaluations taken from the journal in this session
+        self.simulated = 0  # evaluations simulated in this session
+        self._t_first_sim: float | None = None
+        self._best_seen = math.inf
+        self._best_seen_rms = math.nan
 
     # --------------------------------------------------------------------------- coordinates
     def values_of(self, x: np.ndarray) -> dict[str, Any]:
@@ -103,7 +115,11 @@ class Optimizer:
         return vals
 
     def _key(self, vals: dict[str, Any]) -> tuple:
-        return tuple((k, round(v, 12) if isinstance(v, float) else v) for k, v in sorted(vals.items()))
+        return memo_key(vals)
+
+    def wall(self) -> float:
+        """The campaign's wall clock, s (see __init__)."""
+        return time.perf_counter() - self._clock0
 
     # --------------------------------------------------------------------------- evaluation
     @property
@@ -111,7 +127,7 @@ class Optimizer:
         return len(self.history)
 
     def _remaining(self) -> int:
-        if time.perf_counter() - self.t0 > self.spec.budget.wall_s:
+        if self.wall() > self.spec.budget.wall_s:
             self.stopped_by = "wall time"
             return 0
         left = self.spec.budget.max_evals - self.n_evals
@@ -120,8 +136,10 @@ class Optimizer:
         return max(0, left)
 
     def evaluate(self, value_sets: list[dict[str, Any]]) -> list[EvalResult]:
-        """Evaluate (memoised, in one parallel batch); raises _BudgetExhausted when the budget is
-        used up (after evaluating what it still allows)."""
+        """Evaluate (memoised, journaled, in one parallel batch); raises _BudgetExhausted when the budget is
+        used up (after evaluating what it still allows). The batch's results enter the history in the order
+        of ``value_sets`` (not the order they finish in), so the history and the best point are a function
+        of the results alone."""
         todo: list[dict[str, Any]] = []
         seen = set()
         for v in value_sets:
@@ -133,20 +151,39 @@ class Optimizer:
         cut = len(todo) > left
         todo = todo[:left]
         if todo:
+            got_r: list[EvalResult | None] = [None] * len(todo)
+            miss: list[int] = []
+            for i, v in enumerate(todo):
+                e = self.journal.lookup(v) if self.journal is not None else None
+                if e is None:
+                    miss.append(i)
+                    continue
+                got_r[i] = self.journal.result_of(e)  # type: ignore[union-attr]
+                self._clock0 = min(self._clock0, time.perf_counter() - e.wall_s)
+                self.resumed += 1
+                self._tick(got_r[i])  # type: ignore[arg-type]
+            if miss:
+                if self._t_first_sim is None:
+                    self._t_first_sim = time.perf_counter()
+                batch = [todo[i] for i in miss]
 
-            def got(i: int, r: EvalResult) -> None:
-                self.memo[self._key(todo[i])] = (todo[i], r)
-                self._record(todo[i], r)
+                def got(j: int, r: EvalResult) -> None:
+                    if self.journal is not None:
+                        r = self.journal.record(batch[j], r, self.stage, self.wall())
+                    got_r[miss[j]] = r
+                    self.simulated += 1
+                    self._tick(r)
 
-            self.p.evaluate_many(todo, self.runner, got)
+                self.p.evaluate_many(batch, self.runner, got)
+            for v, r in zip(todo, got_r, strict=True):
+                self.memo[self._key(v)] = (v, r)  # type: ignore[assignment]
+                self._record(v, r)  # type: ignore[arg-type]
         if cut or (not todo and left == 0):
             raise _BudgetExhausted
         return [self.memo[self._key(v)][1] for v in value_sets]
 
     def _record(self, vals: dict[str, Any], r: EvalResult) -> None:
-        wall = time.perf_counter() - self.t0
-        row: dict[str, Any] = {"eval": len(self.history) + 1, "stage": self.stage, "loss": r.loss, "rms_log_error": r.rms,
-                               "wall_s": round(wall, 2)}
+        row: dict[str, Any] = {"eval": len(self.history) + 1, "stage": self.stage, "loss": r.loss, "rms_log_error": r.rms}
         for f in self.p.params:
             row[f.name] = vals[f.key]
         if r.failed:
@@ -154,12 +191,25 @@ class Optimizer:
         self.history.append(row)
         if math.isfinite(r.loss) and (self.best is None or r.loss < self.best[1].loss):
             self.best = (vals, r)
+
+    def eta_s(self, done: int) -> float | None:
+        """Seconds left at this session's rate of simulated evaluations (None before the first one)."""
+        if not self.simulated or self._t_first_sim is None:
+            return None
+        rate = (time.perf_counter() - self._t_first_sim) / self.simulated
+        return max(0, self.spec.budget.max_evals - done) * rate
+
+    def _tick(self, r: EvalResult) -> None:
+        """Progress after one evaluation finished (or was taken from the journal)."""
+        if math.isfinite(r.loss) and r.loss < self._best_seen:
+            self._best_seen, self._best_seen_rms = r.loss, r.rms
         if self.progress:
+            done = self.resumed + self.simulated
+            el = time.perf_counter() - self.t0
             self.progress({
-                "stage": self.stage, "evals": len(self.history), "max_evals": self.spec.budget.max_evals,
-                "best": self.best[1].loss if self.best else math.inf,
-                "best_rms": self.best[1].rms if self.best else math.nan,
-                "rate": len(self.history) / max(wall, 1e-9), "wall": wall,
+                "stage": self.stage, "evals": done, "max_evals": self.spec.budget.max_evals,
+                "best": self._best_seen, "best_rms": self._best_seen_rms, "resumed": self.resumed, "simulated": self.simulated,
+                "rate": self.simulated / max(el, 1e-9), "wall": el, "campaign_wall": self.wall(), "eta": self.eta_s(done),
             })
 
     def _f(self, x: np.ndarray) -> float:
@@ -290,5 +340,5 @@ class Optimizer:
             raise SimError("every evaluation failed" + (f" (first: {fails[0]})" if fails else ""))
         return FitResult(
             values=self.best[0], result=self.best[1], start_values=start, start_result=start_res,  # type: ignore[arg-type]
-            history=self.history, evals=len(self.history), wall_s=time.perf_counter() - self.t0, stopped_by=self.stopped_by,
+            history=self.history, evals=len(self.history), wall_s=self.wall(), stopped_by=self.stopped_by,
         )

@@ -667,6 +667,9 @@ def make_runner(executor: Executor | None) -> Callable[..., list[Any]]:
                     done(k, out[k])
             return out
         from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        from simulator.errors import SimError
 
         futs = {executor.submit(run_unit, u): k for k, u in enumerate(units)}
         try:
@@ -674,6 +677,10 @@ def make_runner(executor: Executor | None) -> Callable[..., list[Any]]:
                 k = futs[f]
                 try:
                     out[k] = f.result()
+                except BrokenProcessPool:
+                    # not a result of the parameters: every later unit would fail alike
+                    raise SimError("a worker process died (killed, or out of memory); the finished evaluations are "
+                                   "journaled: run the same command again to resume, perhaps with fewer --workers") from None
                 except Exception as e:
                     out[k] = e
                 if done is not None:

@@ -170,7 +170,6 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
         "rms_log_error": float(f"{fit.result.rms:.4g}"),
         "start_loss": float(f"{fit.start_result.loss:.6g}") if fit.start_result else None,
         "evaluations": fit.evals,
-        "wall_s": round(fit.wall_s, 1),
         "stopped_by": fit.stopped_by,
         "seed": problem.spec.seed,
         "latency_compared": problem.spec.loss.latency,
