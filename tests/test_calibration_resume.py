@@ -369,3 +369,26 @@ def test_a_batch_cut_by_the_budget_says_evaluations(tmp_path):
     fit = Optimizer(prob, make_runner(None)).run()
     assert fit.evals == 3 and fit.stopped_by == "evaluations"
     assert [h["stage"] for h in fit.history] == ["start", "sobol", "sobol"]
+
+
+def test_the_profiles_digest_follows_profile_files_and_names(tmp_path):
+    """A profile named by file beside the spec (and a library profile by name, with its nested profiles) is
+    resolved into the inputs' digest: a changed parameter in the file changes it, a changed source text does not."""
+    from simulator.calibration.journal import _digest, _profile_params
+
+    def digest() -> str:
+        out: dict = {}
+        _profile_params({"devices": [{"profile": "q.yaml"}], "cluster": {"profile": "clusters/croit_mach2"}}, out, tmp_path)
+        assert out["q.yaml"] is not None and out["clusters/croit_mach2"] is not None
+        assert "hdd/seagate_exos_2x14" in out  # nested in the cluster profile
+        return _digest(out)
+
+    q = {"kind": "queue", "params": {"servers": 2, "service": {"dist": "exponential", "mean": "1ms"}}, "sources": {"servers": "a"}}
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    a = digest()
+    q["sources"]["servers"] = "another reason"
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    assert digest() == a
+    q["params"]["servers"] = 3
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    assert digest() != a
