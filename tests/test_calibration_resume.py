@@ -392,3 +392,32 @@ def test_the_profiles_digest_follows_profile_files_and_names(tmp_path):
     q["params"]["servers"] = 3
     (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
     assert digest() != a
+
+
+@pytest.mark.parametrize(("glob", "local", "per_choice"), [("de", "powell", False), ("lhs", "nelder-mead", True)])
+def test_other_optimizers_replay_identically(tmp_path, monkeypatch, glob, local, per_choice):
+    """Differential evolution + Powell, and an LHS screen + Nelder-Mead per discrete choice (which picks its start
+    points from the memo): interrupted by Ctrl-C in the 7th unit and resumed, the same bytes as uninterrupted."""
+    import simulator.calibration.problem as problem
+
+    opt = {"global": {"method": glob, "n": 3, "maxiter": 1}, "local": {"method": local, "per_choice": per_choice}}
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = _run(_campaign(a, runtime="0.3s", optimizer=opt, budget={"max_evals": 14}), "--quiet")
+    assert r.exit_code == 0, r.output
+    real = problem.run_unit
+    calls = [0]
+
+    def unit(u):
+        calls[0] += 1
+        if calls[0] == 7:
+            raise KeyboardInterrupt
+        return real(u)
+
+    monkeypatch.setattr(problem, "run_unit", unit)
+    spec = _campaign(b, runtime="0.3s", optimizer=opt, budget={"max_evals": 14})
+    assert _run(spec, "--quiet").exit_code == 130
+    monkeypatch.setattr(problem, "run_unit", real)
+    r = _run(spec, "--quiet")
+    assert r.exit_code == 0, r.output
+    assert _timing(b)["reused_from_journal"] == 3 and _timing(b)["simulated_this_session"] >= 1
+    assert _outputs(b) == _outputs(a)
