@@ -369,3 +369,55 @@ def test_a_batch_cut_by_the_budget_says_evaluations(tmp_path):
     fit = Optimizer(prob, make_runner(None)).run()
     assert fit.evals == 3 and fit.stopped_by == "evaluations"
     assert [h["stage"] for h in fit.history] == ["start", "sobol", "sobol"]
+
+
+def test_the_profiles_digest_follows_profile_files_and_names(tmp_path):
+    """A profile named by file beside the spec (and a library profile by name, with its nested profiles) is
+    resolved into the inputs' digest: a changed parameter in the file changes it, a changed source text does not."""
+    from simulator.calibration.journal import _digest, _profile_params
+
+    def digest() -> str:
+        out: dict = {}
+        _profile_params({"devices": [{"profile": "q.yaml"}], "cluster": {"profile": "clusters/croit_mach2"}}, out, tmp_path)
+        assert out["q.yaml"] is not None and out["clusters/croit_mach2"] is not None
+        assert "hdd/seagate_exos_2x14" in out  # nested in the cluster profile
+        return _digest(out)
+
+    q = {"kind": "queue", "params": {"servers": 2, "service": {"dist": "exponential", "mean": "1ms"}}, "sources": {"servers": "a"}}
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    a = digest()
+    q["sources"]["servers"] = "another reason"
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    assert digest() == a
+    q["params"]["servers"] = 3
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    assert digest() != a
+
+
+@pytest.mark.parametrize(("glob", "local", "per_choice"), [("de", "powell", False), ("lhs", "nelder-mead", True)])
+def test_other_optimizers_replay_identically(tmp_path, monkeypatch, glob, local, per_choice):
+    """Differential evolution + Powell, and an LHS screen + Nelder-Mead per discrete choice (which picks its start
+    points from the memo): interrupted by Ctrl-C in the 7th unit and resumed, the same bytes as uninterrupted."""
+    import simulator.calibration.problem as problem
+
+    opt = {"global": {"method": glob, "n": 3, "maxiter": 1}, "local": {"method": local, "per_choice": per_choice}}
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = _run(_campaign(a, runtime="0.3s", optimizer=opt, budget={"max_evals": 14}), "--quiet")
+    assert r.exit_code == 0, r.output
+    real = problem.run_unit
+    calls = [0]
+
+    def unit(u):
+        calls[0] += 1
+        if calls[0] == 7:
+            raise KeyboardInterrupt
+        return real(u)
+
+    monkeypatch.setattr(problem, "run_unit", unit)
+    spec = _campaign(b, runtime="0.3s", optimizer=opt, budget={"max_evals": 14})
+    assert _run(spec, "--quiet").exit_code == 130
+    monkeypatch.setattr(problem, "run_unit", real)
+    r = _run(spec, "--quiet")
+    assert r.exit_code == 0, r.output
+    assert _timing(b)["reused_from_journal"] == 3 and _timing(b)["simulated_this_session"] >= 1
+    assert _outputs(b) == _outputs(a)
