@@ -168,6 +168,22 @@ def test_sigterm_stops_the_workers_and_says_how_to_resume(tmp_path):
     assert len(jf.entries) >= 2 and not jf.torn
 
 
+def _interrupt_at(monkeypatch, problem, n):
+    """Ctrl-C (a KeyboardInterrupt) in the ``n``-th simulated unit of ``problem.run_unit``; returns the
+    real ``run_unit`` (to put back for the resume)."""
+    real = problem.run_unit
+    calls = [0]
+
+    def unit(u):
+        calls[0] += 1
+        if calls[0] == n:
+            raise KeyboardInterrupt
+        return real(u)
+
+    monkeypatch.setattr(problem, "run_unit", unit)
+    return real
+
+
 def test_ctrl_c_stops_cleanly_and_resumes(reference, tmp_path, monkeypatch):
     """Ctrl-C (a KeyboardInterrupt in the 9th simulated unit): exit 130, a message saying how to resume, every
     journal line intact; the resume ends with the uninterrupted run's bytes."""
@@ -175,16 +191,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(reference, tmp_path, monkeypatch):
 
     d = tmp_path / "c"
     spec = _campaign(d)
-    real = problem.run_unit
-    calls = [0]
-
-    def unit(u):
-        calls[0] += 1
-        if calls[0] == 9:
-            raise KeyboardInterrupt
-        return real(u)
-
-    monkeypatch.setattr(problem, "run_unit", unit)
+    real = _interrupt_at(monkeypatch, problem, 9)
     r = _run(spec, "--quiet")
     assert r.exit_code == 130, r.output
     assert "interrupted" in r.output and "run the same command again to resume" in r.output.replace("\n", " ").lower()
@@ -404,16 +411,7 @@ def test_other_optimizers_replay_identically(tmp_path, monkeypatch, glob, local,
     a, b = tmp_path / "a", tmp_path / "b"
     r = _run(_campaign(a, runtime="0.3s", optimizer=opt, budget={"max_evals": 14}), "--quiet")
     assert r.exit_code == 0, r.output
-    real = problem.run_unit
-    calls = [0]
-
-    def unit(u):
-        calls[0] += 1
-        if calls[0] == 7:
-            raise KeyboardInterrupt
-        return real(u)
-
-    monkeypatch.setattr(problem, "run_unit", unit)
+    real = _interrupt_at(monkeypatch, problem, 7)
     spec = _campaign(b, runtime="0.3s", optimizer=opt, budget={"max_evals": 14})
     assert _run(spec, "--quiet").exit_code == 130
     monkeypatch.setattr(problem, "run_unit", real)
