@@ -10,8 +10,8 @@ written) were 149 MB resident with ``np.zeros`` and 0.6 MB with :func:`lazy_zero
 (``advise_huge``, meant to put a lazy table on huge pages once its headers were written, looked for
 the mapping as the array's ``base`` and never found it behind numpy's memoryview: it was a no-op, and
 is gone with its one use. Moving the compiled Ceph core's small dense arrays into one mapping on huge
-pages was tried and dropped: at 1,008 OSDs it made writes slower. See docs/design.md, "CPU per IO
-and memory of the compiled core at 1,008 OSDs".)
+pages was tried and dropped: at 1,008 OSDs it showed no gain. See docs/design.md, "CPU per IO and
+memory of the compiled core at 1,008 OSDs".)
 """
 
 from __future__ import annotations
