@@ -168,6 +168,22 @@ def test_sigterm_stops_the_workers_and_says_how_to_resume(tmp_path):
     assert len(jf.entries) >= 2 and not jf.torn
 
 
+def _interrupt_at(monkeypatch, problem, n):
+    """Ctrl-C (a KeyboardInterrupt) in the ``n``-th simulated unit of ``problem.run_unit``; returns the
+    real ``run_unit`` (to put back for the resume)."""
+    real = problem.run_unit
+    calls = [0]
+
+    def unit(u):
+        calls[0] += 1
+        if calls[0] == n:
+            raise KeyboardInterrupt
+        return real(u)
+
+    monkeypatch.setattr(problem, "run_unit", unit)
+    return real
+
+
 def test_ctrl_c_stops_cleanly_and_resumes(reference, tmp_path, monkeypatch):
     """Ctrl-C (a KeyboardInterrupt in the 9th simulated unit): exit 130, a message saying how to resume, every
     journal line intact; the resume ends with the uninterrupted run's bytes."""
@@ -175,16 +191,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(reference, tmp_path, monkeypatch):
 
     d = tmp_path / "c"
     spec = _campaign(d)
-    real = problem.run_unit
-    calls = [0]
-
-    def unit(u):
-        calls[0] += 1
-        if calls[0] == 9:
-            raise KeyboardInterrupt
-        return real(u)
-
-    monkeypatch.setattr(problem, "run_unit", unit)
+    real = _interrupt_at(monkeypatch, problem, 9)
     r = _run(spec, "--quiet")
     assert r.exit_code == 130, r.output
     assert "interrupted" in r.output and "run the same command again to resume" in r.output.replace("\n", " ").lower()
@@ -355,3 +362,60 @@ def test_fuzz_appended_junk_is_a_torn_line_or_refused(journal_bytes, tmp_path, j
     jf = _parse(tmp_path, data)
     if jf is not None:
         assert [e.loss for e in jf.entries] == [e.loss for e in ref.entries]
+
+
+def test_a_batch_cut_by_the_budget_says_evaluations(tmp_path):
+    """--max-evals smaller than the Sobol screen (the smoke test of a long campaign): the fit reports that the
+    evaluation budget stopped it, not convergence."""
+    from simulator.calibration.optimize import Optimizer
+    from simulator.calibration.problem import Problem, make_runner
+    from simulator.calibration.spec import load_spec
+
+    prob = Problem(load_spec(_campaign(tmp_path / "c", runtime="0.3s", budget={"max_evals": 3},
+                                       optimizer={"global": {"method": "sobol", "n": 8}, "local": {"method": "nelder-mead"}})))
+    fit = Optimizer(prob, make_runner(None)).run()
+    assert fit.evals == 3 and fit.stopped_by == "evaluations"
+    assert [h["stage"] for h in fit.history] == ["start", "sobol", "sobol"]
+
+
+def test_the_profiles_digest_follows_profile_files_and_names(tmp_path):
+    """A profile named by file beside the spec (and a library profile by name, with its nested profiles) is
+    resolved into the inputs' digest: a changed parameter in the file changes it, a changed source text does not."""
+    from simulator.calibration.journal import _digest, _profile_params
+
+    def digest() -> str:
+        out: dict = {}
+        _profile_params({"devices": [{"profile": "q.yaml"}], "cluster": {"profile": "clusters/croit_mach2"}}, out, tmp_path)
+        assert out["q.yaml"] is not None and out["clusters/croit_mach2"] is not None
+        assert "hdd/seagate_exos_2x14" in out  # nested in the cluster profile
+        return _digest(out)
+
+    q = {"kind": "queue", "params": {"servers": 2, "service": {"dist": "exponential", "mean": "1ms"}}, "sources": {"servers": "a"}}
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    a = digest()
+    q["sources"]["servers"] = "another reason"
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    assert digest() == a
+    q["params"]["servers"] = 3
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(q))
+    assert digest() != a
+
+
+@pytest.mark.parametrize(("glob", "local", "per_choice"), [("de", "powell", False), ("lhs", "nelder-mead", True)])
+def test_other_optimizers_replay_identically(tmp_path, monkeypatch, glob, local, per_choice):
+    """Differential evolution + Powell, and an LHS screen + Nelder-Mead per discrete choice (which picks its start
+    points from the memo): interrupted by Ctrl-C in the 7th unit and resumed, the same bytes as uninterrupted."""
+    import simulator.calibration.problem as problem
+
+    opt = {"global": {"method": glob, "n": 3, "maxiter": 1}, "local": {"method": local, "per_choice": per_choice}}
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = _run(_campaign(a, runtime="0.3s", optimizer=opt, budget={"max_evals": 14}), "--quiet")
+    assert r.exit_code == 0, r.output
+    real = _interrupt_at(monkeypatch, problem, 7)
+    spec = _campaign(b, runtime="0.3s", optimizer=opt, budget={"max_evals": 14})
+    assert _run(spec, "--quiet").exit_code == 130
+    monkeypatch.setattr(problem, "run_unit", real)
+    r = _run(spec, "--quiet")
+    assert r.exit_code == 0, r.output
+    assert _timing(b)["reused_from_journal"] == 3 and _timing(b)["simulated_this_session"] >= 1
+    assert _outputs(b) == _outputs(a)

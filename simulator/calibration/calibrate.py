@@ -261,7 +261,7 @@ def calibrate_loaded(
         problem.component_of_profile()
     n_workers = workers if workers is not None else (loaded.spec.workers or os.cpu_count() or 1)
     title = loaded.spec.name + (f" [{loaded.case}]" if loaded.case else "")
-    say = (lambda m: console.print(m, highlight=False, markup=False)) if (console is not None and progress) else (lambda m: None)
+    say = (lambda m: console.print(m, highlight=False, markup=False, soft_wrap=True)) if (console is not None and progress) else (lambda m: None)
     if report_only:
         date = date or _dt.date.today().isoformat()
         with open_executor(n_workers) as ex:
@@ -331,7 +331,7 @@ def _fit(problem: Problem, journal: Any, n_workers: int, title: str, progress: b
                 last[0] = s["wall"]
                 console.print(f"[{_hms(s['wall'])}] {s['evals']}/{s['max_evals']} evals ({s['resumed']} from the journal, "
                               f"{s['simulated']} simulated)  {info}  campaign wall {_hms(s['campaign_wall'])}  ETA {eta}",
-                              highlight=False, markup=False)
+                              highlight=False, markup=False, soft_wrap=True)
 
         runner = make_runner(ex)
         opt = Optimizer(problem, runner, cb, journal=journal)
@@ -374,6 +374,7 @@ def campaign_status(spec_path: str | Path, *, cases: list[str] | None = None, re
     evaluations journaled (of the budget), failed ones, best loss so far and its values, campaign wall, the
     stages, whether the current inputs still match (a resume would continue), and whether a calibration holds
     the work directory's lock now."""
+    import itertools
     import math
 
     from simulator.calibration.journal import _INPUT_NAMES, campaign_inputs, read_journal, work_dir
@@ -400,7 +401,8 @@ def campaign_status(spec_path: str | Path, *, cases: list[str] | None = None, re
             for e in jf.entries:
                 stages[e.stage] = stages.get(e.stage, 0) + 1
             walls = [e.wall_s for e in jf.entries]
-            gaps = [b - a for a, b in zip(walls[-11:-1], walls[-10:], strict=False) if b > a]
+            recent = walls[-11:]
+            gaps = [b - a for a, b in itertools.pairwise(recent) if b > a]
             st.update({"header": jf.header, "evals": len(jf.entries), "failed": sum(1 for e in jf.entries if e.failed),
                        "torn": jf.torn, "best": best, "wall_s": max(walls, default=0.0), "stages": stages,
                        "sessions": max((e.session for e in jf.entries), default=0), "differs": diff,

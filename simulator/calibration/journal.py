@@ -109,8 +109,9 @@ def _check_sum(obj: Any) -> bool:
 
 
 # ------------------------------------------------------------------------------------ inputs
-def _profile_params(obj: Any, out: dict[str, Any], depth: int = 0) -> None:
-    """The resolved parameters of every profile named (``profile:`` keys, nested) in ``obj``."""
+def _profile_params(obj: Any, out: dict[str, Any], base_dir: Path, depth: int = 0) -> None:
+    """The resolved parameters of every profile named (``profile:`` keys, nested) in ``obj``; a profile file
+    (``x.yaml``) is looked up as the spec's system does, relative to the spec's directory."""
     from simulator.devices.registry import load_profile
 
     if depth > 8:
@@ -118,17 +119,20 @@ def _profile_params(obj: Any, out: dict[str, Any], depth: int = 0) -> None:
     if isinstance(obj, dict):
         ref = obj.get("profile")
         if isinstance(ref, str) and ref not in out:
-            try:
-                params = load_profile(ref)["params"]
-            except ConfigError:
-                params = None  # validation reports it
+            params = None  # validation reports a profile that does not load
+            for kw in ({"base_dir": base_dir, "confined": True}, {}):
+                try:
+                    params = load_profile(ref, **kw)["params"]
+                    break
+                except ConfigError:
+                    continue
             out[ref] = params
-            _profile_params(params, out, depth + 1)
+            _profile_params(params, out, base_dir, depth + 1)
         for v in obj.values():
-            _profile_params(v, out, depth + 1)
+            _profile_params(v, out, base_dir, depth + 1)
     elif isinstance(obj, list):
         for v in obj:
-            _profile_params(v, out, depth + 1)
+            _profile_params(v, out, base_dir, depth + 1)
 
 
 def code_digest() -> str:
@@ -164,7 +168,7 @@ def campaign_inputs(problem: Any) -> dict[str, str]:
     items = [{"label": it.label, "measured": it.measured, "weight": it.weight, "labels": it.labels, "options": it.options,
               "predict": it.predict} for it in problem.items + problem.pred_items]
     prof: dict[str, Any] = {}
-    _profile_params([problem.base_system, problem._exp_raw], prof)
+    _profile_params([problem.base_system, problem._exp_raw], prof, loaded.dir)
     return {
         "spec": _digest({"spec": spec, "case": loaded.case}),
         "problem": _digest({"system": problem.base_system, "experiment": problem._exp_raw, "items": items,

@@ -179,6 +179,8 @@ class Optimizer:
                 self.memo[self._key(v)] = (v, r)  # type: ignore[assignment]
                 self._record(v, r)  # type: ignore[arg-type]
         if cut or (not todo and left == 0):
+            if self.stopped_by == "converged":  # the batch was cut to what the evaluation budget left
+                self.stopped_by = "evaluations"
             raise _BudgetExhausted
         return [self.memo[self._key(v)][1] for v in value_sets]
 

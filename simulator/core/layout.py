@@ -203,7 +203,15 @@ HI_MC_LOG = 43  # sectors appended so far: the log's write pointer
 HI_QWC = 44  # 1 = the mode is on
 HI_QW_N = 45
 HI_DIRECT = 46  # such writes written home directly (picked by the scheduler)
-NHI = 47
+# the write cache's index (``hidx[h]``, wcache_kernels' three hash maps): entries per map in use, a
+# power of two; the maps are rows [0, HI_IXCAP] of the drive's worst-case block (header at row
+# HI_IXCAP), doubled in place as HDD._grow_index does (loop._h_grow_index)
+HI_IXCAP = 47
+# the drive model's constant tables (zones ``hzt``, seek curve ``hsk``, seek interpolation ``htt``,
+# move estimates ``het``): one row per distinct set, shared by the drives of one model (a cluster of
+# 504 identical LUNs holds one copy that stays in cache, not 504)
+HI_PROF = 48
+NHI = 49
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2

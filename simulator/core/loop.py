@@ -139,6 +139,7 @@ from simulator.core.layout import (
     HI_HQ_CNT,
     HI_HQ_HEAD,
     HI_IDLE,
+    HI_IXCAP,
     HI_LINK,
     HI_LK_N,
     HI_MAXSEG,
@@ -156,6 +157,7 @@ from simulator.core.layout import (
     HI_NLIVE,
     HI_OUT,
     HI_OVERWRITES,
+    HI_PROF,
     HI_QD,
     HI_QW_N,
     HI_QWC,
@@ -667,7 +669,7 @@ def _h_fill_window(sp, h, now):
         n = st.hi[h, HI_N]
         K.enqueue(
             st.hcq[h], n, float(st.hext[h, e, 0]), float(st.hext[h, e, 1]), 1.0, now,
-            float(st.hext[h, e, 2]), 1.0, now, 0.0, st.hzt[h], st.hpar[h],
+            float(st.hext[h, e, 2]), 1.0, now, 0.0, st.hzt[st.hi[h, HI_PROF]], st.hpar[h],
         )  # fmt: skip
         st.hcr[h, n] = e
         st.hi[h, HI_N] = n + 1
@@ -697,8 +699,9 @@ def _h_dispatch(sp, d, h, now):
         st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0
         or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
     )
+    p = st.hi[h, HI_PROF]
     i, kind, t0, xs, tend = K.dispatch(
-        now, n, st.hcq[h], st.hzt[h], st.hpar[h], st.hsk[h], st.htt[h], st.hseg[h], mode, st.het[h]
+        now, n, st.hcq[h], st.hzt[p], st.hpar[h], st.hsk[p], st.htt[p], st.hseg[h], mode, st.het[p]
     )
     if i < 0:
         return
@@ -737,7 +740,7 @@ def _h_dispatch(sp, d, h, now):
     else:
         st.hi[h, HI_MECH] = -1
         st.hi[h, HI_WIN] -= 1
-        W.wc_unindex(st.hext[h], st.hidx[h], item)  # in flight: no longer joinable
+        W.wc_unindex(st.hext[h], _h_idx(sp, h), item)  # in flight: no longer joinable
         st.dacc[d, DA_BUSY] += tend - now
         st.hf[h, HF_MECH_END] = tend
         schedule(sp, now + (tend - now), EV_DESTAGE, d, item)
@@ -771,8 +774,8 @@ def _h_start_append(sp, d, h, now):
     if st.hf[h, HF_MC_BYTES] + st.hext[h, e0, W.E_NS] * st.hi[h, HI_SS] > st.hf[h, HF_MC_SIZE]:
         return False
     pre, rot = W.mc_append_start(
-        now, st.hpar[h], st.hseg[h], st.hsk[h], st.htt[h], st.hf[h, HF_MC_CYL], st.hi[h, HI_MC_LOG],
-        st.hf[h, HF_MC_SPT], st.hf[h, HF_MC_SETUP],
+        now, st.hpar[h], st.hseg[h], st.hsk[st.hi[h, HI_PROF]], st.htt[st.hi[h, HI_PROF]], st.hf[h, HF_MC_CYL],
+        st.hi[h, HI_MC_LOG], st.hf[h, HF_MC_SPT], st.hf[h, HF_MC_SETUP],
     )  # fmt: skip
     st.hi[h, HI_APPENDS] += 1
     st.hi[h, HI_BUSY] = 1
@@ -802,7 +805,7 @@ def _h_append_write(sp, d, h, now):
             break
         if st.hf[h, HF_MC_BYTES] + nb + b > st.hf[h, HF_MC_SIZE]:
             break
-        W.wc_unindex(ext, st.hidx[h], e)  # in the append: no longer joinable
+        W.wc_unindex(ext, _h_idx(sp, h), e)  # in the append: no longer joinable
         k += 1
         nb += b
     st.hi[h, HI_MC_INAPP] = k
@@ -829,7 +832,8 @@ def _h_append_done(sp, d, h, k, now):
         nb = ext[e, W.E_NS] * ss
         st.hi[h, HI_NDRAM] -= 1
         st.hf[h, HF_DIRTY_BYTES] -= nb
-        st.hi[h, HI_NLIVE] = W.wc_live_drop(ext, st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)  # out of the buffer
+        # out of the buffer
+        st.hi[h, HI_NLIVE] = W.wc_live_drop(ext, st.hlive[h], st.hi[h, HI_NLIVE], _h_idx(sp, h), e)
         st.hf[h, HF_MC_BYTES] += nb
         if st.hi[h, HI_FL_N] > 0:
             _h_count_flushes(sp, d, h, e, now)
@@ -847,7 +851,7 @@ def _h_enqueue_host(sp, d, h, r, now, lba, ns, w, ready, linkw):
     n = st.hi[h, HI_N]
     K.enqueue(
         st.hcq[h], n, float(lba), float(ns), float(w), now, float(seq), 0.0, ready, linkw,
-        st.hzt[h], st.hpar[h],
+        st.hzt[st.hi[h, HI_PROF]], st.hpar[h],
     )  # fmt: skip
     st.hcr[h, n] = r
     st.hi[h, HI_N] = n + 1
@@ -866,7 +870,7 @@ def _h_fits(sp, h, lba, nbytes):
     nseg = st.hi[h, HI_NDRAM] if st.hi[h, HI_WC] == W.WC_MEDIA else st.hi[h, HI_NDIRTY]
     if st.hi[h, HI_MAXSEG] > 0 and nseg >= st.hi[h, HI_MAXSEG]:
         ss = st.hi[h, HI_SS]
-        e, _how = W.wc_target(st.hext[h], st.hidx[h], lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
+        e, _how = W.wc_target(st.hext[h], _h_idx(sp, h), lba, nbytes // ss, st.hi[h, HI_MERGE] // ss)
         if e < 0:
             return False
     return True
@@ -882,9 +886,50 @@ def _h_rewindow(sp, h, e, now):
             ext = st.hext[h]
             K.enqueue(
                 cq, i, float(ext[e, W.E_LBA]), float(ext[e, W.E_NS]), 1.0, now, float(ext[e, W.E_SEQ]), 1.0, now,
-                0.0, st.hzt[h], st.hpar[h],
+                0.0, st.hzt[st.hi[h, HI_PROF]], st.hpar[h],
             )  # fmt: skip
             return
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _h_idx(sp, h):
+    """Drive ``h``'s write-cache index at its capacity: rows [0, HI_IXCAP] of each map of its block
+    (the header at row HI_IXCAP)."""
+    st = _ld(sp)
+    return st.hidx[h, :, : st.hi[h, HI_IXCAP] + 1]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _h_efree(fr, k):
+    """Entry ``k`` of a drive's free-slot stack ``fr``, stored as ``slot ^ (E - 1 - k)``: a fresh stack
+    (slots E - 1 ... 0 from the bottom, the lowest on top) is zeros, so lazy_zeros keeps the pages a
+    run never reaches out of memory (run.device_arrays)."""
+    return fr[k] ^ (fr.shape[0] - 1 - k)
+
+
+@njit(cache=True, _nrt=False)
+def _h_grow_index(sp, h, ns):
+    """HDD._grow_index in place: double drive ``h``'s index capacity until a write of ``ns`` sectors
+    leaves every map at most half full (at most its block, sized for the worst case), refilled from
+    the live extents (wc_reindex). Rows past the capacity are zeros, so the block costs memory only
+    for the capacity a run reaches (run.device_arrays: lazy_zeros)."""
+    st = _ld(sp)
+    c = st.hi[h, HI_IXCAP]
+    ix = st.hidx[h]
+    pg = ix[W.M_PAGE, c, 1]
+    need = max(st.hi[h, HI_NLIVE] + 1, ix[W.M_PAGE, c, 0] + ns // pg + 2)
+    c2 = c
+    while c2 // 2 < need and c2 < ix.shape[1] - 1:
+        c2 *= 2
+    if c2 == c:
+        return  # the block's worst case keeps it at most half full
+    for m in range(3):
+        for i in range(c + 1):
+            ix[m, i, 0] = 0
+            ix[m, i, 1] = 0
+    ix[W.M_PAGE, c2, 1] = pg
+    st.hi[h, HI_IXCAP] = c2
+    W.wc_reindex(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h, :, : c2 + 1])
 
 
 @njit(cache=True, _nrt=False)
@@ -899,8 +944,13 @@ def _h_accept(sp, d, h, r, now, lba, end):
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
     live = st.hlive[h]
+    c = st.hi[h, HI_IXCAP]
+    pages = st.hidx[h, W.M_PAGE, c, 0] + ns // st.hidx[h, W.M_PAGE, c, 1]
+    if st.hi[h, HI_NLIVE] >= c // 2 or pages + 2 > c // 2:
+        _h_grow_index(sp, h, ns)  # as HDD._put: every map stays at most half full
     nf = st.hi[h, HI_EFREE] - 1  # the free slot a new extent takes (wc_put, as the Python drive)
-    e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], st.hidx[h], lba, ns, st.hi[h, HI_MERGE] // ss, seq, st.hefree[h, nf])
+    e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], _h_idx(sp, h), lba, ns, st.hi[h, HI_MERGE] // ss, seq,
+                             _h_efree(st.hefree[h], nf))
     st.hi[h, HI_NLIVE] = nlive
     if how == 0:
         # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
@@ -1018,7 +1068,7 @@ def _h_admit(sp, d, h, r, now):
         par = st.hpar[h]
         seg = st.hseg[h]
         nlive = st.hi[h, HI_NLIVE]
-        if nlive > 0 and W.wc_dirty_hit(st.hidx[h], lba, end):
+        if nlive > 0 and W.wc_dirty_hit(_h_idx(sp, h), lba, end):
             st.hi[h, HI_DIRTY_READ_HITS] += 1  # every page it touches is dirty data in the buffer
             _h_read_hit(sp, d, h, r, now)
             return
@@ -1033,7 +1083,8 @@ def _h_admit(sp, d, h, r, now):
         st.hi[h, HI_SEQ] = seq
         n = st.hi[h, HI_N]
         if K.admit_read(
-            st.hcq[h], n, float(lba), float(end - lba), now, float(seq), now + st.hf[h, HF_OVH_R], st.hzt[h], par, seg
+            st.hcq[h], n, float(lba), float(end - lba), now, float(seq), now + st.hf[h, HF_OVH_R],
+            st.hzt[st.hi[h, HI_PROF]], par, seg
         ):
             _h_read_hit(sp, d, h, r, now)
             return
@@ -1122,9 +1173,10 @@ def _h_destage_done(sp, d, h, e, now):
         st.hf[h, HF_DIRTY_BYTES] -= nb
         if st.hi[h, HI_FL_N] > 0:
             _h_count_flushes(sp, d, h, e, now)
-        st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], st.hidx[h], e)
-    st.hefree[h, st.hi[h, HI_EFREE]] = e
-    st.hi[h, HI_EFREE] += 1
+        st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], _h_idx(sp, h), e)
+    k = st.hi[h, HI_EFREE]
+    st.hefree[h, k] = e ^ (st.hefree.shape[1] - 1 - k)  # _h_efree's coding
+    st.hi[h, HI_EFREE] = k + 1
     _h_release(sp, d, h, now)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from simulator.core import layout as L
 from simulator.core import loop
-from simulator.core.lazy import advise_huge, lazy_zeros
+from simulator.core.lazy import lazy_zeros
 from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
@@ -97,6 +97,9 @@ def _extent_slots(dev: Any) -> int:
         return dev._max_seg
     return max(1, int(dev._wc_size) // dev._ss)
 
+
+#: entries per map a drive's write-cache index starts with (the Python drive's start; loop._h_grow_index doubles it)
+INDEX_START = 128
 
 #: extent slots a media cache starts with beyond its DRAM stage's (a run grows them, see
 #: CompiledRun._grow_extents; the compiled Ceph core sizes them for the worst case, up to MC_SLOTS_MAX)
@@ -302,10 +305,17 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     hpar = np.zeros((nh, K.NPAR))
     hcq = np.zeros((nh, *cqs))
     hcr = np.zeros((nh, cqs[0]), np.int64)
-    hzt = np.zeros((nh, *zts))
-    hsk = np.zeros((nh, 2, K.NSEEK))
-    htt = np.zeros((nh, *tts))
-    het = np.zeros((nh, *ets))
+    # the drive models' constant tables, one row per distinct set (HI_PROF): drives of one model share it
+    prof: dict[bytes, int] = {}
+    prof_of = []
+    for d in hdds:
+        key = b"".join(np.ascontiguousarray(a, np.float64).tobytes() for a in (d._zt, d._sk, d._tt, d._et))
+        prof_of.append(prof.setdefault(key, len(prof)))
+    npf = max(len(prof), 1)
+    hzt = np.zeros((npf, *zts))
+    hsk = np.zeros((npf, 2, K.NSEEK))
+    htt = np.zeros((npf, *tts))
+    het = np.zeros((npf, *ets))
     hseg = np.zeros((nh, *segs))
     hi = np.zeros((nh, L.NHI), np.int64)
     hf = np.zeros((nh, L.NHF))
@@ -319,13 +329,19 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     hext = lazy_zeros((nh, E, W.NE), np.int64)
     hlive = lazy_zeros((nh, E), np.int64)
     hfl = lazy_zeros((nh, R + 1, L.NFL))
-    # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full
+    # the write cache's index (wcache_kernels: start/end/page hash maps), at most half full: a block per
+    # drive for the worst case, of which a run uses the first INDEX_START entries per map and doubles
+    # them as the Python drive does (loop._h_grow_index, HI_IXCAP); the rows beyond stay zeros, without
+    # memory (a 1,008-OSD write run touched nearly every page of 3 MB per drive when the maps were
+    # their blocks' full size)
     cap = max((W.wc_index_capacity(_extent_slots(d), int(d._wc_size), 4096) for d in hdds), default=0)
-    hidx = lazy_zeros((nh, 3, W.wc_index_rows(cap), 2), np.int64)  # zeros: memory only where used
+    rows = W.wc_index_rows(cap)
+    hidx = lazy_zeros((nh, 3, rows, 2), np.int64)
+    c0 = min(INDEX_START, rows - 1)
     for h, d in enumerate(hdds):
-        W.wc_init_index(hidx[h], d._pg)
-    advise_huge(hidx)  # probed at random: huge pages where a run's writes fill it (fewer TLB misses)
-    hefree = np.tile(np.arange(E - 1, -1, -1, dtype=np.int64), (nh, 1))
+        W.wc_init_index(hidx[h, :, : c0 + 1], d._pg)
+    # the free extent slots, a stack per drive stored as loop._h_efree codes them (a fresh stack is zeros)
+    hefree = lazy_zeros((nh, E), np.int64)
     hdq = lazy_zeros((nh, E), np.int64)
     hdr = lazy_zeros((nh, E), np.int64)  # media_cache: the DRAM stage's extents (hdq: the cleaning list)
     hqw = lazy_zeros((nh, R), np.int64)  # queued_write_candidates: the refused writes, oldest first
@@ -333,10 +349,12 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     link_row: dict[int, int] = {}
     for h, d in enumerate(hdds):
         hpar[h] = d._par
-        hzt[h] = d._zt
-        hsk[h] = d._sk
-        htt[h] = d._tt
-        het[h] = d._et
+        p = prof_of[h]
+        hi[h, L.HI_PROF] = p
+        hzt[p] = d._zt
+        hsk[p] = d._sk
+        htt[p] = d._tt
+        het[p] = d._et
         hseg[h] = d._seg
         hi[h, L.HI_MECH] = -1
         hi[h, L.HI_SEQ] = d._seq
@@ -359,6 +377,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
             hf[h, L.HF_MC_SETUP] = d._mc_setup
         hi[h, L.HI_MAXSEG] = d._max_seg
         hi[h, L.HI_EFREE] = E
+        hi[h, L.HI_IXCAP] = c0
         hi[h, L.HI_READHITS] = d.read_hits
         hi[h, L.HI_DESTAGED] = d.destaged
         hi[h, L.HI_DESTAGED_BYTES] = d.destaged_bytes
@@ -957,7 +976,8 @@ class CompiledRun:
         new = {name: np.zeros((nh, E2), np.int64) for name in rings}
         for h in range(nh):
             k = int(st.hi[h, L.HI_EFREE])
-            hefree[h, : E2 - E] = np.arange(E2 - 1, E - 1, -1)
+            # the new slots go under the stack (zeros in loop._h_efree's coding); the coded entries
+            # keep their values one level up: slot ^ (E - 1 - i) = slot ^ (E2 - 1 - (E2 - E + i))
             hefree[h, E2 - E : E2 - E + k] = st.hefree[h, :k]
             st.hi[h, L.HI_EFREE] = k + E2 - E
             for name, (ch, cc) in rings.items():
