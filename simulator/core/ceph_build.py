@@ -273,42 +273,10 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext, omi=omi, omap=omap,
         dc=_dcache.build(osds, _run_osds(imgs), n_tx, max((1 << img.order for img in imgs), default=1)),
     )  # fmt: skip
-    st = dense_on_huge_pages(st)
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
             "core_devices": dev_meta}
     refill(st, meta)
     return st, meta
-
-
-#: arrays of a state below this size move onto huge pages (numpy advises huge pages from 4 MiB on)
-HUGE_BELOW = 4 << 20
-
-
-def dense_on_huge_pages(st: Any) -> Any:
-    """``st`` (a CephState, with its device State and data caches) with its small dense arrays (each
-    owning its data, below :data:`HUGE_BELOW`) moved into one mapping on huge pages
-    (:func:`simulator.core.lazy.huge_copy`): the loop touches rows of hundreds of them at random
-    (per-OSD, per-shard, per-PG and per-drive tables), and at 1,008 OSDs their 4 KiB pages miss the
-    TLB. The lazily allocated tables (memory only where used) and numpy's own large arrays stay.
-    The same values, so the same results."""
-    from simulator.core.lazy import huge_copy, mapping_of
-
-    picked: dict[int, np.ndarray] = {}
-
-    def walk(t: Any) -> None:
-        for v in t:
-            if hasattr(v, "_fields"):
-                walk(v)
-            elif isinstance(v, np.ndarray) and v.base is None and v.nbytes < HUGE_BELOW and mapping_of(v) is None:
-                picked.setdefault(id(v), v)
-
-    walk(st)
-    new = dict(zip(picked, huge_copy(list(picked.values())), strict=True))
-
-    def rebuild(t: Any) -> Any:
-        return t._make(rebuild(v) if hasattr(v, "_fields") else new.get(id(v), v) for v in t)
-
-    return rebuild(st)
 
 
 def why_text(st: L.CephState) -> str:
