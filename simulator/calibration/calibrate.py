@@ -61,18 +61,14 @@ def open_executor(workers: int | None):
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    from simulator.experiment.runner import _init_worker, _quiet_pool_manager
+    from simulator.experiment.runner import _init_worker, stop_pool_now
 
     ctx = mp.get_context("fork" if os.name != "nt" else "spawn")
     ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(None, os.getpid()))
     try:
         yield ex
     except BaseException:
-        _quiet_pool_manager()
-        for proc in list((getattr(ex, "_processes", None) or {}).values()):
-            if proc.is_alive():
-                proc.terminate()
-        ex.shutdown(wait=False, cancel_futures=True)
+        stop_pool_now(ex)
         raise
     else:
         ex.shutdown(wait=True, cancel_futures=True)

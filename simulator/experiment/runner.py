@@ -252,6 +252,16 @@ def _scan_runs(out: Path, exp: Experiment, digest: str, keep: bool) -> tuple[dic
 
 
 # ------------------------------------------------------------------------------------ running
+def stop_pool_now(pool: Any) -> None:
+    """Stop a ProcessPoolExecutor at once (an interrupt): queued tasks cancelled, running workers
+    terminated, no wait; the manager thread's cancelled-future traceback silenced."""
+    _quiet_pool_manager()
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _quiet_pool_manager() -> None:
     """While a pool is torn down on an interrupt, CPython 3.11's executor manager thread may try to set
     a BrokenProcessPool result on a future that was just cancelled and print that InvalidStateError as
@@ -305,13 +315,9 @@ def _pool_run(pending: list[dict], n_workers: int, on_output: Callable[[RunOutpu
                 time.sleep(0.05)
     except BaseException:
         # stop now: queued tasks are cancelled, running workers terminated (their points rerun on resume)
-        _quiet_pool_manager()
         for f in futs if "futs" in locals() else []:
             f.cancel()
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            if proc.is_alive():
-                proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop_pool_now(pool)
         raise
     else:
         pool.shutdown(wait=True)
