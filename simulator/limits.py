@@ -355,6 +355,8 @@ def check_sweep_size(spec: Any, source: str | None = None) -> int:
                     source=source,
                     field=f"sweep.axes.{name}",
                 )
+    if sweep is not None:
+        n += len(sweep.reruns)
     runs = n * int(getattr(spec, "replications", 1))
     if runs > MAX_RUNS:
         raise ConfigError(

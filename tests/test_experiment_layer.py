@@ -205,6 +205,52 @@ def test_persist_state_carries_state_and_persist_by_splits_chains(tmp_path: Path
     assert one[("100g", "first")] != fresh[("100g", "first")]
 
 
+def test_reruns_join_the_end_of_their_sequence_with_a_pass_label(tmp_path: Path) -> None:
+    from simulator.experiment.load import load_experiment
+    from simulator.experiment.runner import plan_tasks
+
+    exp = load_experiment(EXP / "reruns.yaml")
+    chains = {t["points"][0][1]["region"]: [(p[1]["qd"], p[1]["pass"]) for p in t["points"]] for t in plan_tasks(exp)}
+    # the grid first (pass 1), then the reruns in the order listed, each in its own region's sequence
+    assert chains == {0: [(1, 1), (4, 1), (1, 2), (1, 3)], "100g": [(1, 1), (4, 1), (1, 2)]}
+
+    def by_label(out: Path) -> dict[tuple[str, str, str], dict[str, str]]:
+        return {(r["region"], r["qd"], r["pass"]): r for r in rows(out / "summary.csv")}
+
+    exp_path = str(EXP / "reruns.yaml")
+    simrun("run", exp_path, "--out", str(tmp_path / "persist"), "--workers", "1", "-q")
+    simrun("run", exp_path, "--out", str(tmp_path / "fresh"), "--workers", "1", "-q", "--set", "sweep.persist_state=false")
+    persist, fresh = by_label(tmp_path / "persist"), by_label(tmp_path / "fresh")
+    assert len(persist) == 7 and all(r["pass"] in ("1", "2", "3") for r in persist.values())
+    # its own sets apply to the rerun only
+    assert float(persist[("100g", "1", "2")]["read.total_ios"]) == 64
+    assert float(persist[("100g", "1", "1")]["read.total_ios"]) == 256
+    # a rerun on a new system is the same run as the grid's (replication seeds are shared by the points)
+    assert fresh[("0", "1", "2")]["read.lat_mean_ms"] == fresh[("0", "1", "1")]["read.lat_mean_ms"]
+    # on the sequence's system it reads the same 1 MiB again: from the drive's cache the grid's runs filled
+    assert float(persist[("0", "1", "2")]["read.lat_mean_ms"]) < 0.5 * float(persist[("0", "1", "1")]["read.lat_mean_ms"])
+
+
+@pytest.mark.parametrize(("rerun", "needle"), [
+    ("[{labels: {region: 0, qd: 2}}]", "sweep.reruns.0.labels: region=0, qd=2 is not a point of the sweep"),
+    ("[{labels: {region: 0}}]", "does not name the axes ['qd']"),
+    ("[{labels: {region: 0, qd: 1, disk: a}}]", "names ['disk'], which are not axes"),
+    ("[{labels: {region: 0, qd: 1}, sets: {workload.global.rw: nonsense}}]", "rw"),
+])
+def test_bad_rerun_is_one_clear_error(tmp_path: Path, rerun: str, needle: str) -> None:
+    out = tmp_path / "out"
+    r = simrun("run", str(EXP / "reruns.yaml"), "--out", str(out), "-q", "--set", f"sweep.reruns={rerun}", check=False)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_reruns_refuse_an_axis_named_pass(tmp_path: Path) -> None:
+    r = simrun("run", str(EXP / "persist.yaml"), "--out", str(tmp_path / "o"), "-q", "--set",
+               "sweep.reruns=[{labels: {region: 0, pass: first}}]", check=False)
+    assert r.returncode == 2 and "clashes with the label reruns add" in r.stderr and "Traceback" not in r.stderr
+
+
 # ------------------------------------------------------------------------------------------- bench
 def test_bench_reports_each_case() -> None:
     r = simrun("bench", "--ios", "2000", "--case", "queue-fio-qd16", "--case", "jobstats-add")

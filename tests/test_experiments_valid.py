@@ -32,7 +32,7 @@ def test_experiment_validates(path) -> None:
 
 def _expected_points(path) -> int:
     """Number of sweep points, counted from the YAML itself: the grid's product (or the zip's length)
-    minus the label combinations that an ``exclude`` entry matches."""
+    minus the label combinations that an ``exclude`` entry matches, plus the reruns."""
     raw = yaml.safe_load(path.read_text())
     sweep = raw.get("sweep")
     if not sweep:
@@ -50,4 +50,4 @@ def _expected_points(path) -> int:
                 return True
         return False
 
-    return sum(1 for c in combos if not excluded(c))
+    return sum(1 for c in combos if not excluded(c)) + len(sweep.get("reruns", []))  # each rerun: one more point

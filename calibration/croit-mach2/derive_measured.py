@@ -5,7 +5,7 @@
 Source: public repository croit/benchmarks, folder mach2-disks/results, commit
 942125b41e897affa2976ce0bd68c0fbedc47a44 (Ceph 14.2.5, fio 3.12 rbd engine, 4 KiB, numjobs 1,
 900 s per run; see ../shared/data/croit-mach2/PROVENANCE.md). The raw JSON is not copied into this
-repository; this script writes measured.csv (one row per file: IOPS, bandwidth, mean latency and
+repository; this script writes measured.csv (one row per file: its pass (2 = rerun after the sweep), IOPS, bandwidth, mean latency and
 fio's full completion-latency percentile list) with the source named, read through the same fio
 reader the simulator uses for every measured run.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import re
 import sys
+from datetime import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,7 +50,7 @@ def main(src: Path) -> Path:
         run = read_fio(f)
         job = run.merged()
         d = job.read if rw == "read" else job.write
-        row = {"pool": pool, "rw": "rand" + rw, "qd": qd, "fio_time": run.time.strip(), "runtime_s": round(d.runtime_s, 3),
+        row = {"pool": pool, "rw": "rand" + rw, "qd": qd, "pass": 0, "fio_time": run.time.strip(), "runtime_s": round(d.runtime_s, 3),
                "file": f.name}
         pre = d.name
         row[f"{pre}.total_ios"] = d.total_ios
@@ -61,6 +62,12 @@ def main(src: Path) -> Path:
             row[f"{pre}.p{p:g}_ms"] = round(d.clat.percentile_ns(p) / 1e6, 4)
         row[f"{pre}.frac_below_2ms"] = round(fraction_below(d.clat, 2e6), 3)
         rows.append(row)
+    # croit's loop ran QD outermost overnight; a run that started after a run of a higher QD was repeated the next
+    # morning (PROVENANCE.md: read-normal-4 is such a rerun, which replaced the night's file): pass 2, else 1
+    started = {id(r): datetime.strptime(" ".join(r["fio_time"].split()), "%a %b %d %H:%M:%S %Y") for r in rows}
+    for r in rows:
+        later = any(o["qd"] > r["qd"] and started[id(o)] < started[id(r)] for o in rows)
+        r["pass"] = 2 if later else 1
     order = {"mach2": 0, "normal": 1}
     rows.sort(key=lambda r: (r["qd"], order[r["pool"]], r["rw"]))
     cols: list[str] = []

@@ -91,13 +91,17 @@ Run = dict[tuple[Key, str], Value]
 
 def load_summary(out: Path, metrics: Sequence[str] = METRICS) -> Run:
     """(point, metric) -> Value from an experiment output directory's ``summary.csv`` (replication-combined
-    rows; the point's own direction only)."""
+    rows; the point's own direction only). Only the grid's runs: a rerun after the grid (``pass`` > 1,
+    the experiment's ``sweep.reruns``) follows every grid run of its sequence, so it changes none of them and
+    is not part of the comparison of compressed and full-length grid runs."""
     p = Path(out) / "summary.csv"
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no summary.csv (is it an experiment output directory?)")
     run: Run = {}
     with p.open(newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
+            if int(float(r.get("pass") or 1)) > 1:
+                continue
             key: Key = (r["mode"], int(float(r["qd"])), r["pool"], r["rw"])
             d = _direction(r["rw"])
             st, wu = _f(r.get(f"{d}.steady")), _f(r.get(f"{d}.warmup_s"))

@@ -33,6 +33,7 @@ from typing import Any
 from simulator.calibration.spec import DIRECTIONS, LoadedSpec, TargetSpec, metric_kind, quantity
 from simulator.config.base import get_dotted, load_yaml, set_dotted
 from simulator.errors import ConfigError
+from simulator.experiment.model import PASS_AXIS
 
 __all__ = ["EvalResult", "Item", "Problem", "read_csv_rows", "run_unit"]
 
@@ -465,7 +466,7 @@ class Problem:
                 desc = ",".join(f"{k}={v}" for k, v in labels.items())
                 qd_axis = next((a for a in labels if a in ("qd", "iodepth")), None)
                 qd = _num(labels[qd_axis]) if qd_axis else None
-                glabels = {k: v for k, v in labels.items() if k != qd_axis}
+                glabels = {k: v for k, v in labels.items() if k not in (qd_axis, PASS_AXIS)}  # a rerun stays on its curve
                 grp = ",".join(f"{k}={v}" for k, v in glabels.items())
                 items.append(Item(label=(t.label or path.stem) + ":" + desc, target=idx, predict=predict, weight=t.weight,
                                   kind="csv", measured=measured, labels=labels, row=dict(r), iodepth=qd, group=grp,
@@ -531,12 +532,14 @@ class Problem:
             if any(p.raw.get("system") != exp.points[0].raw.get("system") for p in exp.points):
                 raise ConfigError("a sweep axis of the experiment changes the system; a calibration needs one system "
                                   "(fix such axes with sets:)", source=self.src, field="experiment")
+            from simulator.experiment.load import axis_names
+
             for it in self.items + self.pred_items:
                 hits = [p for p in exp.points if all(_norm(p.labels.get(a)) == _norm(v) for a, v in it.labels.items())]
                 if len(hits) != 1:
                     raise ConfigError(
                         f"row {it.label} matches {len(hits)} points of the experiment (needs exactly 1; "
-                        f"axes: {', '.join(exp.spec.sweep.axes) if exp.spec.sweep else 'none'})",
+                        f"axes: {', '.join(axis_names(exp.spec)) or 'none'})",
                         source=self.src, field=f"{'predict' if it.predict else 'targets'}.{it.target}.match",
                     )
 

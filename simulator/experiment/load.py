@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from simulator.config.base import load_yaml, parse_scalar, set_dotted
 from simulator.errors import ConfigError
 from simulator.experiment.execute import point_digest, prepare_point
-from simulator.experiment.model import ExperimentSpec
+from simulator.experiment.model import PASS_AXIS, ExperimentSpec
 from simulator.experiment.references import check_references, project_root
 from simulator.limits import check_run_size, check_sweep_size
 
@@ -124,7 +125,7 @@ def apply_sets(raw: Any, sets: list[tuple[str, Any]], source: str) -> Any:
     return raw
 
 
-def _axis_points(spec: ExperimentSpec) -> list[tuple[dict[str, Any], list[tuple[str, Any]]]]:
+def _axis_points(spec: ExperimentSpec, source: str = "<experiment>") -> list[tuple[dict[str, Any], list[tuple[str, Any]]]]:
     sweep = spec.sweep
     if sweep is None:
         return [({}, [])]
@@ -146,7 +147,25 @@ def _axis_points(spec: ExperimentSpec) -> list[tuple[dict[str, Any], list[tuple[
             continue
         sets = [kv for _, _, kvs in combo for kv in kvs]
         points.append((labels, sets))
-    return points
+    if not sweep.reruns:
+        return points
+    grid = {_label_key(labels): (labels, sets) for labels, sets in points}
+    passes = dict.fromkeys(grid, 1)
+    out = [({**labels, PASS_AXIS: 1}, sets) for labels, sets in points]
+    for i, rr in enumerate(sweep.reruns):
+        key = _label_key(rr.labels)
+        if key not in grid:
+            want = ", ".join(f"{a}={v}" for a, v in rr.labels.items())
+            raise ConfigError(f"{want} is not a point of the sweep (a label that is not on its axis, or excluded)",
+                              source=source, field=f"sweep.reruns.{i}.labels")
+        passes[key] += 1
+        labels, sets = grid[key]
+        out.append(({**labels, PASS_AXIS: passes[key]}, [*sets, *rr.sets.items()]))
+    return out
+
+
+def _label_key(labels: dict[str, Any]) -> tuple:
+    return tuple(sorted((str(a), str(v)) for a, v in labels.items()))
 
 
 def _excluded(labels: dict[str, Any], ex: dict[str, Any]) -> bool:
@@ -160,7 +179,16 @@ def _excluded(labels: dict[str, Any], ex: dict[str, Any]) -> bool:
 def _axis_labels(spec: ExperimentSpec) -> dict[str, list[str]]:
     if spec.sweep is None:
         return {}
-    return {name: [str(v) for v in (a.values if isinstance(a.values, list) else a.values.keys())] for name, a in spec.sweep.axes.items()}
+    out = {name: [str(v) for v in (a.values if isinstance(a.values, list) else a.values.keys())] for name, a in spec.sweep.axes.items()}
+    if spec.sweep.reruns:
+        most = max(Counter(_label_key(r.labels) for r in spec.sweep.reruns).values())
+        out[PASS_AXIS] = [str(k) for k in range(1, most + 2)]
+    return out
+
+
+def axis_names(spec: ExperimentSpec) -> list[str]:
+    """The labels every row of the experiment carries: the sweep's axes, and ``pass`` when it has reruns."""
+    return list(_axis_labels(spec))
 
 
 def _check_report(spec: ExperimentSpec, source: str) -> None:
@@ -227,7 +255,7 @@ def load_experiment(
     _check_report(spec, source)
     check_references(list(spec.reference), list(_axis_labels(spec)), path)
     points: list[Point] = []
-    for i, (labels, kvs) in enumerate(_axis_points(spec)):
+    for i, (labels, kvs) in enumerate(_axis_points(spec, source)):
         praw = apply_sets(raw, kvs, f"{source}: sweep")
         pspec, jobs = prepare_point(praw, source, path.parent)
         check_run_size(jobs, pspec.system, source)

@@ -149,6 +149,22 @@ class AxisSpec(ConfigModel):
         return self
 
 
+class RerunSpec(ConfigModel):
+    """A sweep point run once more after the grid: a measured sequence that repeated some runs at its end
+    (croit's sweep reran three reads the next morning, and the published file of one of them is the rerun).
+    With ``persist_state`` the rerun joins the end of its sequence and starts from the state the sequence left."""
+
+    labels: dict[str, str | int | float] = Field(description="axis -> label of the grid point to run again; every axis named")
+    sets: dict[str, Any] = Field(
+        default_factory=dict,
+        description="dotted overrides for this rerun only, applied after the point's own (e.g. a shorter runtime)",
+    )
+
+
+#: the label that tells a rerun's row from the grid's run of the same point (see SweepSpec.reruns)
+PASS_AXIS = "pass"
+
+
 class SweepSpec(ConfigModel):
     """Grid (cartesian product, first axis outermost) or zip (lock-step) over named axes."""
 
@@ -169,6 +185,12 @@ class SweepSpec(ConfigModel):
         description="with persist_state: axes whose labels split the points into independent sequences "
         "(e.g. [pool] when two pools share no state); the sequences run in parallel",
     )
+    reruns: list[RerunSpec] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="grid points run again after the grid, in this order (at most 1000); every row then carries "
+        "the extra label 'pass': 1 for the grid's run, 2 for a point's first rerun, and so on",
+    )
 
     @model_validator(mode="after")
     def _zip_lengths(self) -> SweepSpec:
@@ -179,6 +201,14 @@ class SweepSpec(ConfigModel):
             for a in ex:
                 if a not in self.axes:
                     raise ValueError(f"exclude names {a!r}, which is not an axis")
+        if self.reruns and PASS_AXIS in self.axes:
+            raise ValueError(f"an axis named {PASS_AXIS!r} clashes with the label reruns add; rename the axis")
+        for i, rr in enumerate(self.reruns):
+            if set(rr.labels) != set(self.axes):
+                missing = sorted(set(self.axes) - set(rr.labels))
+                extra = sorted(set(rr.labels) - set(self.axes))
+                what = f"does not name the axes {missing}" if missing else f"names {extra}, which are not axes"
+                raise ValueError(f"reruns.{i}.labels {what} (a rerun names one label of every axis)")
         if self.mode == "zip":
             lens = {len(a.values) for a in self.axes.values()}
             if len(lens) > 1:

@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from simulator.experiment.load import axis_names
 from simulator.experiment.references import norm as _norm
 from simulator.experiment.references import reference_rows
 from simulator.experiment.runner import ExperimentRun, atomic_write_text
@@ -70,7 +71,7 @@ def ratio_rows(run: ExperimentRun, points: list[PointSummary]) -> list[dict[str,
     spec = run.experiment.spec.report.ratio
     if spec is None:
         return []
-    others = [a for a in (run.experiment.spec.sweep.axes if run.experiment.spec.sweep else {}) if a != spec.axis]
+    others = [a for a in axis_names(run.experiment.spec) if a != spec.axis]
     groups: dict[tuple, dict[str, PointSummary]] = {}
     for p in points:
         key = tuple(_norm(p.labels.get(a)) for a in others)
@@ -94,7 +95,7 @@ def render_tables(run: ExperimentRun, points: list[PointSummary], comparisons: l
 
     exp = run.experiment
     metrics = metric_names(points, exp.spec.report.metrics)
-    axes = list(exp.spec.sweep.axes) if exp.spec.sweep else []
+    axes = axis_names(exp.spec)
     t = Table(title=f"{exp.name}: simulated (mean ± 95% CI half-width)", show_lines=False)
     if len(metrics) > 8 and len(points) <= 12:  # wide: one column per point
         t.add_column("metric")
