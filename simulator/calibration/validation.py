@@ -813,6 +813,20 @@ HDD_QD_NOTES = (
     "lower ... than that of a single SCSI Quantum Atlas 10K drive') and states WCE for its sequential SCSI runs, not "
     "for the random ones; its QD32 row's 1.1 IOs per revolution is the IDE section's 'the same number we saw from "
     "tests on our 10K RPM SCSI drives'."
+    " Checked again on 2026-11-28 (per-miss table, sources and sensitivity runs in "
+    "`calibration/reference/hdd_qd_misses.md`): no mechanism or parameter for any of the 12 misses could be sourced, "
+    "so nothing changed (28 of 40). Findings: (i) the media-cache drives' sustained write rate is exactly "
+    "proportional to the DRAM's 16 dirty segments, a class assumption (X24 QD32 with the cache as shipped: 537/s "
+    "at 16, 1,071/s at 32, measured 749), so every write-cache-on prediction for the Seagate media-cache drives "
+    "rests on that unsourced number, and the X24 (749) and the Exos M (341), modelled alike, cannot both follow "
+    "from any DRAM-side value; (ii) one verify revolution per media write would take the HAMR rows to +21/+24/+40 % "
+    "(about two would be needed), but no source says HAMR drives verify writes or gives a per-write laser cost "
+    "(the preheat patents US 12,125,509, US 9,916,851, US 8,441,909 and US 9,240,205 give none; Seagate's Idle Read "
+    "After Write runs only when idle); (iii) for the Atlas 10K's writes, Windows 2000 before SP3 sent no "
+    "write-through commands to write-caching disks (Microsoft KB 332023), so its equal read and write rates point "
+    "to the drive's cache being off in the random runs, which the fit policy would allow to be set from the data, "
+    "but the table states 'on'; (iv) no Quantum manual found gives the Fireball's write-cache segment count (the "
+    "Fireball Plus AS manual describes immediate destage with adaptive segments, no count)."
 )
 
 
