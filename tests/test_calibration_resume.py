@@ -168,6 +168,22 @@ def test_sigterm_stops_the_workers_and_says_how_to_resume(tmp_path):
     assert len(jf.entries) >= 2 and not jf.torn
 
 
+def _sigterm_is_default() -> bool:
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_worker_dies_on_sigterm_even_inside_a_compiled_run():
+    """The pool's workers take SIGTERM's default action, not calibrate's SIGTERM-as-Ctrl-C handler inherited
+    through fork: a Python handler runs only when a compiled core returns to the interpreter, so a worker
+    stopped by stop_pool_now went on with its run for minutes (a 900 s croit chain, 2026-11-28)."""
+    from simulator.calibration.calibrate import _sigterm_as_interrupt, open_executor
+
+    with _sigterm_as_interrupt():
+        assert not _sigterm_is_default()  # the main process's handler is in place while the workers fork
+        with open_executor(2) as ex:
+            assert all(ex.submit(_sigterm_is_default).result(timeout=60) for _ in range(4))
+
+
 def _interrupt_at(monkeypatch, problem, n):
     """Ctrl-C (a KeyboardInterrupt) in the ``n``-th simulated unit of ``problem.run_unit``; returns the
     real ``run_unit`` (to put back for the resume)."""

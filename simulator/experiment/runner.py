@@ -180,6 +180,10 @@ def _init_worker(queue: Any, ppid: int) -> None:
     global _QUEUE
     _QUEUE = queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides what Ctrl-C does
+    # a SIGTERM (the main process stopping the pool, stop_pool_now) ends the worker at once: a Python handler
+    # inherited through fork (calibrate's SIGTERM-as-Ctrl-C) would only run when a compiled core returns to
+    # the interpreter, minutes later, and the worker would finish its run first (seen 2026-11-28)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_watch_parent, args=(ppid,), daemon=True).start()
 
 
