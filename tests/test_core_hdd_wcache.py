@@ -279,7 +279,7 @@ def test_hdd_media_cache_identical_to_python(case, seed):
 def test_hdd_media_cache_table_grows_in_a_run_identical():
     """Thousands of 4 KiB random writes into a media cache cleaned only at idle: more extents wait
     in it than the compiled run's first table holds (run.MC_SLOTS_START), so the run grows its table
-    between events (CompiledRun._grow_extents); the result is still identical to Python's."""
+    in place (loop._h_grow_extents); the result is still identical to Python's."""
     from simulator.core.run import MC_SLOTS_START
 
     job = {**_BASE, "rw": "randwrite", "iodepth": 32, "number_ios": 9000}
@@ -360,9 +360,9 @@ def test_media_trace_is_still_refused_by_name():
 
 
 def test_bluestore_over_a_small_media_cache_identical():
-    """The compiled Ceph core over MACH.2 LUNs with a media cache small enough for its fixed table
-    (64 MiB per drive: 65,537 extents per LUN at most, run.MC_SLOTS_MAX allows 2^20) behind the block
-    layer: identical to the Python model, appends and cleaning writes included."""
+    """The compiled Ceph core over MACH.2 LUNs with a small media cache (64 MiB per drive: 65,537
+    extents per LUN at most) behind the block layer: identical to the Python model, appends and
+    cleaning writes included (a media cache over the table's start: test_core_media_cache_growth.py)."""
     from test_core_ceph_devices import _check_identical, _drives, _params
 
     dev = {"kind": "hdd", "profile": MACH2, "params": {"cache": {"write_cache": "media_cache", "media_cache_size": "64MiB"}}}

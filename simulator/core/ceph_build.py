@@ -319,11 +319,6 @@ def _core_device(dev: Any) -> tuple[Any, int, str | None]:
         return None, 0, f"{top.path}: a block layer over a queue device (the stand-in's queue devices are compiled without a block layer)"
     if kind == DL.DK_QUEUE:
         return None, 0, f"{top.path}: a queue device"
-    from simulator.core.run import fixed_table_why
-
-    why = fixed_table_why([top])
-    if why:
-        return None, 0, why
     return top, shift, None
 
 
@@ -550,6 +545,7 @@ def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | Non
     BlueStore, or a data device of neither kind (its reason). Only the OSDs ``images`` reach
     (default: every image's) are read from."""
     run = _run_osds(list(cluster.images.values()) if images is None else list(images))
+    tops: list[Any] = []
     for o in cluster.osds:
         if o.id not in run:
             continue
@@ -560,9 +556,10 @@ def _read_device_why(cluster: Any, images: list[Any] | None = None) -> str | Non
             top, _shift, why = _core_device(bs.dev)
             if why is None:
                 why = _ssd_read_why(top, list(cluster.images.values()) if images is None else list(images))
+                tops.append(top)
             if why is not None:  # neither kind of device row
                 return f"osd.{o.id}: device {bs.dev.path} ({type(bs.dev).__name__}): {why}"
-    return None
+    return _hdd_shapes_why(tops)
 
 
 def _ssd_read_why(top: Any, images: list[Any]) -> str | None:
@@ -594,7 +591,7 @@ def unsupported_reads(cluster: Any, images: list[Any] | None = None) -> str | No
     dwhy = _read_device_why(cluster, images)
     if dwhy:
         return (f"reads of written objects need BlueStore on queue devices or the device core's "
-                f"(HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, LUNs, block layers over these): {dwhy}")
+                f"(HDDs with the write cache off, volatile, persistent or a media cache, LUNs, block layers over these): {dwhy}")
     return _onode_coverage(cluster)
 
 
@@ -630,7 +627,7 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
                 top, _shift, why = _core_device(d)
                 if why:
                     return (f"osd.{o.id}: device {d.path} ({type(d).__name__}): {why} (the write path covers queue "
-                            "devices, and HDDs with the write cache off, volatile, persistent or a media cache of up to 2^20 extents, dual-actuator drives and their "
+                            "devices, and HDDs with the write cache off, volatile, persistent or a media cache, dual-actuator drives and their "
                             "LUNs, SSDs, block layers over these, through partitions)")
                 tops.append(top)
                 continue
@@ -645,17 +642,18 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
 
 
 def _hdd_shapes_why(tops: list[Any]) -> str | None:
-    """The device core stacks its HDDs' kernel tables: the HDDs below ``tops`` need one shape."""
+    """The device core stacks its HDDs' kernel tables: the HDDs below ``tops`` need one shape, and
+    their worst-case extent blocks must fit the address space it reserves (run.fixed_table_why)."""
     if not tops:
         return None
     from simulator.core import layout as DL
-    from simulator.core.run import _dev_kind, device_closure
+    from simulator.core.run import _dev_kind, device_closure, fixed_table_why
 
     shapes = {(h._cq.shape, h._zt.shape, h._tt.shape, h._et.shape, h._seg.shape): h.path
               for h in device_closure(tops)[0] if _dev_kind(h)[0] == DL.DK_HDD}
     if len(shapes) > 1:
         return f"HDDs with different table shapes in one run ({', '.join(sorted(shapes.values())[:2])}): drive the images of one drive kind"
-    return None
+    return fixed_table_why(tops)
 
 
 def _draw(rand: Any, need: int) -> np.ndarray:

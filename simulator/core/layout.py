@@ -211,7 +211,12 @@ HI_IXCAP = 47
 # move estimates ``het``): one row per distinct set, shared by the drives of one model (a cluster of
 # 504 identical LUNs holds one copy that stays in cache, not 504)
 HI_PROF = 48
-NHI = 49
+# the extent table's slots in use (``hext``/``hlive``/``hefree``/``hdq``/``hdr`` rows [0, HI_ECAP) of the
+# drive's worst-case block): the free-slot stack is coded against it (loop._h_efree) and the rings of
+# extents (cleaning list, DRAM stage) wrap at it; doubled in place when the stack runs empty, as
+# HDD._grow does (loop._h_grow_extents)
+HI_ECAP = 49
+NHI = 50
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2

@@ -133,6 +133,7 @@ from simulator.core.layout import (
     HI_DQ_HEAD,
     HI_DR_CNT,
     HI_DR_HEAD,
+    HI_ECAP,
     HI_EFREE,
     HI_FL_N,
     HI_FUA_OK,
@@ -663,7 +664,7 @@ def _h_stream_hit(sp, d, h, r, now, end):
 def _h_fill_window(sp, h, now):
     st = _ld(sp)
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
-        e = _ring_pop(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
+        e = _ring_pop(st.hdq[h, : st.hi[h, HI_ECAP]], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
         if st.hi[h, HI_WC] != W.WC_MEDIA:
             st.hext[h, e, W.E_WIN] = 1  # in the destage window: still joinable until dispatched
         n = st.hi[h, HI_N]
@@ -794,8 +795,8 @@ def _h_append_write(sp, d, h, now):
     st = _ld(sp)
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
+    cap = st.hi[h, HI_ECAP]
     ring = st.hdr[h]
-    cap = ring.shape[0]
     k = 0
     nb = 0
     while k < st.hi[h, HI_DR_CNT]:
@@ -828,7 +829,7 @@ def _h_append_done(sp, d, h, k, now):
     ss = st.hi[h, HI_SS]
     ext = st.hext[h]
     for _ in range(k):
-        e = _ring_pop(st.hdr[h], st.hi[h], HI_DR_HEAD, HI_DR_CNT)
+        e = _ring_pop(st.hdr[h, : st.hi[h, HI_ECAP]], st.hi[h], HI_DR_HEAD, HI_DR_CNT)
         nb = ext[e, W.E_NS] * ss
         st.hi[h, HI_NDRAM] -= 1
         st.hf[h, HF_DIRTY_BYTES] -= nb
@@ -837,7 +838,7 @@ def _h_append_done(sp, d, h, k, now):
         st.hf[h, HF_MC_BYTES] += nb
         if st.hi[h, HI_FL_N] > 0:
             _h_count_flushes(sp, d, h, e, now)
-        _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)  # to be cleaned home later
+        _ring_push(st.hdq[h, : st.hi[h, HI_ECAP]], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)  # to be cleaned home later
         st.hi[h, HI_NDIRTY] += 1
     st.hi[h, HI_MC_INAPP] = 0
     _h_release(sp, d, h, now)
@@ -900,11 +901,45 @@ def _h_idx(sp, h):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _h_efree(fr, k):
-    """Entry ``k`` of a drive's free-slot stack ``fr``, stored as ``slot ^ (E - 1 - k)``: a fresh stack
-    (slots E - 1 ... 0 from the bottom, the lowest on top) is zeros, so lazy_zeros keeps the pages a
-    run never reaches out of memory (run.device_arrays)."""
-    return fr[k] ^ (fr.shape[0] - 1 - k)
+def _h_efree(fr, cap, k):
+    """Entry ``k`` of a drive's free-slot stack ``fr`` whose table has ``cap`` slots (HI_ECAP), stored as
+    ``slot ^ (cap - 1 - k)``: a fresh stack (slots cap - 1 ... 0 from the bottom, the lowest on top) is
+    zeros, so lazy_zeros keeps the pages a run never reaches out of memory (run.device_arrays)."""
+    return fr[k] ^ (cap - 1 - k)
+
+
+@njit(cache=True, _nrt=False)
+def _h_grow_extents(sp, h):
+    """HDD._grow in place: drive ``h``'s free-slot stack is empty; double its extent table's capacity
+    HI_ECAP within the drive's worst-case block (run.device_arrays sizes it so this never reaches
+    its end). The new slots go under the stack (zeros in _h_efree's coding: slots 2c - 1 ... c from
+    the bottom), so the next slots taken are c, c + 1, ... as in the Python drive; the coded entries
+    move up by c and keep their values (slot ^ (c - 1 - i) = slot ^ (2c - 1 - (c + i))). The rings of
+    extents (cleaning list, DRAM stage) wrap at the capacity: the part wrapped to their start moves
+    behind the old end. Rows past the capacity stay zeros, untouched: memory follows the extents a
+    run holds (lazy_zeros), not the block."""
+    st = _ld(sp)
+    c = st.hi[h, HI_ECAP]
+    c2 = min(2 * c, st.hext.shape[1])
+    g = c2 - c
+    fr = st.hefree[h]
+    k = st.hi[h, HI_EFREE]
+    for i in range(k - 1, -1, -1):
+        fr[i + g] = fr[i]
+    for i in range(g):
+        fr[i] = 0
+    st.hi[h, HI_EFREE] = k + g
+    _unwrap(st.hdq[h], st.hi[h, HI_DQ_HEAD] + st.hi[h, HI_DQ_CNT] - c, c)
+    _unwrap(st.hdr[h], st.hi[h, HI_DR_HEAD] + st.hi[h, HI_DR_CNT] - c, c)
+    st.hi[h, HI_ECAP] = c2
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _unwrap(ring, wrap, c):
+    """A ring of capacity ``c`` grows (its head stays): its ``wrap`` entries past the old end, stored
+    from index 0, move behind it (at most ``c`` of them: they fit below 2c)."""
+    for i in range(wrap):
+        ring[c + i] = ring[i]
 
 
 @njit(cache=True, _nrt=False)
@@ -948,9 +983,11 @@ def _h_accept(sp, d, h, r, now, lba, end):
     pages = st.hidx[h, W.M_PAGE, c, 0] + ns // st.hidx[h, W.M_PAGE, c, 1]
     if st.hi[h, HI_NLIVE] >= c // 2 or pages + 2 > c // 2:
         _h_grow_index(sp, h, ns)  # as HDD._put: every map stays at most half full
+    if st.hi[h, HI_EFREE] == 0:
+        _h_grow_extents(sp, h)  # as HDD._put: a full table doubles before a new extent may need a slot
     nf = st.hi[h, HI_EFREE] - 1  # the free slot a new extent takes (wc_put, as the Python drive)
     e, how, nlive = W.wc_put(ext, live, st.hi[h, HI_NLIVE], _h_idx(sp, h), lba, ns, st.hi[h, HI_MERGE] // ss, seq,
-                             _h_efree(st.hefree[h], nf))
+                             _h_efree(st.hefree[h], st.hi[h, HI_ECAP], nf))
     st.hi[h, HI_NLIVE] = nlive
     if how == 0:
         # the data replaces cached data not yet destaged: no new dirty bytes, no new extent
@@ -963,15 +1000,10 @@ def _h_accept(sp, d, h, r, now, lba, end):
         else:
             st.hi[h, HI_EFREE] = nf
             if st.hi[h, HI_WC] == W.WC_MEDIA:
-                _ring_push(st.hdr[h], st.hi[h], HI_DR_HEAD, HI_DR_CNT, e)
+                _ring_push(st.hdr[h, : st.hi[h, HI_ECAP]], st.hi[h], HI_DR_HEAD, HI_DR_CNT, e)
                 st.hi[h, HI_NDRAM] += 1
-                if nf < st.rfree.shape[0] + 2:
-                    # extents waiting in the media cache are not bounded by the DRAM stage: with fewer
-                    # free slots than requests (the most one event can take), Python grows the table
-                    # before the next event (CompiledRun._grow_extents)
-                    st.gi[GI_LOW] = 1
             else:
-                _ring_push(st.hdq[h], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
+                _ring_push(st.hdq[h, : st.hi[h, HI_ECAP]], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT, e)
                 st.hi[h, HI_NDIRTY] += 1
         st.hf[h, HF_DIRTY_BYTES] += ns * ss
     K.seg_put(float(lba), float(end), now, st.hseg[h], st.hpar[h])
@@ -1175,7 +1207,7 @@ def _h_destage_done(sp, d, h, e, now):
             _h_count_flushes(sp, d, h, e, now)
         st.hi[h, HI_NLIVE] = W.wc_live_drop(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], _h_idx(sp, h), e)
     k = st.hi[h, HI_EFREE]
-    st.hefree[h, k] = e ^ (st.hefree.shape[1] - 1 - k)  # _h_efree's coding
+    st.hefree[h, k] = e ^ (st.hi[h, HI_ECAP] - 1 - k)  # _h_efree's coding
     st.hi[h, HI_EFREE] = k + 1
     _h_release(sp, d, h, now)
 

@@ -101,29 +101,46 @@ def _extent_slots(dev: Any) -> int:
 #: entries per map a drive's write-cache index starts with (the Python drive's start; loop._h_grow_index doubles it)
 INDEX_START = 128
 
-#: extent slots a media cache starts with beyond its DRAM stage's (a run grows them, see
-#: CompiledRun._grow_extents; the compiled Ceph core sizes them for the worst case, up to MC_SLOTS_MAX)
+#: extent slots a media cache's table starts with beyond its DRAM stage's (a run doubles them in place
+#: as the Python drive does: loop._h_grow_extents, HI_ECAP)
 MC_SLOTS_START = 4096
-#: most extent slots of a media cache sized for the worst case (its capacity in sectors)
-MC_SLOTS_MAX = 1 << 20
+#: int64 columns per extent slot of the device core's tables (hext's W.NE, hlive, hefree, hdq, hdr)
+EXTENT_SLOT_WORDS = W.NE + 4
+#: most bytes of address space the HDDs' worst-case extent blocks of one State may reserve. The blocks
+#: are lazy_zeros mappings (MAP_NORESERVE): memory only for the slots a run uses, address space for the
+#: worst case (a media cache full of one-sector extents). 2^44 bytes = 16 TiB of the 128 TiB a process
+#: has: ~14,000 LUNs of the Exos 2X14 (7 GB media cache each: 13.7 M slots, 1.2 GB of address space).
+EXTENT_RESERVE_MAX = 1 << 44
 
 
-def _mc_slots(dev: Any, worst: bool, R: int = 0) -> int:
-    """Extent slots for what waits in a media cache: its capacity in sectors (the worst case) or a
-    start (at least twice the ``R`` requests: loop._h_accept asks for more with fewer than R free)."""
+def _mc_slots(dev: Any) -> int:
+    """Most extents a media cache can hold (one per sector of it; 0 for the other modes)."""
     if dev._wc != "media_cache":
         return 0
-    most = int(dev._mc_size) // dev._ss + 1
-    return most if worst else min(most, max(MC_SLOTS_START, 2 * R + 4))
+    return int(dev._mc_size) // dev._ss + 1
+
+
+def _table_slots(dev: Any) -> tuple[int, int]:
+    """An HDD's extent table: (its slots at the start, its worst case). The worst case is reserved,
+    the start used, doubled in place as extents arrive (loop._h_grow_extents)."""
+    base = _extent_slots(dev) + 2
+    mc = _mc_slots(dev)
+    return base + min(mc, MC_SLOTS_START), base + mc
 
 
 def fixed_table_why(tops: Sequence[Any]) -> str | None:
-    """Why the HDDs below ``tops`` cannot run with extent tables sized once (the compiled Ceph core
-    does not grow them): a media cache that may hold more than MC_SLOTS_MAX extents."""
-    for d in device_closure(tops)[0]:
-        if _dev_kind(d)[0] == L.DK_HDD and _mc_slots(d, True) > MC_SLOTS_MAX:
-            return (f"{d.path}: a media cache of {d._mc_size} bytes may hold {_mc_slots(d, True):,} extents "
-                    f"(the compiled Ceph core sizes its table once, up to {MC_SLOTS_MAX:,})")
+    """Why the HDDs below ``tops`` cannot share one State: their worst-case extent blocks (one per HDD,
+    each the largest HDD's, run.device_arrays) would reserve more than EXTENT_RESERVE_MAX bytes of
+    address space (no memory: the tables grow in place). None = they can."""
+    hdds = [d for d in device_closure(tops)[0] if _dev_kind(d)[0] == L.DK_HDD]
+    if not hdds:
+        return None
+    worst = max(hdds, key=lambda d: _table_slots(d)[1])
+    nbytes = len(hdds) * _table_slots(worst)[1] * EXTENT_SLOT_WORDS * 8
+    if nbytes > EXTENT_RESERVE_MAX:
+        return (f"{len(hdds)} HDDs whose extent tables may each hold {_table_slots(worst)[1]:,} extents ({worst.path}: "
+                f"a media cache of {worst._mc_size} bytes) would reserve {nbytes / 2**40:.1f} TiB of address space "
+                f"(the compiled core reserves at most {EXTENT_RESERVE_MAX / 2**40:.0f} TiB)")
     return None
 
 
@@ -223,7 +240,7 @@ def unsupported(sim: Any, wl: Any) -> str | None:
             return f"{name}: statistics collector {type(st).__name__} has no add_many"
     if len(hdd_shapes) > 1:
         return "HDDs with different table shapes in one run"
-    return None
+    return fixed_table_why([th.files[0].dev for th in wl.threads])
 
 
 def request_rows(kinds: Sequence[int], n: int) -> int:
@@ -235,15 +252,14 @@ def request_rows(kinds: Sequence[int], n: int) -> int:
     return n
 
 
-def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
-                  worst: bool = True) -> tuple[dict[str, np.ndarray], list, list, list]:
+def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tuple[dict[str, np.ndarray], list, list, list]:
     """The device tables of a State (``dvi``, ``dacc`` and the queue / HDD / dual-actuator / block-layer
     arrays) for ``devs`` (each at its index in ``dev_index``, the devices below block layers and both
     actuators of a dual-actuator drive included), ``R`` request rows. Returns the arrays by State
     field name and the queue devices, HDDs and block layers in the order of their rows. One builder
-    for every owner of a State: the job threads (CompiledRun) and the compiled Ceph core. ``worst``: a
-    media cache gets extent slots for its capacity in sectors (the Ceph core), else a start that the
-    run grows (CompiledRun._grow_extents)."""
+    for every owner of a State: the job threads (CompiledRun) and the compiled Ceph core. An HDD's
+    extent table is a block for its worst case (a media cache: one extent per sector of it) of which
+    the run uses a start and doubles it in place (_table_slots, loop._h_grow_extents)."""
     kinds = [_dev_kind(d)[0] for d in devs]
     queues = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_QUEUE]
     hdds = [d for d, k in zip(devs, kinds, strict=True) if k == L.DK_HDD]
@@ -323,9 +339,12 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
     # pages used (np.zeros' huge pages would make each drive's whole block resident; simulator.core.lazy)
     hhq = lazy_zeros((nh, R), np.int64)
     hlk = lazy_zeros((nh, 2 * R + 16, 2))
-    # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes
-    # only: at most one per sector of it)
-    E = max((_extent_slots(d) + _mc_slots(d, worst, R) for d in hdds), default=0) + 2
+    # extent slots: at most dirty_segments extents are in the cache (a cache bounded by bytes only: at
+    # most one per sector of it; a media cache: one per sector of it beside): a block per drive for
+    # the worst case, of which a run uses its start (HI_ECAP) and doubles it in place as the Python
+    # drive does (loop._h_grow_extents); the rows beyond stay zeros, untouched, without memory (a
+    # 7 GB media cache per LUN reserves 1.2 GB of address space, fixed_table_why bounds the total)
+    E = max((_table_slots(d)[1] for d in hdds), default=2)
     hext = lazy_zeros((nh, E, W.NE), np.int64)
     hlive = lazy_zeros((nh, E), np.int64)
     hfl = lazy_zeros((nh, R + 1, L.NFL))
@@ -376,7 +395,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int,
             hf[h, L.HF_MC_SPS] = d._mc_sps
             hf[h, L.HF_MC_SETUP] = d._mc_setup
         hi[h, L.HI_MAXSEG] = d._max_seg
-        hi[h, L.HI_EFREE] = E
+        hi[h, L.HI_ECAP] = hi[h, L.HI_EFREE] = _table_slots(d)[0]
         hi[h, L.HI_IXCAP] = c0
         hi[h, L.HI_READHITS] = d.read_hits
         hi[h, L.HI_DESTAGED] = d.destaged
@@ -789,7 +808,7 @@ class CompiledRun:
         # log
         lg = np.zeros((LOG_ROWS, 5))
         lgt = np.zeros(LOG_ROWS, np.int64)
-        dv, self._queues, self._hdds, self._blks = device_arrays(devs, self.dev_index, R, worst=False)
+        dv, self._queues, self._hdds, self._blks = device_arrays(devs, self.dev_index, R)
         st = L.State(
             gi=gi, gf=gf, ht=np.zeros(C), hs=np.zeros(C, np.int64), hk=np.zeros(C, np.int64), hg=np.zeros(C, np.int64),
             ha=np.zeros(C, np.int64), rqi=rqi, rqf=rqf, rfree=rfree, thi=thi, thf=thf, offs=offs, ru=ru, offw=offw, mu=mu,
@@ -949,42 +968,7 @@ class CompiledRun:
                 self._refill_uniforms(q)
         if not first:
             self._flush_log()
-            self._grow_extents()
         st.gi[L.GI_LOW] = 0
-
-    def _grow_extents(self) -> None:
-        """A media cache runs out of extent slots (loop._h_accept raised GI_LOW with fewer free slots
-        than requests): double the extent tables until every HDD has at least twice that many free
-        (rows keep their numbers, new rows go under the free stacks, as HDD._grow does); the rings
-        of extents (the DRAM stage, the cleaning list) are unrolled from their heads."""
-        st = self.st
-        nh, E = st.hext.shape[0], st.hext.shape[1]
-        need = 2 * (st.rfree.shape[0] + 2)
-        low = min((int(st.hi[h, L.HI_EFREE]) for h in range(len(self._hdds)) if st.hi[h, L.HI_WC] == W.WC_MEDIA),
-                  default=need)
-        if low >= need // 2:
-            return
-        E2 = E
-        while low + (E2 - E) < need:
-            E2 *= 2
-        hext = np.zeros((nh, E2, W.NE), np.int64)
-        hext[:, :E] = st.hext
-        hlive = np.zeros((nh, E2), np.int64)
-        hlive[:, :E] = st.hlive
-        hefree = np.zeros((nh, E2), np.int64)
-        rings = {"hdq": (L.HI_DQ_HEAD, L.HI_DQ_CNT), "hdr": (L.HI_DR_HEAD, L.HI_DR_CNT)}
-        new = {name: np.zeros((nh, E2), np.int64) for name in rings}
-        for h in range(nh):
-            k = int(st.hi[h, L.HI_EFREE])
-            # the new slots go under the stack (zeros in loop._h_efree's coding); the coded entries
-            # keep their values one level up: slot ^ (E - 1 - i) = slot ^ (E2 - 1 - (E2 - E + i))
-            hefree[h, E2 - E : E2 - E + k] = st.hefree[h, :k]
-            st.hi[h, L.HI_EFREE] = k + E2 - E
-            for name, (ch, cc) in rings.items():
-                c = int(st.hi[h, cc])
-                new[name][h, :c] = getattr(st, name)[h, (int(st.hi[h, ch]) + np.arange(c)) % E]
-                st.hi[h, ch] = 0
-        self.st = st._replace(hext=hext, hlive=hlive, hefree=hefree, **new)
 
     # ---------------------------------------------------------------------------- run
     def _start_phase(self) -> None:
