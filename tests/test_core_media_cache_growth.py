@@ -79,10 +79,10 @@ def test_bluestore_over_a_media_cache_larger_than_its_first_table_identical(monk
 
 
 def test_standalone_media_cache_grows_from_a_tiny_start_identical(monkeypatch):
-    """One 2X14 LUN (the profile's own 7 GB media cache, idle cleaning) under 4 KiB random writes at
-    QD32 from a start of 2 slots beyond the DRAM stage: thousands of extents wait in the media cache,
-    the table doubles ~10 times between writes with the cleaning list wrapped, and the fio document,
-    the drive's counters, the log pointer and the extents left in DRAM equal the Python drive's."""
+    """An Exos X24 (its own media cache, idle cleaning) under 4 KiB random writes at QD32 from a start of
+    2 slots beyond the DRAM stage: thousands of extents wait in the media cache, the table doubles 8
+    times (20 -> 5,120 slots) with the DRAM stage's ring moving, and the fio document, the drive's
+    counters, the log pointer and the extents left in DRAM equal the Python drive's."""
     from test_core_hdd_wcache import _BASE, _run_pair
 
     from simulator.core import run as R
