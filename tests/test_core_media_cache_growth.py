@@ -128,7 +128,7 @@ def test_reservation_beyond_the_address_space_budget_is_refused(monkeypatch):
     from simulator.core.ceph_build import unsupported_writes
 
     dev = {"kind": "hdd", "profile": MACH2}
-    sim, cl = _cluster(_params(dev, True, {}, split="luns"))
+    _sim, cl = _cluster(_params(dev, True, {}, split="luns"))
     assert unsupported_writes(cl) is None
     monkeypatch.setattr(R, "EXTENT_RESERVE_MAX", 1 << 30)
     why = unsupported_writes(cl)
