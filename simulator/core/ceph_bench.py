@@ -210,9 +210,10 @@ def bench_fio_qd64read(n: int, compiled: bool) -> tuple[float, str]:
     return n / wall, f"fio: {res[0].read.iops:,.0f} IOPS"
 
 
-#: the croit drives as the compiled core drives them: the MACH.2 profile's media cache (14 GB, more than
-#: the 2^20 extents the Ceph core's fixed device table holds) is refused under BlueStore, so its LUNs run
-#: with a volatile write cache (the fitted profile's persistent cache is compiled: ``bench_fitted_qd64write``)
+#: the croit drives with the MACH.2 LUNs' write cache volatile. (Written when the profile's 14 GB media
+#: cache was refused under BlueStore; it is compiled since its extent table grows in place, 2026-11-28,
+#: but the case keeps its drives so its figures stay comparable. The fitted profile's persistent cache:
+#: ``bench_fitted_qd64write``.)
 CROIT_HDD_OVERRIDES = {"hosts.0.drives.0.device.params.cache.write_cache": "volatile"}
 
 

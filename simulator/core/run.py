@@ -139,8 +139,8 @@ def fixed_table_why(tops: Sequence[Any]) -> str | None:
     nbytes = len(hdds) * _table_slots(worst)[1] * EXTENT_SLOT_WORDS * 8
     if nbytes > EXTENT_RESERVE_MAX:
         return (f"{len(hdds)} HDDs whose extent tables may each hold {_table_slots(worst)[1]:,} extents ({worst.path}: "
-                f"a media cache of {worst._mc_size} bytes) would reserve {nbytes / 2**40:.1f} TiB of address space "
-                f"(the compiled core reserves at most {EXTENT_RESERVE_MAX / 2**40:.0f} TiB)")
+                f"a media cache of {worst._mc_size:,} bytes) would reserve {nbytes / 2**30:,.1f} GiB of address space "
+                f"for them (the compiled core reserves at most {EXTENT_RESERVE_MAX / 2**30:,.0f} GiB)")
     return None
 
 
