@@ -148,11 +148,13 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
     _run_counts(imi, len(imgs), obj_ps, pga, runcnt)
     # only the OSDs holding objects of the run get slots (the others are never looked up: their
     # LruCaches stay as they are, write_back skips them); their keys in LRU order
-    empty = np.zeros(0, np.int64)
-    orders = [o.bs.onodes.order() if runcnt[j] else empty for j, o in enumerate(osds)]
-    nkeys = np.array([len(x) for x in orders] or [0], np.int64)
-    keys = np.concatenate(orders) if orders else empty
-    del orders
+    nkeys = np.array([len(o.bs.onodes) if runcnt[j] else 0 for j, o in enumerate(osds)] or [0], np.int64)
+    keys = np.empty(int(nkeys.sum()), np.int64)
+    k = 0
+    for j, o in enumerate(osds):  # each OSD's order straight into its place (no list of copies to join)
+        if nkeys[j]:
+            keys[k : k + nkeys[j]] = o.bs.onodes.order()
+            k += int(nkeys[j])
     if len(keys) >= 2**31 or nbase >= 2**31:
         raise ValueError(f"onode cache arrays: {len(keys):,} cached keys / {nbase:,} object rows exceed int32")
     kst = np.zeros(nr + 1, np.int64)
