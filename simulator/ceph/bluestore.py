@@ -49,7 +49,7 @@ import numpy as np
 
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_at, call_later
-from simulator.ceph.store import ObjectStore
+from simulator.ceph.store import ObjectStore, fill_offsets, fill_skip
 from simulator.core.ceph_arith import align_up, alloc_offset, throttle_should_wait, txc_cost, wal_extent
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
@@ -229,25 +229,31 @@ class BlueStore(ObjectStore):
         self.allocated += n
         return off
 
-    def alloc_many(self, count: int, nbytes: int) -> np.ndarray:
-        """``count`` consecutive allocations of ``nbytes`` (a sequential fill), vectorised.
-        Raises ValueError if they do not fit without wrapping."""
+    def alloc_plan(self, count: int, nbytes: int) -> tuple[int, int, int, int]:
+        """``count`` consecutive allocations of ``nbytes`` (a sequential fill) as arithmetic: (base,
+        step, k, jump), allocation r at ``base + r * step``, plus ``jump`` from allocation ``k`` on
+        (past BlueFS's span: :func:`simulator.ceph.store.fill_skip`). Raises ValueError if they do
+        not fit without wrapping."""
         a = self.cfg.min_alloc_size
         n = _align_up(nbytes, a)
-        offs = self.cursor + np.arange(count, dtype=np.int64) * n
+        base = self.cursor
+        k, jump = count, 0
         if self.bluefs_start >= 0 and count:
-            cross = np.nonzero((offs + n > self.bluefs_start) & (offs < self.bluefs_end))[0]
-            if cross.size:
-                k = int(cross[0])
-                offs[k:] += _align_up(self.bluefs_end, a) - int(offs[k])
-        end = int(offs[-1]) + n if count else self.cursor
+            k, jump = fill_skip(base, count, n, self.bluefs_start, self.bluefs_end, _align_up(self.bluefs_end, a))
+        end = base + (count - 1) * n + (jump if k < count else 0) + n if count else self.cursor
         if end > self.dev.capacity:
             raise ValueError(
                 f"{count} x {n} bytes need {end} bytes of a {self.dev.capacity}-byte device"
             )
         self.cursor = end
         self.allocated += count * n
-        return offs
+        return base, n, k, jump
+
+    def alloc_many(self, count: int, nbytes: int) -> np.ndarray:
+        """``count`` consecutive allocations of ``nbytes`` (a sequential fill), vectorised: the offsets
+        of :meth:`alloc_plan`. Raises ValueError if they do not fit without wrapping."""
+        base, n, k, jump = self.alloc_plan(count, nbytes)
+        return fill_offsets(base, count, n, k, jump)
 
     def data_capacity(self) -> int:
         cap = self.dev.capacity - self.data_start

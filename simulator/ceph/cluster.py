@@ -451,24 +451,28 @@ class Cluster(Component):
         small = len(self.osds) < (1 << 15)
         flat = acting.astype(np.int16 if small else np.int32)[img.obj_ps_array].ravel()
         order, counts, starts = group_stable(flat, len(self.osds))
-        del flat
         ids = np.nonzero(counts)[0]
         starts = starts[ids]
         counts = counts[ids]
         ids = ids - 1
+        plans: dict[int, tuple[int, int, int, int, int]] = {}
+        for oid, cnt in zip(ids.tolist(), counts.tolist(), strict=True):
+            if oid < 0:
+                continue
+            try:
+                plans[oid] = (*self.osds[oid].bs.alloc_plan(cnt, img.shard_size), cnt)
+            except ValueError as e:
+                raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
+        # each OSD's allocations in object order: one pass over the image's table, in table order
+        img.base_table.set_bases_filled(flat, plans)
+        del flat
         for oid, st, cnt in zip(ids.tolist(), starts.tolist(), counts.tolist(), strict=True):
             if oid < 0:
                 continue
             bs = self.osds[oid].bs
-            try:
-                offs = bs.alloc_many(cnt, img.shard_size)
-            except ValueError as e:
-                raise ConfigError(f"image {img.cfg.pool}/{img.cfg.name} does not fit on osd.{oid}: {e}", field=f"{field}.size") from None
-            idx = order[st : st + cnt]
-            img.set_bases_flat(idx, offs)  # the image's table is C-ordered (object, position)
             keep = min(cnt, bs.onodes.capacity)
             if keep:
-                bs.onodes.load(img.key_base + idx[cnt - keep :].astype(np.int64) // size)
+                bs.onodes.load(img.key_base + order[st + cnt - keep : st + cnt].astype(np.int64) // size)
 
     # ================================================================== run time
     def image(self, pool: str, name: str) -> RbdImage:

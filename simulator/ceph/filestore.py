@@ -54,7 +54,7 @@ import numpy as np
 
 from simulator.ceph.cache import LruCache, make_cache
 from simulator.ceph.resources import call_at, call_later
-from simulator.ceph.store import ObjectStore
+from simulator.ceph.store import ObjectStore, fill_offsets, fill_skip
 from simulator.devices.base import Device, Op, Request
 from simulator.engine import Component
 
@@ -266,22 +266,25 @@ class FileStore(ObjectStore):
         self.allocated += n
         return off
 
-    def alloc_many(self, count: int, nbytes: int) -> np.ndarray:
-        """``count`` consecutive files of ``nbytes`` (a sequential fill), vectorised. Raises
-        ValueError if they do not fit."""
+    def alloc_plan(self, count: int, nbytes: int) -> tuple[int, int, int, int]:
+        """``count`` consecutive files of ``nbytes`` (a sequential fill) as arithmetic: (base, step, k,
+        jump), file r at ``base + r * step``, plus ``jump`` from file ``k`` on (past the journal's span:
+        :func:`simulator.ceph.store.fill_skip`). Raises ValueError if they do not fit."""
         n = _align_up(nbytes, _PAGE)
-        offs = self.cursor + np.arange(count, dtype=np.int64) * n
-        if count:
-            cross = np.nonzero((offs + n > self.log_lo) & (offs < self.log_hi))[0]
-            if cross.size:
-                k = int(cross[0])
-                offs[k:] += self.log_hi - int(offs[k])
-        end = int(offs[-1]) + n if count else self.cursor
+        base = self.cursor
+        k, jump = fill_skip(base, count, n, self.log_lo, self.log_hi, self.log_hi)
+        end = base + (count - 1) * n + (jump if k < count else 0) + n if count else self.cursor
         if end > self.dev.capacity:
             raise ValueError(f"{count} x {n} bytes need {end} bytes of a {self.dev.capacity}-byte device")
         self.cursor = end
         self.allocated += count * n
-        return offs
+        return base, n, k, jump
+
+    def alloc_many(self, count: int, nbytes: int) -> np.ndarray:
+        """``count`` consecutive files of ``nbytes`` (a sequential fill), vectorised: the offsets of
+        :meth:`alloc_plan`. Raises ValueError if they do not fit."""
+        base, n, k, jump = self.alloc_plan(count, nbytes)
+        return fill_offsets(base, count, n, k, jump)
 
     def data_capacity(self) -> int:
         return self.dev.capacity - self.omap_lo - self.omap_span - (self.log_hi - self.log_lo)

@@ -18,6 +18,7 @@ from array import array
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numba import njit
 
 from simulator.ceph.ec import EC_CLIENT, EcOp, shard_size
 from simulator.ceph.hashing import rbd_object_hashes
@@ -166,9 +167,45 @@ class BaseTable:
         self._np[rows] = self.encode_bases(offs)
 
     def set_bases_flat(self, idx: np.ndarray, offs: np.ndarray) -> None:
-        """Set entries ``idx`` of the flattened (object, position) table (C order) to ``offs`` (bytes):
-        the pre-fill writes one OSD's allocations at a time."""
+        """Set entries ``idx`` of the flattened (object, position) table (C order) to ``offs`` (bytes)."""
         self._np.reshape(-1)[idx] = self.encode_bases(offs)
+
+    def set_bases_filled(self, where: np.ndarray, plans: dict[int, tuple[int, int, int, int, int]]) -> None:
+        """The pre-fill's table in one pass in table order: ``where`` gives the OSD of each entry of the
+        flattened (object, position) table (C order; -1: none, the entry is left as it is); ``plans``
+        each OSD's sequential fill (base, step, k, jump, count: ``BlueStore.alloc_plan`` and its
+        ``count`` entries), the OSD's r-th entry in table order taking allocation r. The entries
+        ``set_bases_flat`` gives with each OSD's entries and ``alloc_many`` offsets, without random
+        writes over the table; checked as ``encode_bases`` checks offsets (an OSD's fill rises, so its
+        first and last allocations bound it; whole units when base, step and jump are)."""
+        no = max(plans, default=-1) + 1
+        cols = np.zeros((4, no), np.int64)
+        unit = self.unit
+        for o, (base, n, k, jump, count) in plans.items():
+            last = base + (count - 1) * n + (jump if k < count else 0)
+            if base % unit or n % unit or jump % unit or base < 0 or last >= self.limit:
+                from simulator.ceph.store import fill_offsets
+
+                self.encode_bases(fill_offsets(base, count, n, k, jump))  # the pre-fill's own error
+                raise ValueError(f"{self.name}: a fill of {count} x {n} bytes from {base} is not in whole units of {unit}")
+            cols[:, o] = (base // unit, n // unit, k, jump // unit)
+        _fill_table(where, self._np.reshape(-1), cols, np.zeros(no, np.int64))
+
+
+@njit(cache=True)
+def _fill_table(where, tab, cols, rank):  # pragma: no cover - compiled
+    """``tab[i]`` = OSD ``where[i]``'s next allocation in units (its fill ``cols[:, o]``: base, step, k,
+    jump), entries in table order; ``rank`` counts each OSD's entries so far (zeros)."""
+    for i in range(where.shape[0]):
+        o = where[i]
+        if o < 0:
+            continue
+        r = rank[o]
+        rank[o] = r + 1
+        u = cols[0, o] + r * cols[1, o]
+        if r >= cols[2, o]:
+            u += cols[3, o]
+        tab[i] = u
 
 
 class RbdImage(Device):

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from simulator.engine import Component
 
-__all__ = ["BLOCK_BITS", "ObjectStore"]
+__all__ = ["BLOCK_BITS", "ObjectStore", "fill_offsets", "fill_skip"]
 
 BLOCK_BITS = 17  # block index bits in a cache key (objects up to 2^26 bytes at 512-byte units)
 
@@ -91,3 +93,24 @@ def _covered(gaps: list[tuple[int, int]], runs: list[tuple[int, int]]) -> bool:
         if cur < b:
             return False
     return True
+
+
+def fill_skip(cursor: int, count: int, n: int, lo: int, hi: int, target: int) -> tuple[int, int]:
+    """A sequential fill of ``count`` allocations of ``n`` bytes from ``cursor`` past a reserved span:
+    allocation r is at ``cursor + r * n``, and from the first one that would overlap [lo, hi) (ends
+    after ``lo`` and starts before ``hi``) on, each moves by the same ``jump`` so that one starts at
+    ``target``. Returns (k, jump): the first moved allocation (``count``: none) and the move. In closed
+    form (the offsets rise, so the first allocation ending after ``lo`` is the only one to check)."""
+    if count <= 0:
+        return count, 0
+    k = max(0, (lo - n - cursor) // n + 1) if n > 0 else (0 if cursor > lo else count)
+    if k >= count or cursor + k * n >= hi:
+        return count, 0
+    return k, target - (cursor + k * n)
+
+
+def fill_offsets(cursor: int, count: int, n: int, k: int, jump: int) -> np.ndarray:
+    """The device offsets (int64) of the fill that :func:`fill_skip` describes."""
+    offs = cursor + np.arange(count, dtype=np.int64) * n
+    offs[k:] += jump
+    return offs

@@ -18,7 +18,7 @@ import numpy as np
 
 from simulator.core import ceph_dcache as _dcache
 from simulator.core import ceph_layout as L
-from simulator.core import ceph_onode
+from simulator.core import ceph_onode, ceph_onode_build
 
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "run_refilling", "unsupported", "why_text", "write_back"]
 
@@ -256,7 +256,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_TXFREE] = n_tx
     gi[L.GI_DEVFREE] = n_dr
     _load_transactions(cluster, osds, pg_list, pgrow, maxsize, bsi, osi, txi, txfree, gi)
-    oni, onf, okey, oprev, onext, omi, omap = ceph_onode.build(osds, imgs, imi, obj_ps, pga, len(obj_base), streams)
+    oni, onf, okey, oprev, onext, omi, omap = ceph_onode_build.build(osds, imgs, imi, obj_ps, pga, len(obj_base), streams)
     ns = max(len(streams.rands), 1)
     su = np.zeros((ns, L.SLEN), np.float64)
     si = np.zeros((ns, L.NSI), np.int64)

@@ -20,6 +20,7 @@ arrival + overhead); at QD1 it is serial.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import deque
 from typing import Any
 
@@ -74,6 +75,24 @@ def _seek_table(d: Any, bins: int) -> np.ndarray:
     return et
 
 
+#: derive / _seek_table of each (config object, actuators) already built: a cluster builds hundreds of
+#: drives from one validated config, and both are pure functions of it (the config is frozen, the
+#: tables are only read). Keyed by the config's id while it lives (a weak reference checks it).
+_GEOMETRY: dict[tuple[int, int], tuple[weakref.ref, Any, np.ndarray]] = {}
+
+
+def _geometry(cfg: HDDConfig, n_act: int) -> tuple[Any, np.ndarray]:
+    """(derive(cfg, n_act), its firmware seek table), computed once per config object and actuator count."""
+    key = (id(cfg), n_act)
+    hit = _GEOMETRY.get(key)
+    if hit is not None and hit[0]() is cfg:
+        return hit[1], hit[2]
+    d = derive(cfg, n_act)
+    et = _seek_table(d, cfg.queue.estimate_bins)
+    _GEOMETRY[key] = (weakref.ref(cfg, lambda _r, key=key: _GEOMETRY.pop(key, None)), d, et)
+    return d, et
+
+
 class Link:
     """The host link of one drive (shared by its actuators).
 
@@ -125,7 +144,7 @@ class HDD(Device):
         phase: float | None = None,
     ):
         n_act = actuators if actuators is not None else cfg.actuators.count
-        d = derive(cfg, n_act)
+        d, et = _geometry(cfg, n_act)
         super().__init__(name, parent, capacity=d.total_sectors * d.sector_size, sector_size=d.sector_size)
         self.cfg = cfg
         self.geo = d
@@ -172,7 +191,7 @@ class HDD(Device):
         par[K.P_MARGIN] = q.estimate_margin
         par[K.P_DCOST] = q.decision_overhead
         self._par = par
-        self._et = _seek_table(d, q.estimate_bins)
+        self._et = et
         self._zt = d.zt
         self._sk = d.sk
         self._tt = d.tt
