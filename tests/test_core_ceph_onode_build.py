@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from test_core_ceph_wire import _cluster
 
 from simulator.ceph.bench import build_cluster_from_profile
@@ -47,7 +46,7 @@ def _check(cl, imgs) -> int:
     st, _meta = build_state(cl, n_ops=4096, n_req=0, images=imgs)
     omap_want = np.full(st.omap.shape[0], -1, np.int64)
     looked = 0
-    for j, (keys, rows) in enumerate(zip(orders, want)):
+    for j, (keys, rows) in enumerate(zip(orders, want, strict=True)):
         n, s0 = int(st.oni[j, ON_N]), int(st.oni[j, ON_S0])
         if n == 0:  # an OSD without objects of the run: never looked up, keeps its LruCache
             assert all(r < 0 for r in rows)

@@ -35,6 +35,7 @@ from simulator.devices.blocklayer import BlockLayer
 from simulator.devices.partition import Partition
 from simulator.devices.registry import resolve_params
 from simulator.engine import Component, collapse_huge_pages
+from simulator.engine.core import gc_quiet
 from simulator.errors import ConfigError
 
 __all__ = ["Cluster", "Host", "Pool", "build_cluster"]
@@ -130,6 +131,10 @@ class Cluster(Component):
         self.pools: dict[str, Pool] = {}
         self.images: dict[tuple[str, str], RbdImage] = {}
         self._db_kinds: dict[int, tuple[Any, Any]] = {}
+        with gc_quiet():  # a large build makes objects by the million and few cycles: fewer collections
+            self._build(cfg)
+
+    def _build(self, cfg: ClusterConfig) -> None:
         self._build_hosts()
         self.client = self._client_host(cfg.client, "params.client")
         #: client hosts by name (the default `client` and `clients`), with their configs
