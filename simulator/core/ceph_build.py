@@ -284,6 +284,13 @@ def why_text(st: L.CephState) -> str:
     w = int(st.gi[L.GI_WHY])
     if w:
         return L.WHY_TEXT.get(w, f"reason {w}")
+    dev = getattr(st, "dev", None)
+    if dev is not None:  # an SSD below BlueStore stopped on a kernel error (events it owed are missing)
+        from simulator.core.run import ssd_error
+
+        why = ssd_error(dev)
+        if why:
+            return why
     return "no event left while requests are outstanding" if st.gi[L.GI_OUT] else "no reason recorded"
 
 
