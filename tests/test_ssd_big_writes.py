@@ -74,15 +74,18 @@ def test_writes_up_to_and_beyond_the_buffer_complete_in_both_engines(bs):
     assert 0.5 * bound <= py.write.bw_bytes <= bound * (1 + 1e-9), (py.write.bw_bytes, bound)
 
 
-def test_a_buffer_full_of_open_and_held_pages_is_programmed():
-    """A 64 KiB buffer on a drive of 32 dies with 2-plane programs: the open page and the pages held
-    for a multi-plane partner can fill the whole buffer, which no program in flight would then free.
-    64 KiB writes at QD16 complete (both engines identical, Little's law), the held pages being
-    programmed without a partner (kernels._make_room)."""
-    spec = _dev_spec(buffer_size="64KiB")
-    n, depth = 400, 16
-    py, py_doc, py_dev = _device_run(run_fio, spec, 65536, depth, n)
-    _co, co_doc, co_dev = _device_run(run_fio_compiled, spec, 65536, depth, n)
+@pytest.mark.parametrize("buf,bs,depth", [("16KiB", 4096, 4), ("32KiB", 20480, 8), ("64KiB", 61440, 16)])
+def test_writes_behind_open_and_held_pages_complete(buf, bs, depth):
+    """Buffers of one, two and four NAND pages on the 2-plane drive: a full page waits in the buffer for
+    its multi-plane partner, and the open page keeps its units until more data fills it. With a one-page
+    buffer the held page is the whole buffer (no program in flight: ``_make_room`` programs it alone);
+    with 60 KiB writes into 64 KiB the open and held pages outlast the programs in flight (the waiting
+    write streams into what they free). Each of these stopped with "no event left" before; now both
+    engines complete every request once, identically, and Little's law holds."""
+    spec = _dev_spec(buffer_size=buf)
+    n = 400
+    py, py_doc, py_dev = _device_run(run_fio, spec, bs, depth, n)
+    _co, co_doc, co_dev = _device_run(run_fio_compiled, spec, bs, depth, n)
     assert co_doc == py_doc
     assert co_dev.stats() == py_dev.stats()
     _little(py, depth, n)
