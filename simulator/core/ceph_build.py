@@ -237,7 +237,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_OVH] = cluster.net.overhead
     gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
     # every OSD the run reads from has a device row (a read missing the data cache is one device read)
-    gi[L.GI_CACHELESS] = int(_read_device_why(cluster, imgs) is None)
+    gi[L.GI_READ_WRITTEN_OK] = int(_read_device_why(cluster, imgs) is None)
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
