@@ -237,7 +237,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_OVH] = cluster.net.overhead
     gi[L.GI_NOFOLD] = int(cluster.recovery is not None)
     # every OSD the run reads from has a device row (a read missing the data cache is one device read)
-    gi[L.GI_CACHELESS] = int(_read_device_why(cluster, imgs) is None)
+    gi[L.GI_READ_WRITTEN_OK] = int(_read_device_why(cluster, imgs) is None)
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
@@ -284,6 +284,13 @@ def why_text(st: L.CephState) -> str:
     w = int(st.gi[L.GI_WHY])
     if w:
         return L.WHY_TEXT.get(w, f"reason {w}")
+    dev = getattr(st, "dev", None)
+    if dev is not None:  # an SSD below BlueStore stopped on a kernel error (events it owed are missing)
+        from simulator.core.run import ssd_error
+
+        why = ssd_error(dev)
+        if why:
+            return why
     return "no event left while requests are outstanding" if st.gi[L.GI_OUT] else "no reason recorded"
 
 
@@ -872,8 +879,9 @@ def run_closed(cluster: Any, image: Any, kinds: np.ndarray, offsets: np.ndarray,
 def write_back_bluestore(st: L.CephState, meta: dict[str, Any], report: bool = False) -> None:
     """Put each BlueStore's state back after a drained write run (no kv cycle, no IO, no waiter):
     throttles, allocation, WAL position, counters, and the transactions still held — applied or
-    stable deferred batches awaiting cleanup, pending deferred batches per sequencer (with their
-    ``writing`` buffers) — as Python Txc / _Osr objects, so the Python model goes on from there.
+    stable deferred batches awaiting cleanup, pending deferred batches per sequencer — as Python
+    Txc / _Osr objects, so the Python model goes on from there (their ``writing`` buffers come back
+    with the data caches, in :func:`write_back`).
     ``report`` (the state stays live in the arrays, see :func:`write_back`): the counters and the
     figures BlueStore's statistics read only, no transactions."""
     from simulator.ceph.bluestore import Txc, _Osr
@@ -903,6 +911,14 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any], report: bool = F
             continue
         if b[L.BS_KVBUSY] or b[L.BS_KVQ_H] >= 0 or b[L.BS_TBW_H] >= 0 or b[L.BS_DTW_H] >= 0:
             raise RuntimeError(f"osd.{o.id}: BlueStore busy (kv cycle, queue or waiters): write back needs a drained run")
+        # every sequencer the Python model had starts from the compiled state: no pending or running
+        # batch, no live transaction, unless the rows below say so (a stale pending list, left on a
+        # sequencer whose batch the run submitted, made the Python model's next deferred write fail)
+        for x in bs.osrs.values():
+            x.pending = None
+            x.running = False
+            x.live = 0
+            x.q.clear()
         osrs: dict[int, Any] = {}
 
         def osr_of(row: int, _bs: Any = bs, _osrs: dict = osrs) -> Any:
@@ -943,11 +959,11 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any], report: bool = F
         bs._kv_batch, bs._kv_stable, bs._kv_unstable = [], [], []
         bs.deferred_done = batches(int(b[L.BS_DONE_H]))
         bs.deferred_stable = batches(int(b[L.BS_STAB_H]))
-        # sequencers: live counts, pending batches in _dq order, their writing buffers
+        # sequencers: live counts, pending batches in _dq order (their writing buffers: ceph_dcache.write_back,
+        # which rebuilds every BlueStore's from the compiled table)
         for row in live_by_osd.get(j, ()):
             osr_of(row).live = int(st.osi[row, L.OS_LIVE])
         bs._dq = {}
-        u = bs.unit
         row = int(b[L.BS_DQ_H])
         while row >= 0:
             x = osr_of(row)
@@ -957,9 +973,6 @@ def write_back_bluestore(st: L.CephState, meta: dict[str, Any], report: bool = F
             x.pending = pend
             x.running = False
             bs._dq[x] = None
-            for t in pend:
-                op = t.op
-                bs.writing.setdefault(op.objkey, []).append((op.off // u, (op.off + op.length - 1) // u + 1))
             row = int(st.osi[row, L.OS_DQNEXT])
         _bluestore_figures(st, j, bs)
     for k, q in meta["devices"]:

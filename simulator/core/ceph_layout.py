@@ -66,7 +66,9 @@ GI_RELSH = 16  # scratch: a commit reply dispatched on arrival, its worker's sha
 GI_RELPG = 17
 GI_NCOMP = 18  # client requests completed so far (their rank: RQI_DSEQ)
 GI_WHY = 19  # why the run was flagged void (GI_FULL): WHY_*
-GI_CACHELESS = 20  # 1 = every BlueStore reads without a data cache (empty, no buffered reads): reads of written objects go to the device
+GI_READ_WRITTEN_OK = 20  # 1 = reads of written objects run compiled on every OSD the run reaches (BlueStore on a
+# device the core runs: ceph_build._read_device_why is None); 0 = such a read voids the run (WHY_READ_WRITTEN)
+GI_CACHELESS = GI_READ_WRITTEN_OK  # its former name (it never meant 'without a data cache'), for code in flight
 NGI = 21
 WHY_POOL = 1  # the op, transaction or device-request rows or the heap ran out
 WHY_STREAM = 2  # a random stream ran dry

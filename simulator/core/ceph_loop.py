@@ -191,7 +191,6 @@ from simulator.core.ceph_layout import (
     GF_LOOP,
     GF_NOW,
     GF_RELT,
-    GI_CACHELESS,
     GI_CLOSED,
     GI_DEVFREE,
     GI_EVENTS,
@@ -205,6 +204,7 @@ from simulator.core.ceph_layout import (
     GI_OPFREE,
     GI_OUT,
     GI_OVH,
+    GI_READ_WRITTEN_OK,
     GI_RELPG,
     GI_RELSH,
     GI_SEQ,
@@ -1043,7 +1043,7 @@ def _dispatch(sp, o, sh, op):
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
             return
-        if st.gi[GI_CACHELESS] == 0:
+        if st.gi[GI_READ_WRITTEN_OK] == 0:
             _void(sp, WHY_READ_WRITTEN)
             return
         # the data cache (ObjectStore.probe_read), then the onode (its decode CPU on a miss): a hit is answered

@@ -555,6 +555,24 @@ def ssd_hand_over(st: L.State, devs: Sequence[Any]) -> None:
         devs[int(st.hg[i])].schedule_pending(t, int(st.ha[i]) if st.hk[i] == L.EV_SSD_DIE else -1)
 
 
+def ssd_error(st: L.State, devs: Sequence[Any] | None = None) -> str | None:
+    """The first SSD kernel error of a compiled run (devices.ssd.kernels ERR_*: the kernel that set it returned
+    without the events it owed, so the run can end with nothing left to do), in words and naming the drive (``devs``:
+    the State's devices, :func:`device_state`'s ``devs``); None without one."""
+    from simulator.devices.ssd import kernels as SK
+
+    if st.s_si.shape[0] == 0:
+        return None
+    bad = np.nonzero(st.s_si[:, SK.SI_ERR])[0]
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    err = int(st.s_si[i, SK.SI_ERR])
+    ssds = [d for d in devs if _dev_kind_quiet(d) == L.DK_SSD] if devs is not None else []
+    name = ssds[i].path if i < len(ssds) else f"SSD #{i}"
+    return f"{name}: {SK.ERROR_TEXT.get(err, f'SSD kernel error {err}')}"
+
+
 def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
     """Give each SSD its row of the ``s_*`` arrays back: the FTL's arrays in place, the rest as its
     new kernel state (request rows: those of the compiled run)."""
@@ -563,7 +581,7 @@ def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
     for i, d in enumerate(ssds):
         err = int(st.s_si[i, SK.SI_ERR])
         if err:
-            raise RuntimeError(f"{d.path}: compiled core: SSD kernel error {err} (devices.ssd.kernels ERR_*)")
+            raise RuntimeError(f"{d.path}: compiled core: {SK.ERROR_TEXT.get(err, f'SSD kernel error {err}')}")
         fields = {}
         for f in SK.SSDState._fields:
             a = getattr(st, "s_" + f)[i][tuple(slice(0, k) for k in d._core_shapes[f])]
@@ -1003,7 +1021,9 @@ class CompiledRun:
             break
         self.status = s
         if s == L.ST_EMPTY:
-            raise RuntimeError("compiled core: no event left but job threads are not finished")
+            why = ssd_error(self.st, self.devs)
+            raise RuntimeError(f"compiled core: {why}" if why else
+                               "compiled core: no event left but job threads are not finished")
         return s
 
     @property

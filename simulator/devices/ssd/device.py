@@ -73,8 +73,13 @@ programs for distinct planes as one multi-plane program (one tPROG). Program dat
 channel first (``page_size / channel_rate``), read data after tR. GC is greedy, per plane, when the
 plane's free blocks fall below ``ftl.gc_threshold``; each victim becomes one die transaction of
 copyback (tR + tPROG per relocated page) plus tBERS, queued behind the die's earlier programs.
-The buffer is released when a page's program completes; a full buffer stalls new writes, so GC and
-program throughput throttle the host.
+The buffer is released when a page's program completes; a write that finds the buffer full (or others
+waiting) streams in, first come first served: the units that fit whenever programs free space (its
+command processing at its first chunk, the link per chunk, the FTL stage at its last), so GC and
+program throughput throttle the host, and a write of any size completes, larger than the buffer too.
+If the buffer is full of data no program in flight will free (the open page and full pages waiting
+for a multi-plane partner, which only more host data would submit), the firmware programs them then,
+as a forced flush does (kernels._make_room).
 
 The mechanism (everything above: stations, page assembly, TSU, forced flushes) is
 :mod:`simulator.devices.ssd.kernels`, numba kernels on typed arrays that the compiled device core
@@ -104,14 +109,6 @@ from simulator.devices.ssd.ftl import FTL
 from simulator.engine import Component, succeed_at
 
 __all__ = ["SSD", "plane_order"]
-
-_ERRORS = {
-    K.ERR_BIGWRITE: "a write larger than the write buffer",
-    K.ERR_FTL: "the FTL has no free block (over-provisioning exhausted or no reclaimable block)",
-    K.ERR_TXNS: "the transaction table is full",
-    K.ERR_PAGES: "the page table is full",
-    K.ERR_SCRATCH: "a read larger than the scratch row",
-}
 
 
 def plane_order(cfg: SSDConfig) -> np.ndarray:
@@ -163,7 +160,7 @@ class SSD(Device):
         """Turn the events the kernels asked for into SimPy events, in their order."""
         S = self._S
         if S.si[K.SI_ERR]:
-            raise RuntimeError(f"{self.path}: {_ERRORS.get(int(S.si[K.SI_ERR]), 'kernel error')}")
+            raise RuntimeError(f"{self.path}: {K.ERROR_TEXT.get(int(S.si[K.SI_ERR]), 'kernel error')}")
         n = int(S.si[K.SI_NEV])
         if not n:
             return

@@ -37,11 +37,20 @@ EVK_DIE = 1  # the transaction batch of die ``arg`` ends after ``delay``
 EVK_META = 2  # the forced flush's metadata commit ends after ``delay``
 
 # ---- errors (``si[SI_ERR]``)
-ERR_BIGWRITE = 1  # a write larger than the write buffer
+ERR_BIGWRITE = 1  # (no longer raised: a write larger than the buffer streams in)
 ERR_FTL = 2  # the FTL ran out of free blocks (reservation or GC failed)
 ERR_TXNS = 3  # the transaction table is full
 ERR_PAGES = 4  # the page table is full
 ERR_SCRATCH = 5  # a read spans more mapping units than the scratch row holds
+
+#: each error in words (the Python SSD and the compiled cores report a kernel error with these)
+ERROR_TEXT = {
+    ERR_BIGWRITE: "a write larger than the write buffer",
+    ERR_FTL: "the FTL has no free block (over-provisioning exhausted or no reclaimable block)",
+    ERR_TXNS: "the transaction table is full",
+    ERR_PAGES: "the page table is full",
+    ERR_SCRATCH: "a read larger than the scratch row",
+}
 
 _READ, _WRITE, _TRIM, _FLUSH = 0, 1, 2, 3
 _TREAD, _TPROG, _TGC = 0, 1, 2
@@ -171,7 +180,7 @@ RQ_SIZE = 2
 RQ_FUA = 3
 RQ_NEXT = 4
 RQ_PAGE = 5  # flush waiter: the page of its last unit, -1 none
-RQ_LEFT = 6  # read: NAND pages not yet read
+RQ_LEFT = 6  # read: NAND pages not yet read; write: mapping units not yet in the buffer
 NRQ = 7
 QF_SERVICE = 0
 QF_TNAND = 1
@@ -679,24 +688,51 @@ def _group_commit(S, t, cost):
 
 
 @njit(cache=True, _nrt=False)
-def _write_admitted(S, r, need, now):
-    S.si[SI_BUF_FREE] -= need
-    ovh = S.sf[SF_OVH]
-    t = _serve(S, SF_HIL, S.si[SI_HILN], now, ovh)
-    size = S.rq[r, RQ_SIZE]
-    t_link = _link(S, t, size, 0)
-    t_buf = _serve(S, SF_FTL, S.si[SI_FTLN], t_link + S.sf[SF_WLAT], S.sf[SF_FTLUPD])
-    svc = ovh + size / S.sf[SF_LRATE] + S.sf[SF_WLAT] + S.sf[SF_FTLUPD]
-    if S.sf[SF_ACK] > 0:
-        t_buf = _group_commit(S, t_buf, S.sf[SF_ACK])
-        svc += S.sf[SF_ACK]
-    S.rqf[r, QF_SERVICE] = svc
+def _write_chunk(S, r, k, now):
+    """Take ``k`` more mapping units of write ``r`` into the buffer (all of them when the buffer has
+    room on arrival: the whole command passes the stations at once). A write that waits for buffer
+    space streams in: the units that fit whenever programs free space, in FIFO order. The command's
+    processing (HIL) counts at its first chunk, the link carries each chunk, and the FTL stage (and
+    group commit) at its last chunk sets when it completes; a chunk's units are ready for their page
+    program when its transfer (and buffer stage) ends."""
+    mu = S.si[SI_MU]
     first, n = _units(S, r)
+    left = S.rq[r, RQ_LEFT]
+    done = n - left
+    size = S.rq[r, RQ_SIZE]
+    S.si[SI_BUF_FREE] -= k * mu
+    ovh = S.sf[SF_OVH]
+    t = now
+    if done == 0:
+        t = _serve(S, SF_HIL, S.si[SI_HILN], now, ovh)
+    last = k == left
+    upto = size if last else min(size, (done + k) * mu)
+    before = 0 if done == 0 else min(size, done * mu)
+    nbytes = upto - before
+    t_link = _link(S, t, nbytes, 0)
+    t_buf = t_link + S.sf[SF_WLAT]
+    if done == 0 and last:  # the whole command at once
+        svc = ovh + size / S.sf[SF_LRATE] + S.sf[SF_WLAT] + S.sf[SF_FTLUPD]
+    elif done == 0:
+        svc = ovh + nbytes / S.sf[SF_LRATE]
+    elif last:
+        svc = S.rqf[r, QF_SERVICE] + nbytes / S.sf[SF_LRATE] + S.sf[SF_WLAT] + S.sf[SF_FTLUPD]
+    else:
+        svc = S.rqf[r, QF_SERVICE] + nbytes / S.sf[SF_LRATE]
+    if last:
+        t_buf = _serve(S, SF_FTL, S.si[SI_FTLN], t_buf, S.sf[SF_FTLUPD])
+        if S.sf[SF_ACK] > 0:
+            t_buf = _group_commit(S, t_buf, S.sf[SF_ACK])
+            svc += S.sf[SF_ACK]
+    S.rqf[r, QF_SERVICE] = svc
+    S.rq[r, RQ_LEFT] = left - k
     p = -1
-    for lpn in range(first, first + n):
+    for lpn in range(first + done, first + done + k):
         p = _place(S, lpn, t_buf, now)
         if p < 0 and S.si[SI_ERR] != 0:
             return
+    if not last:
+        return
     S.si[SI_WRITE_SEQ] += 1
     if S.si[SI_DUR_W] != 0 or (S.rq[r, RQ_FUA] != 0 and S.si[SI_DUR_FUA] != 0):
         _flush_join(S, r, p, t_buf, now)
@@ -705,29 +741,68 @@ def _write_admitted(S, r, need, now):
 
 
 @njit(cache=True, _nrt=False)
+def _stuck(S):
+    """Bytes of the buffer that no program in flight will free: the open page's units not submitted
+    yet and the full pages held for a multi-plane unit (only more host data or a forced flush would
+    submit them)."""
+    mu = S.si[SI_MU]
+    b = 0
+    p = S.si[SI_OPEN]
+    if p >= 0:
+        b += (S.pg[p, PG_FILLED] - S.pg[p, PG_SUB]) * mu
+    for die in range(S.die.shape[0]):
+        for i in range(S.die[die, DI_NHELD]):
+            b += S.tx[S.die[die, DI_HELD + i], TX_B] * mu
+    return b
+
+
+@njit(cache=True, _nrt=False)
+def _make_room(S, now):
+    """The first waiting write cannot take a unit and no program in flight will free one (the whole
+    buffer is the open page and pages waiting for a multi-plane partner, which only more host data
+    would submit: a lost wakeup): the firmware programs them now, as a forced flush does (the open
+    page padded and sealed if ``flash.nop`` is 1; every die's held pages)."""
+    if S.si[SI_BUFSIZE] - S.si[SI_BUF_FREE] > _stuck(S):
+        return  # programs in flight will free space
+    p = S.si[SI_OPEN]
+    if p >= 0 and S.pg[p, PG_FILLED] > S.pg[p, PG_SUB]:
+        _program(S, p, S.si[SI_NOP] == 1, False, now)
+    if S.si[SI_MP] != 0:
+        for die in range(S.die.shape[0]):
+            if S.die[die, DI_NHELD] > 0:
+                _release(S, die, now)
+
+
+@njit(cache=True, _nrt=False)
 def _write(S, r, now):
     _first, n = _units(S, r)
-    need = n * S.si[SI_MU]
-    if S.si[SI_BW_HEAD] >= 0 or need > S.si[SI_BUF_FREE]:
-        if need > S.si[SI_BUFSIZE]:
-            S.si[SI_ERR] = ERR_BIGWRITE
-            return
-        _rq_append(S, SI_BW_HEAD, SI_BW_TAIL, r)
+    S.rq[r, RQ_LEFT] = n
+    if S.si[SI_BW_HEAD] < 0 and n * S.si[SI_MU] <= S.si[SI_BUF_FREE]:
+        _write_chunk(S, r, n, now)
         return
-    _write_admitted(S, r, need, now)
+    head = S.si[SI_BW_HEAD] < 0
+    _rq_append(S, SI_BW_HEAD, SI_BW_TAIL, r)
+    if head:
+        _admit_waiting(S, now)
 
 
 @njit(cache=True, _nrt=False)
 def _admit_waiting(S, now):
+    """Stream the waiting writes into the buffer space there is, first come first served."""
     mu = S.si[SI_MU]
     while S.si[SI_BW_HEAD] >= 0:
         r = S.si[SI_BW_HEAD]
-        _first, n = _units(S, r)
-        need = n * mu
-        if need > S.si[SI_BUF_FREE]:
+        left = S.rq[r, RQ_LEFT]
+        k = S.si[SI_BUF_FREE] // mu
+        if k == 0:
+            _make_room(S, now)
             return
-        _rq_popleft(S, SI_BW_HEAD, SI_BW_TAIL)
-        _write_admitted(S, r, need, now)
+        if k >= left:
+            _rq_popleft(S, SI_BW_HEAD, SI_BW_TAIL)
+            k = left
+        _write_chunk(S, r, k, now)
+        if S.si[SI_ERR] != 0:
+            return
 
 
 # =============================================================================== forced flush (group commit)
