@@ -250,8 +250,8 @@ CASES.update({
 })
 
 CASES.update({
-    "ceph-hdd-qd64write": ("Ceph croit MACH.2 pool on its HDD profiles + block layer (LUN write cache volatile: the 14 GB "
-                           "media cache exceeds the Ceph core's 2^20-extent table), 4KiB randwrite QD64 (Python; client IOs per CPU second)",
+    "ceph-hdd-qd64write": ("Ceph croit MACH.2 pool on its HDD profiles + block layer (LUN write cache volatile, as "
+                           "the bench has always run it), 4KiB randwrite QD64 (Python; client IOs per CPU second)",
                            _ceph_core_case("bench_qd64write_hdd", False)),
     "ceph-hdd-qd64write-compiled": ("the same through the compiled Ceph core driving the device core (identical results)",
                                     _ceph_core_case("bench_qd64write_hdd", True)),
