@@ -8,19 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from resident import resident_bytes
 
 from simulator.core.lazy import lazy_zeros
-
-
-def _resident(a: np.ndarray) -> int:
-    """Bytes of ``a``'s pages present in memory (/proc/self/pagemap, bit 63)."""
-    ps = 4096
-    addr = a.__array_interface__["data"][0]
-    p0, p1 = addr // ps, (addr + a.nbytes + ps - 1) // ps
-    with open("/proc/self/pagemap", "rb") as f:
-        f.seek(p0 * 8)
-        words = np.frombuffer(f.read((p1 - p0) * 8), np.uint64)
-    return int(((words >> np.uint64(63)) & np.uint64(1)).sum()) * ps
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page residency is read from Linux's pagemap")
@@ -30,7 +20,7 @@ def test_lazy_zeros_holds_only_the_pages_written() -> None:
     a[:, :, -1, 1] = 8  # one header row per map, as wc_init_index writes
     # 144 pages (plus neighbours at most), not the 2 MiB huge pages np.zeros' memory would take
     # (measured before any read: a read maps the shared zero page, which pagemap shows as present)
-    assert _resident(a) <= 2 * 144 * 4096, _resident(a)
+    assert resident_bytes(a) <= 2 * 144 * 4096, resident_bytes(a)
     assert int(a.sum()) == 8 * 48 * 3 and int(a[:, :, :-1].sum()) == 0
     assert lazy_zeros(3, np.int32).tolist() == [0, 0, 0]  # below a page: np.zeros
 
@@ -80,7 +70,7 @@ def test_write_cache_index_grows_in_place() -> None:
     assert cached
     caps = ds.hi[cached, DL.HI_IXCAP]
     rows = ds.hidx.shape[2]
-    resident = _resident(ds.hidx)  # before the reads below map the zero page under the untouched rows
+    resident = resident_bytes(ds.hidx)  # before the reads below map the zero page under the untouched rows
     assert caps.max() > INDEX_START and caps.max() < (rows - 1) // 8, (caps, rows)  # grew, far below the block
     for h, c in zip(cached, caps, strict=True):
         assert c & (c - 1) == 0

@@ -16,19 +16,11 @@ import sys
 
 import numpy as np
 import pytest
+from resident import resident_bytes
 
 MACH2 = "hdd/seagate_exos_2x14"
 
 
-def _resident(a: np.ndarray) -> int:
-    """Bytes of ``a``'s pages present in memory (/proc/self/pagemap, bit 63)."""
-    ps = 4096
-    addr = a.__array_interface__["data"][0]
-    p0, p1 = addr // ps, (addr + a.nbytes + ps - 1) // ps
-    with open("/proc/self/pagemap", "rb") as f:
-        f.seek(p0 * 8)
-        words = np.frombuffer(f.read((p1 - p0) * 8), np.uint64)
-    return int(((words >> np.uint64(63)) & np.uint64(1)).sum()) * ps
 
 
 @pytest.mark.parametrize("start", [8, 32])
@@ -109,6 +101,7 @@ def test_the_2x14_profile_runs_compiled_under_ceph():
         "sweep.axes.pool.values": {"mach2": {"workload.global.pool": "test-mach2"}},
         "sweep.axes.rw.values": {"randwrite": {"workload.global.rw": "randwrite"}},
         "sweep.exclude": [],
+        "sweep.reruns": [],
         "workload.global.runtime": "0.5s",
         "report.plots": [],
         "report.ratio": None,
@@ -159,7 +152,7 @@ def test_media_cache_table_memory_follows_the_extents_used():
     start, worst = _table_slots(lun)
     assert st.hext.shape[1] == worst and worst > 13_000_000
     assert cap > start and cap < worst // 1000, (cap, start, worst)
-    resident = sum(_resident(a) for a in (st.hext, st.hlive, st.hefree, st.hdq, st.hdr))
+    resident = sum(resident_bytes(a) for a in (st.hext, st.hlive, st.hefree, st.hdq, st.hdr))
     caps = int(st.hi[:, DL.HI_ECAP].sum())  # every HDD row of the State (the LUN's)
     bound = caps * EXTENT_SLOT_WORDS * 8 + 5 * 2 * 4096 * st.hi.shape[0]
     assert resident <= bound, (resident, bound)

@@ -532,10 +532,10 @@ class Problem:
             if any(p.raw.get("system") != exp.points[0].raw.get("system") for p in exp.points):
                 raise ConfigError("a sweep axis of the experiment changes the system; a calibration needs one system "
                                   "(fix such axes with sets:)", source=self.src, field="experiment")
-            from simulator.experiment.load import axis_names
+            from simulator.experiment.load import axis_names, label_of
 
             for it in self.items + self.pred_items:
-                hits = [p for p in exp.points if all(_norm(p.labels.get(a)) == _norm(v) for a, v in it.labels.items())]
+                hits = [p for p in exp.points if all(_norm(label_of(p.labels, a)) == _norm(v) for a, v in it.labels.items())]
                 if len(hits) != 1:
                     raise ConfigError(
                         f"row {it.label} matches {len(hits)} points of the experiment (needs exactly 1; "
@@ -568,11 +568,13 @@ class Problem:
         """Simulated summary row per item index (position in ``items``)."""
         if self.experiment_path is None:
             return {i: r["row"] for i, r in enumerate(results)}
+        from simulator.experiment.load import label_of
+
         pts = [p for r in results for p in r["points"]]
         out = {}
         for i, it in enumerate(items):
             for p in pts:
-                if all(_norm(p["labels"].get(a)) == _norm(v) for a, v in it.labels.items()):
+                if all(_norm(label_of(p["labels"], a)) == _norm(v) for a, v in it.labels.items()):
                     out[i] = p["row"]
                     break
         return out

@@ -186,6 +186,11 @@ def _axis_labels(spec: ExperimentSpec) -> dict[str, list[str]]:
     return out
 
 
+def label_of(labels: dict[str, Any], axis: str) -> Any:
+    """A row's label on ``axis``; ``pass`` is 1 on the rows of an experiment without reruns."""
+    return labels.get(axis, 1 if axis == PASS_AXIS else None)
+
+
 def axis_names(spec: ExperimentSpec) -> list[str]:
     """The labels every row of the experiment carries: the sweep's axes, and ``pass`` when it has reruns."""
     return list(_axis_labels(spec))
@@ -253,7 +258,7 @@ def load_experiment(
     spec = validate(ExperimentSpec, raw, source)
     check_sweep_size(spec, source)
     _check_report(spec, source)
-    check_references(list(spec.reference), list(_axis_labels(spec)), path)
+    check_references(list(spec.reference), [*_axis_labels(spec), PASS_AXIS], path)  # pass: 1 on every row without reruns
     points: list[Point] = []
     for i, (labels, kvs) in enumerate(_axis_points(spec, source)):
         praw = apply_sets(raw, kvs, f"{source}: sweep")

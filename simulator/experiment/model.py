@@ -154,7 +154,7 @@ class RerunSpec(ConfigModel):
     (croit's sweep reran three reads the next morning, and the published file of one of them is the rerun).
     With ``persist_state`` the rerun joins the end of its sequence and starts from the state the sequence left."""
 
-    labels: dict[str, str | int | float] = Field(description="axis -> label of the grid point to run again; every axis named")
+    labels: dict[str, Any] = Field(description="axis -> label of the grid point to run again (compared as text); every axis named")
     sets: dict[str, Any] = Field(
         default_factory=dict,
         description="dotted overrides for this rerun only, applied after the point's own (e.g. a shorter runtime)",

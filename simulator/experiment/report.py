@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from simulator.experiment.load import axis_names
+from simulator.experiment.load import axis_names, label_of
 from simulator.experiment.references import norm as _norm
 from simulator.experiment.references import reference_rows
 from simulator.experiment.runner import ExperimentRun, atomic_write_text
@@ -29,7 +29,7 @@ def compare_references(run: ExperimentRun, points: list[PointSummary]) -> list[d
     for ref in exp.spec.reference:
         table, match_cols, metric_cols = reference_rows(ref, exp.path)
         for trow in table:
-            match = [p for p in points if all(_norm(p.labels.get(axis)) == _norm(trow[col]) for col, axis in match_cols.items())]
+            match = [p for p in points if all(_norm(label_of(p.labels, axis)) == _norm(trow[col]) for col, axis in match_cols.items())]
             if len(match) != 1:
                 continue
             p = match[0]
