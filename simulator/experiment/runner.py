@@ -263,6 +263,11 @@ def stop_pool_now(pool: Any) -> None:
     for proc in list((getattr(pool, "_processes", None) or {}).values()):
         if proc.is_alive():
             proc.terminate()
+    # the call queue's feeder thread may be blocked writing to a pipe no worker reads any more; without this the
+    # interpreter joins it at exit and the main process never ends (seen 2026-11-28 after 'interrupted')
+    q = getattr(pool, "_call_queue", None)
+    if q is not None:
+        q.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
 
 
