@@ -18,9 +18,9 @@ def test_measure_logs_the_memory_of_each_compiled_phase():
     # the warm-up builds the state, the timed run resumes it (held); both write back
     assert names.count("ceph_fio.run_workload_ceph") == 2
     assert names.count("ceph_build.build_state") == 1 and names.count("ceph_onode_build.build") == 1
-    assert names.count("ceph_onode.write_back") == 2
+    assert names.count("ceph_onode_build.write_back") == 2
     assert names.index("ceph_build.build_state") < names.index("ceph_onode_build.build") < names.index(
-        "ceph_onode.write_back")
+        "ceph_onode_build.write_back")
     for p in r["phases"]:
         assert 0 < p["rss_in_mb"] <= p["hwm_in_mb"] <= p["hwm_out_mb"] and p["rss_out_mb"] <= p["hwm_out_mb"]
         assert p["cpu_s"] >= 0

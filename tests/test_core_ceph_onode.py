@@ -223,7 +223,7 @@ def test_kernels_are_one_ordered_dict_lru():
                 ref.insert(k)
         st = L.CephState(*([None] * len(L.CephState._fields)))._replace(
             oni=oni, okey=okey, onext=onext, imi=imi, obj_base=np.zeros(nobj, np.int64))
-        K.write_back(st, [_Osd])
+        B.write_back(st, [_Osd])
         assert (shadow.order() - kb).tolist() == ref.order().tolist(), trial
         assert (shadow.hits, shadow.misses) == (ref.hits, ref.misses)
 

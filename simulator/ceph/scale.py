@@ -166,7 +166,7 @@ PHASES = (
     ("simulator.core.ceph_build", "write_back_bluestore"),
     ("simulator.core.ceph_build", "write_back"),
     ("simulator.core.ceph_build", "_write_back_core_devices"),
-    ("simulator.core.ceph_onode", "write_back"),
+    ("simulator.core.ceph_onode_build", "write_back"),
     ("simulator.core.ceph_dcache", "write_back"),
 )
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from simulator.core import ceph_dcache as _dcache
 from simulator.core import ceph_layout as L
-from simulator.core import ceph_onode, ceph_onode_build
+from simulator.core import ceph_onode_build
 
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "run_refilling", "unsupported", "why_text", "write_back"]
 
@@ -768,7 +768,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, repo
         rand._i = 0
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
     _write_back_core_devices(st, meta, report)
-    ceph_onode.write_back(st, meta["osds"])
+    ceph_onode_build.write_back(st, meta["osds"])
     _dcache.write_back(st.dc, meta["osds"])
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None
