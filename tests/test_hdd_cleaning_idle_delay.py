@@ -16,9 +16,9 @@ Oracles:
   watermark: pressure cleans at once);
 * every write completes exactly once; the compiled core gives results identical to the Python drive.
 
-Mutation notes (checked by hand while writing the tests): returning 0.0 from mc_clean_hold when
-``out`` > 0 (the timer ignoring host commands still in the drive) -> test_no_cleaning_starts_within_the_delay;
-not restarting the timer at a completion (HDD._finish) -> test_qd1_sync_writes_are_appends_only.
+Mutation notes (checked by monkeypatching the Python drive while writing the tests): mc_clean_hold
+called with ``out`` = 0 (the timer ignoring host commands still in the drive), and HDD._finish not
+restarting the timer at a completion, each make test_no_cleaning_starts_within_the_delay fail.
 """
 
 from __future__ import annotations
@@ -62,17 +62,26 @@ def _fio(profile: str, params: dict, job: dict, seed: int):
     return sim, dev
 
 
-def _record_completions(dev) -> list[float]:
-    """Wrap the drive's completion accounting: the times host commands completed (the idle timer's starts)."""
-    times: list[float] = []
+def _record_host(dev) -> list[list[float]]:
+    """Wrap the drive's submit and completion accounting: [arrival, completion] of every host command
+    (request objects are reused, so a span is found by the request's current one)."""
+    spans: list[list[float]] = []
+    open_: dict[int, list[float]] = {}
+    sub = dev.submit
     fin = dev._finish
 
-    def rec(req):
-        fin(req)
-        times.append(dev.env.now)
+    def on_submit(req):
+        open_[id(req)] = span = [dev.env.now, float("inf")]
+        spans.append(span)
+        return sub(req)
 
-    dev._finish = rec
-    return times
+    def on_finish(req):
+        fin(req)
+        open_.pop(id(req))[1] = dev.env.now
+
+    dev.submit = on_submit
+    dev._finish = on_finish
+    return spans
 
 
 def test_default_is_zero_and_bounds_are_enforced():
@@ -133,8 +142,8 @@ def test_the_drive_cleans_once_idle_and_every_write_completes_once():
 
 def test_no_cleaning_starts_within_the_delay():
     """Poisson arrivals at 40/s (mean gap 25 ms) and a 20 ms delay: the drive cleans in the longer
-    gaps, and every cleaning write that starts while no host command waits starts at least the
-    delay after the last host completion, with no host command in the drive."""
+    gaps, and every cleaning write starts with no host command in the drive and at least the delay
+    after the last host completion."""
     delay = 0.02
     job = {"rw": "randwrite", "iodepth": 4, "number_ios": 1500, "rate_iops": 40, "rate_process": "poisson"}
     from simulator.devices.registry import build_device
@@ -143,18 +152,18 @@ def test_no_cleaning_starts_within_the_delay():
 
     sim = Simulation(7)
     dev = build_device({"profile": X24, "params": _wcd(delay)}, "dev", sim.root)
-    done = _record_completions(dev)
+    spans = _record_host(dev)
     dev.trace = []
     run_fio(sim, [dev], {**_BASE, **job})
     cleans = [t for t, kind, *_ in dev.trace if kind == 1]
     assert len(cleans) > 50
     assert dev.completed[int(Op.WRITE)] == 1500
-    import bisect
-
+    iv = sorted(spans)
+    assert len(iv) == 1500 and all(b < float("inf") for _a, b in iv)
     for t in cleans:
-        k = bisect.bisect_right(done, t)
-        last = done[k - 1] if k else 0.0
-        assert t - last >= delay - 1e-9, (t, last)
+        # no host command in the drive in (t - delay, t]: arrived by t and completed after t - delay
+        busy = [(a, b) for a, b in iv if a <= t and b > t - delay + 1e-9]
+        assert not busy, (t, busy[:2])
 
 
 def test_pressure_cleans_at_once():
