@@ -805,7 +805,7 @@ class HDD(Device):
         env = self.env
         now = env.now
         hold = _clean_hold(now, self._t_host, self._outstanding, self._mc_delay, self._mc_bytes, self._mc_hw,
-                           bool(self._nfl or self._blocked or self._qdw), owe, self._win)
+                           bool(self._nfl or self._blocked or self._qdw), owe, self._win) if self._mc_delay else 0.0
         if hold != 0.0:  # idle cleaning waits for the idle timer (cache.cleaning_idle_delay)
             if not self._nhost:
                 if hold > 0.0 and not self._mc_wake:
