@@ -124,3 +124,37 @@ def test_prefill_load_is_compact():
     assert c.lookup(int(keys[0]))
     c.insert(7)
     assert int(keys[0]) in c and int(keys[1]) not in c
+
+
+def test_set_order_equals_ordereddict_lru():
+    """``set_order`` (the compiled core's write-back: an ascending head, then a run's touches) holds
+    exactly the given LRU order, a short tail in the OrderedDict and a long one through ``load``'s
+    order array; then lookups, inserts and evictions behave as the reference LRU holding that order."""
+    rng = np.random.default_rng(11)
+    paths = {"dict": 0, "order": 0}
+    for trial in range(300):
+        cap = int(rng.integers(1, 200))
+        pool = BIG + np.sort(rng.choice(4 * cap + 8, size=min(cap, 4 * cap + 8), replace=False))
+        n = int(rng.integers(1, len(pool) + 1))
+        keys = pool[:n]
+        k = int(rng.integers(0, max(1, n // (8 if trial % 3 else 20)) + 1))  # touched: moved to the end
+        moved = rng.choice(n, size=min(k, n), replace=False)
+        order = np.concatenate([np.delete(keys, moved), rng.permutation(keys[moved])])
+        c = LruCache(cap)
+        c.insert(int(BIG - 1))  # replaced by set_order
+        c.set_order(order)
+        paths["order" if c._corder is not None else "dict"] += bool(c._d) or c._corder is not None
+        r = RefLru(cap)
+        for key in order.tolist():
+            r.insert(key)
+        assert order_of(c) == list(r.d) == order.tolist()
+        assert np.array_equal(c.order(), order)
+        for _ in range(40):
+            key = int(BIG + rng.integers(0, 4 * cap + 8))
+            if rng.random() < 0.5:
+                assert c.lookup(key) == r.lookup(key)
+            else:
+                c.insert(key)
+                r.insert(key)
+            assert order_of(c) == list(r.d)
+    assert paths["dict"] > 20 and paths["order"] > 20, paths

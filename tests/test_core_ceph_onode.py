@@ -167,9 +167,11 @@ def test_lru_hit_ratio_is_capacity_over_objects():
 
 def test_kernels_are_one_ordered_dict_lru():
     """ceph_onode.probe / insert on one OSD's arrays against LruCache (one OrderedDict LRU) under
-    random lookups and inserts, through build and write back (the compact pre-filled segment too)."""
+    random lookups and inserts, through ceph_onode_build.build and write back (the compact pre-filled
+    segment too)."""
     from simulator.core import ceph_layout as L
     from simulator.core import ceph_onode as K
+    from simulator.core import ceph_onode_build as B
 
     rng = np.random.default_rng(2)
     for trial in range(40):
@@ -210,17 +212,18 @@ def test_kernels_are_one_ordered_dict_lru():
         shadow = LruCache(cap)
         shadow.load(keys + kb)
         _Bs.onodes = shadow
-        arrs = K.build([_Osd], [None], imi, np.zeros(nobj, np.int32), np.zeros((1, 1), np.int64), nobj, _Streams)
-        oni, _onf, okey, oprev, onext, omi, omap = arrs
+        arrs = B.build([_Osd], [None], imi, np.zeros(nobj, np.int32), np.zeros((1, 1), np.int64), nobj, _Streams)
+        oni, _onf, okey, oprev, onext = arrs
         for _ in range(int(rng.integers(1, 200))):
             k = int(rng.integers(0, nobj))
             if rng.random() < 0.6:
-                assert K.probe(oni, oprev, onext, omap, 0, k) == ref.lookup(k)
+                assert K.probe(oni, oprev, onext, 0, k) == ref.lookup(k)
             else:
-                assert K.insert(oni, okey, oprev, onext, omi, omap, 0, k, kb + k)
+                K.insert(oni, oprev, onext, 0, k)
                 ref.insert(k)
-        st = L.CephState(*([None] * len(L.CephState._fields)))._replace(oni=oni, okey=okey, onext=onext)
-        K.write_back(st, [_Osd])
+        st = L.CephState(*([None] * len(L.CephState._fields)))._replace(
+            oni=oni, okey=okey, onext=onext, imi=imi, obj_base=np.zeros(nobj, np.int64))
+        B.write_back(st, [_Osd])
         assert (shadow.order() - kb).tolist() == ref.order().tolist(), trial
         assert (shadow.hits, shadow.misses) == (ref.hits, ref.misses)
 

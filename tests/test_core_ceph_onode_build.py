@@ -1,9 +1,11 @@
 """The compiled onode caches' build (simulator.core.ceph_onode_build) against a plain oracle.
 
 The build ties every cached key of every OSD to its row of the run's object table by a merge (the run's
-objects in key order against each OSD's keys in ascending order). The oracle does it the plain way: for
-each key in each OSD's LRU order, the object's PG and acting set from the Python objects (``obj_ps``,
-``pg.acting``), the row of the first acting position on that OSD. Checked on croit's fitted host (two
+objects in key order against each OSD's keys in ascending order) and links each OSD's list through the
+rows found. The oracle does it the plain way: for each key in each OSD's LRU order, the object's PG and
+acting set from the Python objects (``obj_ps``, ``pg.acting``), the row of the first acting position on
+that OSD; the OSD's list must visit those rows in that order (a key outside the run's objects: a node
+past the rows holding that key), and every other row must be out of the caches. Checked on croit's fitted host (two
 pre-filled images on different drive kinds, each run alone) as built (each OSD's keys in ascending order)
 and after a compiled run of random writes (the touched keys follow the cold ones: not in ascending order);
 and on a small cluster of queue devices with two images in one pool (one OSD's keys from both) and onode
@@ -18,7 +20,8 @@ from test_core_ceph_wire import _cluster
 
 from simulator.ceph.bench import build_cluster_from_profile
 from simulator.core.ceph_build import build_state, run_closed
-from simulator.core.ceph_layout import ON_HEAD, ON_N, ON_S0, ON_TAIL
+from simulator.core.ceph_layout import ON_HEAD, ON_N, ON_TAIL
+from simulator.core.ceph_onode import OUT
 from simulator.engine import Simulation
 
 
@@ -44,24 +47,33 @@ def _check(cl, imgs) -> int:
     orders = [o.bs.onodes.order() for o in cl.osds]
     want = _oracle(cl, imgs)
     st, _meta = build_state(cl, n_ops=4096, n_req=0, images=imgs)
-    omap_want = np.full(st.omap.shape[0], -1, np.int64)
+    nbase = st.obj_base.shape[0]
+    assert st.oprev.shape[0] >= nbase
+    cached = np.zeros(st.oprev.shape[0], bool)
     looked = 0
+    foreign = nbase
     for j, (keys, rows) in enumerate(zip(orders, want, strict=True)):
-        n, s0 = int(st.oni[j, ON_N]), int(st.oni[j, ON_S0])
+        n = int(st.oni[j, ON_N])
         if n == 0:  # an OSD without objects of the run: never looked up, keeps its LruCache
-            assert all(r < 0 for r in rows)
+            assert all(r < 0 for r in rows) and st.oni[j, ON_HEAD] == -1
             continue
-        s = np.arange(s0, s0 + n)
         assert n == len(keys)
-        assert np.array_equal(st.okey[s], keys)
-        assert np.array_equal(st.omi[s], rows)
-        assert st.oni[j, ON_HEAD] == s0 and st.oni[j, ON_TAIL] == s0 + n - 1
-        assert np.array_equal(st.onext[s], np.r_[s[1:], -1]) and np.array_equal(st.oprev[s], np.r_[-1, s[:-1]])
-        for t, r in enumerate(rows):
+        nodes = []
+        s = int(st.oni[j, ON_HEAD])
+        while s >= 0:
+            nodes.append(s)
+            s = int(st.onext[s])
+        assert len(nodes) == n and st.oni[j, ON_TAIL] == nodes[-1]
+        assert np.array_equal(st.oprev[nodes], np.r_[-1, nodes[:-1]])
+        for s, r, k in zip(nodes, rows, keys, strict=True):
             if r >= 0:
-                omap_want[r] = s0 + t
+                assert s == r
                 looked += 1
-    assert np.array_equal(st.omap, omap_want)
+            else:  # a key outside the run's objects: the next node past the rows, holding the key
+                assert s == foreign and st.okey[s - nbase] == k
+                foreign += 1
+        cached[nodes] = True
+    assert np.all(st.oprev[~cached] == OUT) and np.all(st.oprev[cached] != OUT)
     return looked
 
 

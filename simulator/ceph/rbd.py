@@ -137,10 +137,11 @@ class BaseTable:
         u = self._np[rows].astype(np.int64)
         return np.where(u >= 0, u * self.unit, -1)
 
-    def encode_bases(self, offs: Any) -> np.ndarray:
-        """Byte offsets (-1: not allocated) as table entries (units, the table's dtype). Checked in a few
-        passes (the pre-fill encodes every replica): bounds by min/max; alignment, for a power-of-two
-        unit, by OR-ing the offsets (-1 floors to -1 under the shift and the division)."""
+    def encode_bases(self, offs: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """Byte offsets (-1: not allocated) as table entries (units, the table's dtype), into ``out`` if
+        given (written only once every offset passed). Checked in a few passes (the pre-fill encodes
+        every replica): bounds by min/max; alignment, for a power-of-two unit, by OR-ing the offsets
+        (-1 floors to -1 under the shift and the division)."""
         b = np.asarray(offs, dtype=np.int64)
         unit = self.unit
         if b.size:
@@ -154,7 +155,8 @@ class BaseTable:
                 misaligned = (pos % unit).any()
             if misaligned:
                 raise self._bad(int(pos[pos % unit != 0].flat[0]))
-        out = np.empty(b.shape, dtype=self._np.dtype)
+        if out is None:
+            out = np.empty(b.shape, dtype=self._np.dtype)
         if unit & (unit - 1) == 0:
             np.right_shift(b, unit.bit_length() - 1, out=out, casting="unsafe")
         else:
@@ -163,8 +165,12 @@ class BaseTable:
 
     def set_bases(self, rows: Any, offs: Any) -> None:
         """Set the offsets (bytes, -1: not allocated) of the objects ``rows`` at every position (``offs``
-        broadcast to the shape of ``bases(rows)``)."""
-        self._np[rows] = self.encode_bases(offs)
+        broadcast to the shape of ``bases(rows)``). A slice of rows is written in place (no encoded copy
+        of the whole table: the compiled core's write-back sets every row)."""
+        if isinstance(rows, slice):
+            self.encode_bases(offs, out=self._np[rows])
+        else:
+            self._np[rows] = self.encode_bases(offs)
 
     def set_bases_flat(self, idx: np.ndarray, offs: np.ndarray) -> None:
         """Set entries ``idx`` of the flattened (object, position) table (C order) to ``offs`` (bytes)."""

@@ -21,7 +21,9 @@ time apart, the loop's CPU per IO and the whole call's (docs/design.md, "The com
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib
 import json
 import resource
 import subprocess
@@ -53,18 +55,28 @@ def build_scaled(sim: Any, hosts: int, ref: str = "clusters/croit_mach2") -> Any
     return build_cluster_from_profile(sim, ref, overrides=scale_overrides(hosts) if hosts != 1 else None)
 
 
-def _peak_rss_mb() -> float:
-    """This process's own peak RSS. Linux carries ru_maxrss across fork + exec (the parent's high-water mark at
-    the fork), so a fresh interpreter started by a large bench process would report the parent's peak; the
-    memory map's own high-water mark (VmHWM, reset at exec) is read where /proc has it."""
+def _vm_mb() -> tuple[float, float]:
+    """This process's (VmRSS, VmHWM) in MB: its resident memory now and its own peak. Linux carries
+    ru_maxrss across fork + exec (the parent's high-water mark at the fork), so a fresh interpreter
+    started by a large bench process would report the parent's peak; the memory map's own high-water
+    mark (VmHWM, reset at exec) is read where /proc has it (else ru_maxrss for both)."""
+    vm = {}
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    vm[line[:5]] = int(line.split()[1]) / 1024.0
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    if len(vm) < 2:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        return peak, peak
+    return vm["VmRSS"], vm["VmHWM"]
+
+
+def _peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM: :func:`_vm_mb`)."""
+    return _vm_mb()[1]
 
 
 class GcMeter:
@@ -110,28 +122,53 @@ COMPILED_REF = "clusters/croit_mach2_fitted"
 
 class _Timed:
     """CPU seconds spent in ``module.name`` while installed (``with _Timed(mod, "f") as t: ...; t.cpu``):
-    how the compiled measurement splits the Ceph core's state build off the run that calls it."""
+    how the compiled measurement splits the Ceph core's state build off the run that calls it. With
+    ``log`` (a list), each call also appends its memory: VmRSS and VmHWM (MB) on entry and on return."""
 
-    def __init__(self, module: Any, name: str) -> None:
-        self.module, self.name, self.cpu, self.calls = module, name, 0.0, 0
+    def __init__(self, module: Any, name: str, log: list[dict[str, Any]] | None = None) -> None:
+        self.module, self.name, self.cpu, self.calls, self.log = module, name, 0.0, 0, log
         self._orig = getattr(module, name)
 
     def __enter__(self) -> _Timed:
-        orig = self._orig
+        orig, log = self._orig, self.log
 
         def timed(*a: Any, **k: Any) -> Any:
+            rec = None
+            if log is not None:
+                rss, hwm = _vm_mb()
+                rec = {"phase": f"{self.module.__name__.rsplit('.', 1)[-1]}.{self.name}", "rss_in_mb": rss,
+                       "hwm_in_mb": hwm}
+                log.append(rec)
             c0 = time.process_time()
             try:
                 return orig(*a, **k)
             finally:
                 self.cpu += time.process_time() - c0
                 self.calls += 1
+                if rec is not None:
+                    rec["rss_out_mb"], rec["hwm_out_mb"] = _vm_mb()
+                    rec["cpu_s"] = time.process_time() - c0
 
         setattr(self.module, self.name, timed)
         return self
 
     def __exit__(self, *exc: object) -> None:
         setattr(self.module, self.name, self._orig)
+
+
+#: the compiled run's phases whose memory ``measure(phases=True)`` logs (module, function), in call order
+PHASES = (
+    ("simulator.core.ceph_fio", "run_workload_ceph"),
+    ("simulator.core.ceph_build", "build_state"),
+    ("simulator.core.ceph_build", "_bluestore_tables"),
+    ("simulator.core.ceph_onode_build", "build"),
+    ("simulator.core.ceph_dcache", "build"),
+    ("simulator.core.ceph_build", "write_back_bluestore"),
+    ("simulator.core.ceph_build", "write_back"),
+    ("simulator.core.ceph_build", "_write_back_core_devices"),
+    ("simulator.core.ceph_onode_build", "write_back"),
+    ("simulator.core.ceph_dcache", "write_back"),
+)
 
 
 def _fio_compiled(sim: Any, img: Any, qd: int, rw: str, n_ios: int, seed: int) -> dict[str, Any]:
@@ -155,12 +192,21 @@ def _fio_compiled(sim: Any, img: Any, qd: int, rw: str, n_ios: int, seed: int) -
 
 
 def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1, warm_ios: int | None = None,
-            qd: int | None = None, compiled: bool = False) -> dict[str, Any]:
+            qd: int | None = None, compiled: bool = False, phases: bool = False) -> dict[str, Any]:
     """Build (CPU seconds, wall seconds), then ``warm_ios`` untimed IOs (default: 3 x QD, at least
     2,000: every queue slot has cycled), then ``n_ios`` timed IOs at ``qd`` (default 64 per host).
     ``n_ios`` 0: the build alone. ``compiled``: the cluster is :data:`COMPILED_REF` and both runs go
     through the compiled Ceph core; the figures add the state build's CPU seconds (``state_cpu_s``,
-    part of the timed run's call), the loop's CPU per IO and the rest of the call (hand-over both ways)."""
+    part of the timed run's call), the loop's CPU per IO and the rest of the call (hand-over both ways).
+    ``phases`` (compiled): the result's ``phases`` lists every call of :data:`PHASES` after the
+    cluster's build with VmRSS / VmHWM on entry and return (where the peak is reached)."""
+    if phases and compiled:
+        log: list[dict[str, Any]] = []
+        with contextlib.ExitStack() as stack:
+            for mod, name in PHASES:
+                stack.enter_context(_Timed(importlib.import_module(mod), name, log))
+            r = measure(hosts, n_ios, rw, seed, warm_ios, qd, compiled)
+        return {**r, "phases": log}
     from simulator.engine import Simulation
 
     qd = 64 * hosts if qd is None else qd
@@ -171,7 +217,7 @@ def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1
         cl = build_scaled(sim, hosts, COMPILED_REF) if compiled else build_scaled(sim, hosts)
     build_cpu, build_wall = time.process_time() - c0, time.perf_counter() - w0
     build = {"build_cpu_s": build_cpu, "build_wall_s": build_wall, "build_gc_s": sum(bgc.seconds),
-             "build_gc_passes": bgc.passes}
+             "build_gc_passes": bgc.passes, "peak_rss_build_mb": _peak_rss_mb()}  # the cluster's build alone
     img = cl.image("test-mach2", "test")
     if n_ios <= 0:
         if compiled:  # the compiled core's state of a run on the MACH.2 image, as the run path builds it
@@ -231,11 +277,12 @@ def measure(hosts: int, n_ios: int = 20000, rw: str = "randwrite", seed: int = 1
 
 # ------------------------------------------------------------------------------- simrun bench cases
 def measure_fresh(hosts: int, n_ios: int, rw: str = "randwrite", qd: int | None = None,
-                  compiled: bool = False) -> dict[str, Any]:
+                  compiled: bool = False, phases: bool = False) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter (peak RSS is per process)."""
     out = subprocess.run(
         [sys.executable, "-m", "simulator.ceph.scale", "--one", str(hosts), str(n_ios), rw,
-         *(["--qd", str(qd)] if qd is not None else []), *(["--compiled"] if compiled else [])],
+         *(["--qd", str(qd)] if qd is not None else []), *(["--compiled"] if compiled else []),
+         *(["--phases"] if phases else [])],
         capture_output=True, text=True, check=True,
     ).stdout.strip().splitlines()[-1]
     return json.loads(out)
@@ -319,14 +366,16 @@ for _h in SIZES:
 
 def main(argv: list[str]) -> None:  # pragma: no cover - command line
     """``python -m simulator.ceph.scale [--ios N] [--hosts 1 4 12 42] [--rw randwrite randread] [--qd Q]``:
-    one fresh process per (size, rw); a table and one JSON line per measurement."""
+    one fresh process per (size, rw); a table and one JSON line per measurement. ``--one H N RW
+    [--compiled] [--phases]``: one measurement in this process, its JSON line (``--phases``: with the
+    memory of each compiled phase, :func:`measure`)."""
     ios = 20000
     hosts = [1, 4, 12, 42]
     rws = ["randwrite", "randread"]
     qd = int(argv[argv.index("--qd") + 1]) if "--qd" in argv else None  # default: 64 per host
     if "--one" in argv:
         h, n, rw = int(argv[argv.index("--one") + 1]), int(argv[argv.index("--one") + 2]), argv[argv.index("--one") + 3]
-        print(json.dumps(measure(h, n, rw, qd=qd, compiled="--compiled" in argv)))
+        print(json.dumps(measure(h, n, rw, qd=qd, compiled="--compiled" in argv, phases="--phases" in argv)))
         return
     if "--ios" in argv:
         ios = int(argv[argv.index("--ios") + 1])

@@ -18,7 +18,7 @@ import numpy as np
 
 from simulator.core import ceph_dcache as _dcache
 from simulator.core import ceph_layout as L
-from simulator.core import ceph_onode, ceph_onode_build
+from simulator.core import ceph_onode_build
 
 __all__ = ["Streams", "build_state", "obj_base_of", "refill", "run_kernel", "run_refilling", "unsupported", "why_text", "write_back"]
 
@@ -221,7 +221,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
             obj_base[boff + a * size : boff + b * size] = obj_base_of(img, slice(a, b)).reshape(-1)
         off += img.n_objects
         boff += img.n_objects * img.pool.size
-    obj_ps = np.concatenate(ps_parts) if ps_parts else np.zeros(1, np.int32)
+    # one image (a run's): its own table, not a copy (the loop only reads it)
+    obj_ps = ps_parts[0] if len(ps_parts) == 1 else np.concatenate(ps_parts) if ps_parts else np.zeros(1, np.int32)
     if not imgs:
         obj_base[:] = 0
     # ---- ops, requests, heap
@@ -256,7 +257,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gi[L.GI_TXFREE] = n_tx
     gi[L.GI_DEVFREE] = n_dr
     _load_transactions(cluster, osds, pg_list, pgrow, maxsize, bsi, osi, txi, txfree, gi)
-    oni, onf, okey, oprev, onext, omi, omap = ceph_onode_build.build(osds, imgs, imi, obj_ps, pga, len(obj_base), streams)
+    oni, onf, okey, oprev, onext = ceph_onode_build.build(osds, imgs, imi, obj_ps, pga, len(obj_base), streams)
     ns = max(len(streams.rands), 1)
     su = np.zeros((ns, L.SLEN), np.float64)
     si = np.zeros((ns, L.NSI), np.int64)
@@ -270,7 +271,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
         bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
         scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
-        oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext, omi=omi, omap=omap,
+        oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext,
         dc=_dcache.build(osds, _run_osds(imgs), n_tx, max((1 << img.order for img in imgs), default=1)),
     )  # fmt: skip
     meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
@@ -767,7 +768,7 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, repo
         rand._i = 0
         st.si[r, L.SI_POS] = st.si[r, L.SI_LEN] = 0
     _write_back_core_devices(st, meta, report)
-    ceph_onode.write_back(st, meta["osds"])
+    ceph_onode_build.write_back(st, meta["osds"])
     _dcache.write_back(st.dc, meta["osds"])
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None

@@ -424,30 +424,28 @@ CephState = namedtuple(
         "rqi", "rqf",
         "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
         "dev",  # the device core's State (core.layout) of the HDDs / block layers below BlueStore
-        "oni", "onf", "okey", "oprev", "onext", "omi", "omap",  # the onode caches (ceph_onode, ON_* below)
+        "oni", "onf", "okey", "oprev", "onext",  # the onode caches (ceph_onode, ON_* below)
         "dc",  # BlueStore's data caches and writing buffers (core.ceph_dcache.DCache)
     ],
 )  # fmt: skip
 
 # ---- the onode caches (bluestore.BlueStore.onodes, an LruCache per OSD; simulator.core.ceph_onode):
-# ``oni`` / ``onf`` one row per OSD; slots (``okey`` object key, ``oprev`` / ``onext`` LRU links, -1 =
-# none, ``omi`` its row of ``omap``, -1 = an object outside the run's images) in one range per OSD;
-# ``omap[i]`` the slot of obj_base row i's object in its OSD's cache, -1 = not cached
+# ``oni`` / ``onf`` one row per OSD; LRU nodes: the rows of ``obj_base`` (object x acting position),
+# then one per cached key outside the run's objects (``okey``: their keys); ``oprev`` / ``onext`` the
+# links, -1 = none, ``oprev`` ceph_onode.OUT = not cached
 ON_CAP = 0  # capacity (onode_cache_size), entries
 ON_N = 1  # entries cached
-ON_HEAD = 2  # oldest slot, -1 = empty
-ON_TAIL = 3  # youngest slot
-ON_S0 = 4  # first slot of the OSD's range
-ON_NSLOT = 5  # slots in its range (as many entries as the run can hold)
-ON_HITS = 6  # lookups that found the onode (LruCache.hits)
-ON_MISSES = 7
-ON_MREAD = 8  # bytes of a miss's DB read (onode_miss_read aligned up to the block), 0 = no IO
-ON_STREAM = 9  # random stream row of BlueStore (_db_offset), -1 = none (no miss can happen)
-ON_DBBASE = 10  # BlueStore.db_base
-ON_DBN = 11  # db_span // block
-ON_BLOCK = 12
-ON_LOOKS = 13  # lookups in this run (not reset with the statistics): 0 = the cache is as built
-NONI = 14
+ON_HEAD = 2  # oldest node, -1 = empty
+ON_TAIL = 3  # youngest node
+ON_HITS = 4  # lookups that found the onode (LruCache.hits)
+ON_MISSES = 5
+ON_MREAD = 6  # bytes of a miss's DB read (onode_miss_read aligned up to the block), 0 = no IO
+ON_STREAM = 7  # random stream row of BlueStore (_db_offset), -1 = none (no miss can happen)
+ON_DBBASE = 8  # BlueStore.db_base
+ON_DBN = 9  # db_span // block
+ON_BLOCK = 10
+ON_LOOKS = 11  # lookups in this run (not reset with the statistics): 0 = the cache is as built
+NONI = 12
 ONF_COST = 0  # onode_miss_cost, s
 NONF = 1
 DP_ONODE_READ = 16  # a read's onode DB read -> its data read (BlueStore._onode_read_done)

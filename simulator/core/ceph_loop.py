@@ -2136,7 +2136,7 @@ def _write_prepared(sp, o, op):
 # ------------------------------------------------------------------------------- the onode cache (ceph_onode)
 @njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
 def _omi(sp, op):
-    """The row of ``op``'s object on its OSD in obj_base / omap."""
+    """The row of ``op``'s object on its OSD in obj_base: its node in the onode lists."""
     st = _ld(sp)
     img = st.opi[op, OPI_IMG]
     return st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]
@@ -2146,17 +2146,14 @@ def _omi(sp, op):
 def _onode_probe(sp, o, op):
     """BlueStore.probe_onode (onodes.lookup)."""
     st = _ld(sp)
-    return _onode.probe(st.oni, st.oprev, st.onext, st.omap, o, _omi(sp, op))
+    return _onode.probe(st.oni, st.oprev, st.onext, o, _omi(sp, op))
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
 def _onode_insert(sp, o, op):
     """onodes.insert of ``op``'s object."""
     st = _ld(sp)
-    img = st.opi[op, OPI_IMG]
-    if not _onode.insert(st.oni, st.okey, st.oprev, st.onext, st.omi, st.omap, o, _omi(sp, op),
-                         st.imi[img, II_KB] + st.opi[op, OPI_OBJNO]):
-        _void(sp, WHY_POOL)
+    _onode.insert(st.oni, st.oprev, st.onext, o, _omi(sp, op))
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)

@@ -1,17 +1,21 @@
 """Building the compiled onode caches (:mod:`simulator.core.ceph_onode`) from the OSDs' LruCaches.
 
 :func:`build` reads every OSD's LruCache in its LRU order (``LruCache.order``: the compact pre-filled
-cold segment first, then the recently touched entries) into the arrays, keys of objects the run does
+cold segment first, then the recently touched entries) into the lists, keys of objects the run does
 not drive included (they age and leave as in Python), of the OSDs holding objects of the run (the
-others are never looked up and keep their LruCache); ``ceph_onode.write_back`` puts them back.
+others are never looked up and keep their LruCache); :func:`write_back` puts them back.
 
-Each cached key is tied to its row of the run's ``obj_base`` (object x acting position) by a merge
-(:func:`_merge_keys`): the run's objects in key order against each OSD's keys in ascending order, one
-cursor per OSD, so the object -> PG table, the PGs' acting sets and the key -> slot map are walked in
-order. Looking each key up instead (the object's PG, then its acting set) reads those tables at random:
-at 1,008 OSDs, 26.7 M cached keys over a 44 MB PG table and a 132 MB map cost ~70 % of the compiled
-state's build. Kept apart from ``ceph_onode`` (whose kernels the compiled loop inlines) so the build can
-change without recompiling the loop.
+Each cached key is tied to its node, its row of the run's ``obj_base`` (object x acting position), by a
+merge (:func:`_merge_keys`): the run's objects in key order against each OSD's keys in ascending order,
+one cursor per OSD, so the object -> PG table and the PGs' acting sets are walked in order. Looking
+each key up instead (the object's PG, then its acting set) reads those tables at random. The lists are
+linked from the rows found (:func:`_link`); the keys are not kept (a row's key is its object's).
+Kept apart from ``ceph_onode`` (whose kernels the compiled loop inlines) so the build can change
+without recompiling the loop.
+
+Memory at 1,008 OSDs (26.7 M cached keys, 33 M rows): the lists take two int32 per row (264 MB);
+while they are built, the keys (int64, 213 MB) and each key's row (int32, 107 MB) are held, and freed
+before the links are allocated except the row of each key.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from numba import njit
 from simulator import nbcache
 from simulator.core import ceph_arith as _carith
 from simulator.core import ceph_layout as _clayout
+from simulator.core import ceph_onode as _conode
 from simulator.core.ceph_arith import align_up
 from simulator.core.ceph_layout import (
     II_KB,
@@ -40,33 +45,33 @@ from simulator.core.ceph_layout import (
     ON_DBN,
     ON_HEAD,
     ON_HITS,
+    ON_LOOKS,
     ON_MISSES,
     ON_MREAD,
     ON_N,
-    ON_NSLOT,
-    ON_S0,
     ON_STREAM,
     ON_TAIL,
     ONF_COST,
 )
-from simulator.core.ceph_onode import _KEY_BITS, _run_counts
 
 nbcache.invalidate_stale(__file__, _clayout.__file__, _carith.__file__)
 
-__all__ = ["build"]
+__all__ = ["build", "write_back"]
+
+#: an object key's image part (rbd.RbdImage.key_base = (index + 1) << 36)
+_KEY_BITS = 36
 
 
 @njit(cache=True, _nrt=False)
-def _merge_keys(keys, kst, perm, imi, korder, obj_ps, pga, cur, mi, omap, mapped):
+def _merge_keys(keys, kst, perm, imi, korder, obj_ps, pga, cur, mi, mapped):
     """``mi[i]``: the obj_base row of key ``keys[i]`` cached on its OSD, -1 if it is not an object of
-    the run's images placed on that OSD (e.g. a key no longer placed there: never looked up); the row's
-    ``omap`` entry: the key's index among its OSD's keys (its slot less the OSD's first, added by
-    :func:`_place`); ``mapped[o]`` counts them. ``keys`` holds OSD ``o``'s keys at ``kst[o]:kst[o + 1]``
+    the run's images placed on that OSD (e.g. a key no longer placed there: never looked up);
+    ``mapped[o]`` counts them. ``keys`` holds OSD ``o``'s keys at ``kst[o]:kst[o + 1]``
     (LRU order); ``perm[kst[o] + j]`` is the index of its j-th smallest key (``perm[kst[o]]`` < 0: the
     keys are in ascending order already). A merge: the run's objects in key order (images by key base,
     ``korder``; only the first image of a key base, as a key names one) against every OSD's keys in
-    ascending order, one cursor per OSD (``cur``, zeros), so obj_ps, pga and omap are read in order
-    rather than at random for each key. An OSD listed twice in an acting set gets its first position."""
+    ascending order, one cursor per OSD (``cur``, zeros), so obj_ps and pga are read in order rather
+    than at random for each key. An OSD listed twice in an acting set gets its first position."""
     for kk in range(korder.shape[0]):
         k = korder[kk]
         kb = imi[k, II_KB]
@@ -93,73 +98,70 @@ def _merge_keys(keys, kst, perm, imi, korder, obj_ps, pga, cur, mi, omap, mapped
                     c += 1
                 if c < e and keys[b + t] == key:
                     mi[b + t] = row + x * size + p
-                    omap[row + x * size + p] = t
                     mapped[a] += 1
                     c += 1
                 cur[a] = c
 
 
 @njit(cache=True, _nrt=False)
-def _place(oni, imi, korder, obj_ps, pga, omap):
-    """Each mapped ``omap`` entry (a key's index among its OSD's keys) plus its OSD's first slot."""
-    for kk in range(korder.shape[0]):
-        k = korder[kk]
-        size = imi[k, II_SIZE]
-        ps0 = imi[k, II_PS0]
-        pg0 = imi[k, II_PG0]
-        row = imi[k, II_KEY]
-        for x in range(imi[k, II_NOBJ]):
-            r = pg0 + obj_ps[ps0 + x]
-            for p in range(size):
-                m = row + x * size + p
-                if omap[m] >= 0:
-                    omap[m] += oni[pga[r, p], ON_S0]
+def _link(oni, kst, mi, nbase, oprev, onext):
+    """Each OSD's keys (``kst[o]:kst[o + 1]`` of ``mi``, oldest first) linked into its list: a key's node
+    is its row ``mi``, or the next node past the rows (``nbase`` on) for a key outside the run's objects."""
+    f = nbase
+    for o in range(oni.shape[0]):
+        prev = -1
+        for i in range(kst[o], kst[o + 1]):
+            s = mi[i]
+            if s < 0:
+                s = f
+                f += 1
+            oprev[s] = prev
+            if prev >= 0:
+                onext[prev] = s
+            else:
+                oni[o, ON_HEAD] = s
+            prev = s
+        if prev >= 0:
+            onext[prev] = -1
+        else:
+            oni[o, ON_HEAD] = -1
+        oni[o, ON_TAIL] = prev
 
 
-@njit(cache=True, _nrt=False)
-def _link(oni, no, keys, mi, okey, omi, oprev, onext):
-    """Each OSD's keys (in ``keys``, OSD by OSD, oldest first) into the first slots of its range, linked."""
-    i = 0
-    for o in range(no):
-        s0 = oni[o, ON_S0]
-        n = oni[o, ON_N]
-        for t in range(n):
-            s = s0 + t
-            okey[s] = keys[i]
-            omi[s] = mi[i]
-            oprev[s] = s - 1 if t > 0 else -1
-            onext[s] = s + 1 if t < n - 1 else -1
-            i += 1
+def _run_counts(imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray, pga: np.ndarray, nr: int) -> np.ndarray:
+    """Per OSD: the run's objects on it (rows of obj_base: object x acting position), from each image's
+    objects per PG and the PGs' acting sets."""
+    out = np.zeros(nr, np.int64)
+    for k in range(len(imgs)):
+        n, size, ps0, pg0 = (int(imi[k, c]) for c in (II_NOBJ, II_SIZE, II_PS0, II_PG0))
+        per_pg = np.bincount(obj_ps[ps0 : ps0 + n])
+        acting = pga[pg0 : pg0 + len(per_pg), :size]
+        on = acting >= 0
+        out += np.bincount(acting[on], weights=np.broadcast_to(per_pg[:, None], acting.shape)[on],
+                           minlength=nr)[:nr].astype(np.int64)
+    return out
 
 
 def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray, pga: np.ndarray, nbase: int,
           streams: Any) -> tuple[np.ndarray, ...]:
-    """The onode arrays (oni, onf, okey, oprev, onext, omi, omap) of ``osds`` from their LruCaches, for a
-    run on ``imgs`` (rows of ``imi``; ``pga`` the PGs' acting OSDs, ``nbase`` the rows of obj_base).
+    """The onode arrays (oni, onf, okey, oprev, onext) of ``osds`` from their LruCaches, for a run on
+    ``imgs`` (rows of ``imi``; ``pga`` the PGs' acting OSDs, ``nbase`` the rows of obj_base).
     A BlueStore whose misses read the DB gets a random stream row (its ``rand``, _db_offset) when a
     miss can happen in the run (an object of the run on it is not cached)."""
     no = len(osds)
     nr = max(no, 1)
     oni = np.zeros((nr, NONI), np.int64)
     onf = np.zeros((nr, NONF), np.float64)
-    # slots, links and the object -> slot map in int32 (fewer than 2^31 slots and obj_base rows)
-    omap = np.full(max(nbase, 1), -1, np.int32)
-    runcnt = np.zeros(nr, np.int64)
-    _run_counts(imi, len(imgs), obj_ps, pga, runcnt)
-    # only the OSDs holding objects of the run get slots (the others are never looked up: their
+    runcnt = _run_counts(imgs, imi, obj_ps, pga, nr)
+    # only the OSDs holding objects of the run get their keys (the others are never looked up: their
     # LruCaches stay as they are, write_back skips them); their keys in LRU order
-    nkeys = np.array([len(o.bs.onodes) if runcnt[j] else 0 for j, o in enumerate(osds)] or [0], np.int64)
-    keys = np.empty(int(nkeys.sum()), np.int64)
-    k = 0
-    for j, o in enumerate(osds):  # each OSD's order straight into its place (no list of copies to join)
-        if nkeys[j]:
-            keys[k : k + nkeys[j]] = o.bs.onodes.order()
-            k += int(nkeys[j])
-    if len(keys) >= 2**31 or nbase >= 2**31:
-        raise ValueError(f"onode cache arrays: {len(keys):,} cached keys / {nbase:,} object rows exceed int32")
+    nkeys = np.zeros(nr, np.int64)
+    nkeys[:no] = [len(o.bs.onodes) if runcnt[j] else 0 for j, o in enumerate(osds)]
     kst = np.zeros(nr + 1, np.int64)
-    np.cumsum(nkeys, out=kst[1 : len(nkeys) + 1])
-    kst[len(nkeys) + 1 :] = kst[len(nkeys)]
+    np.cumsum(nkeys, out=kst[1:])
+    keys = np.empty(int(kst[-1]), np.int64)
+    for j in np.flatnonzero(nkeys):  # each OSD's order straight into its place (no list of copies to join)
+        keys[kst[j] : kst[j + 1]] = osds[j].bs.onodes.order()
     # per OSD: its keys' ascending order when they are not in it already (a run's touches, a written-back LRU)
     perm = np.empty(max(len(keys), 1), np.int32)
     for j in np.flatnonzero(nkeys):
@@ -175,25 +177,26 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
         if int(imi[k, II_KB]) >> _KEY_BITS not in seen:
             seen.add(int(imi[k, II_KB]) >> _KEY_BITS)
             korder.append(k)
-    korder_a = np.array(korder, np.int64)
     mi = np.full(len(keys), -1, np.int32)
     mapped = np.zeros(nr, np.int64)
-    _merge_keys(keys, kst, perm, imi, korder_a, obj_ps, pga, np.zeros(nr, np.int64), mi, omap, mapped)
+    _merge_keys(keys, kst, perm, imi, np.array(korder, np.int64), obj_ps, pga, np.zeros(nr, np.int64), mi, mapped)
     del perm
-    s0 = 0
+    okey = keys[mi < 0]  # the keys outside the run's objects, in node order (nbase on)
+    del keys
+    nodes = nbase + len(okey)
+    if nodes >= 2**31:
+        raise ValueError(f"onode cache arrays: {nbase:,} object rows and {len(okey):,} other keys exceed int32")
+    oprev = np.full(max(nodes, 1), _conode.OUT, np.int32)
+    onext = np.empty(max(nodes, 1), np.int32)  # read only where a node is cached
+    _link(oni, kst, mi, nbase, oprev, onext)
+    del mi
     for j, o in enumerate(osds):
         bs = o.bs
         c = bs.onodes
         cfg = bs.cfg
-        n0 = int(nkeys[j])
-        cap = int(c.capacity)
         r = oni[j]
-        r[ON_CAP] = cap
-        r[ON_N] = n0
-        r[ON_S0] = s0
-        r[ON_NSLOT] = max(n0, min(cap, n0 + int(runcnt[j]) - int(mapped[j]))) if cap > 0 and runcnt[j] else n0
-        r[ON_HEAD] = s0 if n0 else -1
-        r[ON_TAIL] = s0 + n0 - 1 if n0 else -1
+        r[ON_CAP] = int(c.capacity)
+        r[ON_N] = int(nkeys[j])
         r[ON_HITS] = c.hits
         r[ON_MISSES] = c.misses
         r[ON_MREAD] = align_up(cfg.onode_miss_read, bs.block) if cfg.onode_miss_read > 0 else 0
@@ -202,14 +205,60 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
         r[ON_BLOCK] = bs.block
         r[ON_DBN] = bs.db_span // bs.block
         onf[j, ONF_COST] = cfg.onode_miss_cost
-        s0 += int(r[ON_NSLOT])
-    ns = max(s0, 1)  # a slot past an OSD's entries is written by the insert that takes it, before any read
-    if ns >= 2**31:
-        raise ValueError(f"onode cache arrays: {ns:,} slots exceed int32")
-    okey = np.empty(ns, np.int64)
-    omi = np.empty(ns, np.int32)
-    oprev = np.empty(ns, np.int32)
-    onext = np.empty(ns, np.int32)
-    _link(oni, no, keys, mi, okey, omi, oprev, onext)
-    _place(oni, imi, korder_a, obj_ps, pga, omap)
-    return oni, onf, okey, oprev, onext, omi, omap
+    return oni, onf, okey if len(okey) else np.zeros(1, np.int64), oprev, onext
+
+
+@njit(cache=True, _nrt=False)
+def _walk(oni, onext, okey, imi, nbase, osd, pos, cur, out):
+    """The keys of OSDs ``osd``, oldest first, OSD ``osd[i]``'s into ``out`` from ``pos[i]``: a row's key
+    is its image's key base plus its object number, a node past the rows (``nbase``) has its key in
+    ``okey``. The lists are walked side by side, one step of each in turn: an OSD's nodes lie
+    anywhere in the rows, so each step is a cache miss, and independent misses overlap."""
+    m = osd.shape[0]
+    for i in range(m):
+        cur[i] = oni[osd[i], ON_HEAD]
+    live = m
+    while live:
+        live = 0
+        for i in range(m):
+            s = cur[i]
+            if s < 0:
+                continue
+            live += 1
+            if s >= nbase:
+                out[pos[i]] = okey[s - nbase]
+            else:
+                for k in range(imi.shape[0]):
+                    b = imi[k, II_KEY]
+                    size = imi[k, II_SIZE]
+                    if b <= s < b + imi[k, II_NOBJ] * size:
+                        out[pos[i]] = imi[k, II_KB] + (s - b) // size
+                        break
+            pos[i] += 1
+            cur[i] = onext[s]
+
+
+#: OSDs whose lists one :func:`_walk` reads side by side (their keys' buffer: ~7 MB at croit's 53,000 keys each)
+WALK_OSDS = 16
+
+
+def write_back(st: Any, osds: list[Any]) -> None:
+    """Every OSD's LruCache from the lists (its keys in their LRU order, ``LruCache.set_order``) and its
+    hit / miss counters, :data:`WALK_OSDS` OSDs at a time (no copy of every list at once). An OSD whose
+    cache the run did not look up keeps its LruCache as it is (an insert follows a miss)."""
+    oni = st.oni
+    nbase = int(st.obj_base.shape[0])
+    for j, o in enumerate(osds):
+        o.bs.onodes.hits = int(oni[j, ON_HITS])
+        o.bs.onodes.misses = int(oni[j, ON_MISSES])
+    looked = np.flatnonzero(oni[: len(osds), ON_LOOKS])
+    cur = np.empty(WALK_OSDS, np.int64)
+    for a in range(0, len(looked), WALK_OSDS):
+        grp = looked[a : a + WALK_OSDS]
+        n = oni[grp, ON_N]
+        pos = np.zeros(len(grp), np.int64)
+        np.cumsum(n[:-1], out=pos[1:])
+        out = np.empty(max(int(n.sum()), 1), np.int64)
+        _walk(oni, st.onext, st.okey, st.imi, nbase, grp, pos.copy(), cur, out)
+        for i, j in enumerate(grp.tolist()):
+            osds[j].bs.onodes.set_order(out[pos[i] : pos[i] + n[i]])
