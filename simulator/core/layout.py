@@ -28,6 +28,7 @@ EV_APPEND_WRITE = 8  # target device (HDD, media_cache): the log's write pointer
 EV_APPEND_DONE = 9  # target device (HDD, media_cache), argument extents in the append: the append is on the platter
 EV_SSD_DIE = 10  # target device (SSD), argument die: the die's transaction batch ended (devices.ssd.kernels)
 EV_SSD_META = 11  # target device (SSD): the forced flush's metadata commit ended
+EV_MC_IDLE = 12  # target device (HDD, media_cache): the idle timer of cache.cleaning_idle_delay may have expired
 
 # ---- global integers
 GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
@@ -216,7 +217,8 @@ HI_PROF = 48
 # extents (cleaning list, DRAM stage) wrap at it; doubled in place when the stack runs empty, as
 # HDD._grow does (loop._h_grow_extents)
 HI_ECAP = 49
-NHI = 50
+HI_MC_WAKE = 50  # 1 = an EV_MC_IDLE wake-up is pending (HDD._mc_wake)
+NHI = 51
 HF_OVH_R = 0
 HF_OVH_W = 1
 HF_OVH_HIT = 2
@@ -236,7 +238,9 @@ HF_MC_CYL = 15  # the media cache's cylinder
 HF_MC_SPT = 16  # sectors per track there
 HF_MC_SPS = 17  # sectors per second there
 HF_MC_SETUP = 18  # firmware set-up per append, s
-NHF = 19
+HF_MC_DELAY = 19  # cache.cleaning_idle_delay, s (0 = idle cleaning at once)
+HF_MC_TLAST = 20  # when the last host command completed (the idle timer's start), s
+NHF = 21
 
 # ---- dual-actuator drives (``xi`` rows)
 XI_ACT0 = 0  # device index of actuator 0 (an HDD row), LBAs [0, half)

@@ -83,6 +83,7 @@ from simulator.core.layout import (
     EV_BEGIN,
     EV_DESTAGE,
     EV_DONE,
+    EV_MC_IDLE,
     EV_MECHFREE,
     EV_RAMP,
     EV_SSD_DIE,
@@ -108,11 +109,13 @@ from simulator.core.layout import (
     HF_MC_BATCH,
     HF_MC_BYTES,
     HF_MC_CYL,
+    HF_MC_DELAY,
     HF_MC_HW,
     HF_MC_SETUP,
     HF_MC_SIZE,
     HF_MC_SPS,
     HF_MC_SPT,
+    HF_MC_TLAST,
     HF_MECH_END,
     HF_NV_ACK,
     HF_OVH_FLUSH,
@@ -148,6 +151,7 @@ from simulator.core.layout import (
     HI_MC_INAPP,
     HI_MC_LOG,
     HI_MC_OWE,
+    HI_MC_WAKE,
     HI_MC_WCE,
     HI_MECH,
     HI_MERGE,
@@ -694,12 +698,24 @@ def _h_dispatch(sp, d, h, now):
     n = st.hi[h, HI_N]
     if n == 0:
         return
-    mode = W.wc_destage_mode(
-        st.hi[h, HI_WC], owe, st.hi[h, HI_WIN], st.hi[h, HI_NHOST], st.hi[h, HI_IDLE] != 0, st.hf[h, HF_MC_BYTES],
-        st.hf[h, HF_MC_HW],
-        st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0
-        or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
-    )
+    hold = W.mc_clean_hold(
+        now, st.hf[h, HF_MC_TLAST], st.hi[h, HI_OUT], st.hf[h, HF_MC_DELAY], st.hf[h, HF_MC_BYTES], st.hf[h, HF_MC_HW],
+        st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0, owe, st.hi[h, HI_WIN],
+    )  # fmt: skip
+    if hold != 0.0:  # idle cleaning waits for the idle timer (cache.cleaning_idle_delay; HDD._dispatch)
+        if st.hi[h, HI_NHOST] == 0:
+            if hold > 0.0 and st.hi[h, HI_MC_WAKE] == 0:
+                st.hi[h, HI_MC_WAKE] = 1
+                schedule(sp, now + hold, EV_MC_IDLE, d, 0)
+            return
+        mode = 1  # host commands only
+    else:
+        mode = W.wc_destage_mode(
+            st.hi[h, HI_WC], owe, st.hi[h, HI_WIN], st.hi[h, HI_NHOST], st.hi[h, HI_IDLE] != 0, st.hf[h, HF_MC_BYTES],
+            st.hf[h, HF_MC_HW],
+            st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0
+            or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
+        )
     p = st.hi[h, HI_PROF]
     i, kind, t0, xs, tend = K.dispatch(
         now, n, st.hcq[h], st.hzt[p], st.hpar[h], st.hsk[p], st.htt[p], st.hseg[h], mode, st.het[p]
@@ -1167,6 +1183,7 @@ def _h_finish(sp, d, h, r, now):
     st = _ld(sp)
     _acc_leave(sp, d, r, now)
     st.hi[h, HI_OUT] -= 1
+    st.hf[h, HF_MC_TLAST] = now  # the idle timer of cache.cleaning_idle_delay starts again
     if st.hi[h, HI_MECH] == r:
         st.hi[h, HI_MECH] = -1
         st.hi[h, HI_BUSY] = 0
@@ -2106,6 +2123,10 @@ def _device_event(sp, kind, tg, arg, t):
         _s_drain(sp, tg, s, t)
     elif kind == EV_APPEND_WRITE:
         _h_append_write(sp, tg, st.dvi[tg, 1], t)
+    elif kind == EV_MC_IDLE:  # HDD._idle_wake
+        h = st.dvi[tg, 1]
+        st.hi[h, HI_MC_WAKE] = 0
+        _h_pump(sp, tg, h, t)
     else:  # EV_APPEND_DONE
         _h_append_done(sp, tg, st.dvi[tg, 1], arg, t)
 
@@ -2162,7 +2183,7 @@ def _run_until(sp, t_limit):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_SUBMIT:
             device_submit(sp, st.rqi[arg, RI_DEV], arg, t)
-        elif kind in (EV_MECHFREE, EV_DESTAGE, EV_APPEND_WRITE, EV_APPEND_DONE, EV_SSD_DIE, EV_SSD_META):
+        elif kind in (EV_MECHFREE, EV_DESTAGE, EV_APPEND_WRITE, EV_APPEND_DONE, EV_SSD_DIE, EV_SSD_META, EV_MC_IDLE):
             _device_event(sp, kind, tg, arg, t)
         elif kind == EV_RAMP:
             _t_ramp_end(sp, tg, t)

@@ -44,6 +44,7 @@ _write_rule = W.wc_write_rule.py_func
 _flush_waits = W.wc_flush_waits.py_func
 _destage_mode = W.wc_destage_mode.py_func
 _append_due = W.mc_append_due.py_func
+_clean_hold = W.mc_clean_hold.py_func
 _dispatch_k = K.dispatch
 _READ = int(Op.READ)
 _WRITE = int(Op.WRITE)
@@ -236,6 +237,11 @@ class HDD(Device):
             self._mc_setup = float(itf.write_overhead if ao is None else ao)  # firmware set-up per append
             self._mc_ilv = c.cleaning_interleave  # cleaning writes owed after each append
         self._mc_owe = 0
+        # cache.cleaning_idle_delay: idle cleaning waits until no host command has been in the drive
+        # for this long (wcache_kernels.mc_clean_hold); _t_host: the last host command's completion
+        self._mc_delay = float(c.cleaning_idle_delay) if self._mc else 0.0
+        self._t_host = 0.0
+        self._mc_wake = False  # an idle-timer wake-up is pending
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
         self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
         self._idle_destage = c.destage == "idle"
@@ -798,11 +804,23 @@ class HDD(Device):
             return
         env = self.env
         now = env.now
-        # 2: one cleaning write home (the best-placed of the cleaning window); 1: host commands first
-        mode = _destage_mode(
-            self._wcm, owe, self._win, self._nhost, self._idle_destage, self._mc_bytes, self._mc_hw,
-            bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw,
-        )
+        hold = _clean_hold(now, self._t_host, self._outstanding, self._mc_delay, self._mc_bytes, self._mc_hw,
+                           bool(self._nfl or self._blocked or self._qdw), owe, self._win) if self._mc_delay else 0.0
+        if hold != 0.0:  # idle cleaning waits for the idle timer (cache.cleaning_idle_delay)
+            if not self._nhost:
+                if hold > 0.0 and not self._mc_wake:
+                    self._mc_wake = True
+                    wev = simpy.Event(env)
+                    wev.callbacks.append(self._idle_wake)
+                    succeed_at(env, wev, hold)
+                return
+            mode = 1  # host commands only
+        else:
+            # 2: one cleaning write home (the best-placed of the cleaning window); 1: host commands first
+            mode = _destage_mode(
+                self._wcm, owe, self._win, self._nhost, self._idle_destage, self._mc_bytes, self._mc_hw,
+                bool(self._nfl or self._blocked or self._qdw) or self._dirty_bytes >= self._hw,
+            )
         i, kind, t0, xs, tend = _dispatch_k(
             now, n, self._cq, self._zt, self._par, self._sk, self._tt, self._seg, mode, self._et
         )
@@ -871,6 +889,11 @@ class HDD(Device):
         self._busy = False
         self._pump()
 
+    def _idle_wake(self, _ev: simpy.Event) -> None:
+        """The idle timer of cache.cleaning_idle_delay may have expired: look again."""
+        self._mc_wake = False
+        self._pump()
+
     def _record(self, now: float, kind: int, xs: float, tend: float) -> None:
         p = self._par
         last = getattr(self, "_trace_acc", (0.0, 0.0))
@@ -902,6 +925,7 @@ class HDD(Device):
         self.completed[op] += 1
         self.bytes[op] += req.size
         self._outstanding -= 1
+        self._t_host = now
         if req is self._mech_item:
             self._mech_item = None
             self._busy = False

@@ -407,3 +407,22 @@ def mc_append_start(now, par, seg, sk, tt, mc_cyl, mc_log, mc_spt, setup):
     par[K.A_ROT] += rot
     par[K.A_OPS] += 1.0
     return pre, rot
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def mc_clean_hold(now, t_host, out, delay, mc_bytes, mc_hw, waiting, owe, win):
+    """Idle cleaning of a media cache held back by ``cache.cleaning_idle_delay`` (``delay``, s): the
+    firmware starts background work only after an idle timer. Returns 0.0 when cleaning may be
+    chosen now (as it was without the delay); -1.0 when it is held while host commands are in the
+    drive (``out`` > 0: the last one's completion dispatches again and restarts the timer); else the
+    seconds until the timer expires (``t_host``: when the last host command completed; a remaining
+    wait below 1 ns counts as expired). Never held: a delay of 0, no cleaning candidate (``win``),
+    cleaning owed after an append (``owe``, cleaning_interleave), the media cache at or above its
+    cleaning watermark (``mc_bytes`` >= ``mc_hw``), or something waiting for the cache (``waiting``:
+    a FLUSH / FUA record, a blocked or refused write)."""
+    if delay <= 0.0 or win == 0 or owe or mc_bytes >= mc_hw or waiting:
+        return 0.0
+    if out > 0:
+        return -1.0
+    w = t_host + delay - now
+    return w if w > 1e-9 else 0.0
