@@ -343,7 +343,7 @@ from simulator.core.ceph_layout import (
     WHY_RESUME_PAST,
     WHY_STREAM,
 )  # fmt: skip
-from simulator.core.loop import _ld, _state_ptr
+from simulator.core.loop import _ld, _state_ptr, prefetch
 from simulator.core.loop import _reset_one as _core_reset_one
 from simulator.core.loop import batch_sleep as _core_batch_sleep
 from simulator.core.loop import device_submit as _core_device_submit
@@ -868,6 +868,12 @@ def _deliver(sp, o, t, op, recv_cost):
     arrival: the caller continues with the primary's commit (a chain of ``then``) and then
     releases the worker (GI_RELSH, GI_RELPG at GF_RELT); 0 otherwise."""
     st = _ld(sp)
+    if st.opi[op, OPI_ROLE] != REPLY:  # its object's device offset and onode slot, read when it is dispatched
+        mi = _omi(sp, op)
+        if 0 <= mi < st.obj_base.shape[0]:
+            prefetch(st.obj_base, (mi,))
+        if 0 <= mi < st.oprev.shape[0]:  # the object's row is its onode node (ceph_onode_build)
+            prefetch(st.oprev, (mi,))
     c = st.oi[o, OI_CPU]
     pg = st.opi[op, OPI_PG]
     sh = _shard_of(sp, o, pg)
@@ -902,6 +908,7 @@ def _dispatch_at(sp, o, sh, op, t):
         st.gi[GI_RELPG] = pg
         st.gf[GF_RELT] = t
         return 1
+    _onode_prefetch(sp, op)
     if role == SUBOP:
         st.oi[o, OI_SUBOPS] += 1
         _at(sp, _book(sp, c, t, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
@@ -1060,9 +1067,11 @@ def _dispatch(sp, o, sh, op):
             return
         _at(sp, _book(sp, c, now, cost), EV_READ_MISS, o, op)
     elif role == CLIENT:
+        _onode_prefetch(sp, op)
         st.oi[o, OI_OPS + kind] += 1
         _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
     elif role == SUBOP:
+        _onode_prefetch(sp, op)
         st.oi[o, OI_SUBOPS] += 1
         _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
     else:  # a replica's commit reply: the worker holds the PG for reply_cost
@@ -2140,6 +2149,17 @@ def _omi(sp, op):
     st = _ld(sp)
     img = st.opi[op, OPI_IMG]
     return st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _onode_prefetch(sp, op):
+    """Start fetching the LRU links of ``op``'s onode slot, which _onode_probe moves when the write is
+    prepared (after its CPU job): performance only (loop.prefetch; ``_deliver`` asked for the slot)."""
+    st = _ld(sp)
+    mi = _omi(sp, op)
+    if 0 <= mi < st.oprev.shape[0]:  # the object's row is its node
+        prefetch(st.oprev, (mi,))
+        prefetch(st.onext, (mi,))
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -310,6 +311,32 @@ def _ld(typingctx, sp):
         return dm.from_data(builder, builder.load(args[0]))
 
     return sp.dtype(sp), codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, ix):
+    """Start fetching the cache line of ``arr[ix]`` (``ix`` a tuple of ``arr.ndim`` indices, in range)
+    into the CPU's caches (llvm.prefetch: a hint, no value changes). The loop's costliest steps are
+    misses on large tables indexed at random (the write cache's index, the onode map): asking for
+    several lines at once, or ahead of the step that reads them, overlaps their latency."""
+    if not isinstance(arr, types.Array) or not isinstance(ix, types.BaseTuple) or len(ix) != arr.ndim:
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, ixty = sig.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, builder.extract_value(args[1], k), ixty[k], types.intp)
+               for k in range(aryty.ndim)]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        # read, keep in all cache levels, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, ix), codegen
 
 
 # =============================================================================== event heap
@@ -669,6 +696,8 @@ def _h_fill_window(sp, h, now):
     st = _ld(sp)
     while st.hi[h, HI_DQ_CNT] > 0 and st.hi[h, HI_WIN] < st.hi[h, HI_WINDOW]:
         e = _ring_pop(st.hdq[h, : st.hi[h, HI_ECAP]], st.hi[h], HI_DQ_HEAD, HI_DQ_CNT)
+        if st.hi[h, HI_DQ_CNT] > 0:  # the next extent to enter the window (at a later dispatch): its row
+            prefetch(st.hext, (h, st.hdq[h, st.hi[h, HI_DQ_HEAD]], 0))
         if st.hi[h, HI_WC] != W.WC_MEDIA:
             st.hext[h, e, W.E_WIN] = 1  # in the destage window: still joinable until dispatched
         n = st.hi[h, HI_N]
@@ -723,6 +752,8 @@ def _h_dispatch(sp, d, h, now):
     if i < 0:
         return
     item = st.hcr[h, i]
+    if kind != 0:  # a destage: wc_unindex now, wc_live_drop at its end
+        _h_prefetch_keys(sp, h, st.hext[h, item, W.E_LBA], st.hext[h, item, W.E_LBA] + st.hext[h, item, W.E_NS])
     if i < n - 1:
         st.hcr[h, i] = st.hcr[h, n - 1]
     st.hi[h, HI_N] = n - 1
@@ -917,6 +948,27 @@ def _h_idx(sp, h):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _h_prefetch_keys(sp, h, lba, end):
+    """Start fetching drive ``h``'s write-cache index entries that a write of sectors [lba, end) or its
+    extent's destage probes first: the home slots of keys ``lba`` and ``end`` in the start and end maps
+    and of its first whole page in the page map (wc_put, wc_unindex, wc_live_drop), so their misses
+    overlap instead of following one another (performance only: see ``prefetch``)."""
+    st = _ld(sp)
+    c = st.hi[h, HI_IXCAP]
+    mask = c - 1  # wcache_kernels._find's mask for a map of c entries
+    ix = st.hidx[h]
+    a = W._h(lba, mask)
+    b = W._h(end, mask)
+    prefetch(ix, (W.M_START, a, 0))
+    prefetch(ix, (W.M_END, a, 0))
+    prefetch(ix, (W.M_START, b, 0))
+    prefetch(ix, (W.M_END, b, 0))
+    pg = ix[W.M_PAGE, c, 1]
+    if pg > 0 and -(-lba // pg) < end // pg:
+        prefetch(ix, (W.M_PAGE, W._h(-(-lba // pg), mask), 0))
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _h_efree(fr, cap, k):
     """Entry ``k`` of a drive's free-slot stack ``fr`` whose table has ``cap`` slots (HI_ECAP), stored as
     ``slot ^ (cap - 1 - k)``: a fresh stack (slots cap - 1 ... 0 from the bottom, the lowest on top) is
@@ -1076,6 +1128,8 @@ def _h_count_flushes(sp, d, h, e, now):
 def _h_admit_write(sp, d, h, r, now):
     st = _ld(sp)
     lba, end = _h_sectors(sp, h, r)
+    if st.hi[h, HI_WC] != W.WC_OFF:
+        _h_prefetch_keys(sp, h, lba, end)
     K.invalidate(float(lba), float(end), st.hseg[h], st.hpar[h])
     ss = st.hi[h, HI_SS]
     nbytes = (end - lba) * ss

@@ -757,13 +757,10 @@ def _stuck(S):
 
 
 @njit(cache=True, _nrt=False)
-def _make_room(S, now):
-    """The first waiting write cannot take a unit and no program in flight will free one (the whole
-    buffer is the open page and pages waiting for a multi-plane partner, which only more host data
-    would submit: a lost wakeup): the firmware programs them now, as a forced flush does (the open
-    page padded and sealed if ``flash.nop`` is 1; every die's held pages)."""
-    if S.si[SI_BUFSIZE] - S.si[SI_BUF_FREE] > _stuck(S):
-        return  # programs in flight will free space
+def _push_out(S, now):
+    """Program what the buffer holds back, as a forced flush does: the open page's units not submitted
+    yet (the page padded and sealed if ``flash.nop`` is 1) and every die's pages held for a
+    multi-plane partner (_make_room and _flush_start)."""
     p = S.si[SI_OPEN]
     if p >= 0 and S.pg[p, PG_FILLED] > S.pg[p, PG_SUB]:
         _program(S, p, S.si[SI_NOP] == 1, False, now)
@@ -771,6 +768,17 @@ def _make_room(S, now):
         for die in range(S.die.shape[0]):
             if S.die[die, DI_NHELD] > 0:
                 _release(S, die, now)
+
+
+@njit(cache=True, _nrt=False)
+def _make_room(S, now):
+    """The first waiting write cannot take a unit and no program in flight will free one (the whole
+    buffer is the open page and pages waiting for a multi-plane partner, which only more host data
+    would submit: a lost wakeup): the firmware programs them now, as a forced flush does (the open
+    page padded and sealed if ``flash.nop`` is 1; every die's held pages)."""
+    if S.si[SI_BUFSIZE] - S.si[SI_BUF_FREE] > _stuck(S):
+        return  # programs in flight will free space
+    _push_out(S, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -839,13 +847,7 @@ def _flush_start(S, now):
     S.si[SI_FLUSHING] = 1
     S.si[SI_FORCED] += 1
     S.si[SI_FLUSH_COVER] = S.si[SI_WRITE_SEQ]
-    p = S.si[SI_OPEN]
-    if p >= 0 and S.pg[p, PG_FILLED] > S.pg[p, PG_SUB]:
-        _program(S, p, S.si[SI_NOP] == 1, False, now)
-    if S.si[SI_MP] != 0:
-        for die in range(S.die.shape[0]):
-            if S.die[die, DI_NHELD] > 0:
-                _release(S, die, now)
+    _push_out(S, now)
     S.si[SI_FLUSH_UPTO] = S.si[SI_PROG_SEQ]
     S.si[SI_FLUSH_PENDING] = S.si[SI_OUTSTANDING]
     if S.si[SI_FLUSH_PENDING] == 0:
