@@ -363,15 +363,25 @@ def test_bluestore_over_a_small_media_cache_identical():
     """The compiled Ceph core over MACH.2 LUNs with a small media cache (64 MiB per drive: 65,537
     extents per LUN at most) behind the block layer: identical to the Python model, appends and
     cleaning writes included (a media cache over the table's start: test_core_media_cache_growth.py)."""
-    from test_core_ceph_devices import _check_identical, _drives, _params
+    from test_core_ceph_devices import _check_identical, _params
 
     dev = {"kind": "hdd", "profile": MACH2, "params": {"cache": {"write_cache": "media_cache", "media_cache_size": "64MiB"}}}
     r = _check_identical(_params(dev, True, {}, split="luns"))
-    appends = 0
+    appends, _ = media_cache_counts_identical(r)
+    assert appends > 0
+
+
+def media_cache_counts_identical(r: dict) -> tuple[int, int]:
+    """Assert the Python and compiled runs ``r`` (test_core_ceph_devices._check_identical) left every
+    drive with the same media-cache counters; return the drives' appends and cleaning writes summed."""
+    from test_core_ceph_devices import _drives
+
+    appends = cleaned = 0
     for a, b in zip(_drives(r["py"]), _drives(r["cc"]), strict=True):
         ha, hb = a.stats().get("hdd"), b.stats().get("hdd")
         if ha is not None:
             for k in ("media_cache_appends", "destaged_extents", "media_cache_bytes", "dirty_bytes"):
                 assert ha[k] == hb[k], (a.path, k)
             appends += ha["media_cache_appends"]
-    assert appends > 0
+            cleaned += ha["destaged_extents"]
+    return appends, cleaned

@@ -246,17 +246,11 @@ def test_dual_actuator_identical_to_python():
 def test_bluestore_over_a_media_cache_with_an_idle_delay_identical(delay: float):
     """The compiled Ceph core over MACH.2 LUNs (a small media cache, idle cleaning only, an idle
     delay) behind the block layer: identical to the Python model, appends and cleaning writes included."""
-    from test_core_ceph_devices import _check_identical, _drives, _params
+    from test_core_ceph_devices import _check_identical, _params
+    from test_core_hdd_wcache import media_cache_counts_identical
 
     cache = {"write_cache": "media_cache", "media_cache_size": "64MiB", "cleaning_interleave": 0,
              "cleaning_idle_delay": delay}  # fmt: skip
     r = _check_identical(_params({"kind": "hdd", "profile": MACH2, "params": {"cache": cache}}, True, {}, split="luns"))
-    appends = cleaned = 0
-    for a, b in zip(_drives(r["py"]), _drives(r["cc"]), strict=True):
-        ha, hb = a.stats().get("hdd"), b.stats().get("hdd")
-        if ha is not None:
-            for k in ("media_cache_appends", "destaged_extents", "media_cache_bytes", "dirty_bytes"):
-                assert ha[k] == hb[k], (a.path, k)
-            appends += ha["media_cache_appends"]
-            cleaned += ha["destaged_extents"]
+    appends, cleaned = media_cache_counts_identical(r)
     assert appends > 0 and cleaned > 0  # (delay 0: 6,383 cleaning writes; 0.002 s: 6,287; 0.05 s: 6,266)
