@@ -249,6 +249,19 @@ class LruCache:
                     return
         self.load(keys)
 
+    def replay(self, keys: np.ndarray) -> None:
+        """``insert`` each of ``keys`` in turn (distinct, oldest first): the LRU a run leaves when the keys
+        it moved to the young end or added are among ``keys`` and ``keys`` is the run's youngest
+        (the compiled core's write-back, core.ceph_onode_build; the rest kept its order, the oldest
+        left). When the recently touched entries (the OrderedDict) then exceed 1/32 of the cache, the
+        whole order is stored compactly again (:meth:`set_order`), so repeated replays keep the
+        memory of one."""
+        ins = self.insert
+        for k in np.asarray(keys, dtype=np.int64).tolist():
+            ins(k)
+        if 32 * len(self._d) > len(self):
+            self.set_order(self.order())
+
     def discard(self, key: int) -> None:
         if self._d.pop(key, 1) is None:
             return

@@ -444,7 +444,8 @@ ON_STREAM = 7  # random stream row of BlueStore (_db_offset), -1 = none (no miss
 ON_DBBASE = 8  # BlueStore.db_base
 ON_DBN = 9  # db_span // block
 ON_BLOCK = 10
-ON_LOOKS = 11  # lookups in this run (not reset with the statistics): 0 = the cache is as built
+ON_MOVES = 11  # nodes appended at the young end (a hit moved there, a key added) since the build or the last write-back:
+#   the write-back replays at most that many of the youngest (ceph_onode_build.write_back); 0 = the order is as built
 NONI = 12
 ONF_COST = 0  # onode_miss_cost, s
 NONF = 1

@@ -12,39 +12,25 @@ writes at the object's own row (no key -> slot map, no key per slot: a row's key
 base plus its object number); nothing is allocated in the loop and an insert always has its node.
 
 ``ceph_onode_build.build`` reads every OSD's LruCache in its LRU order into the lists;
-:func:`write_back` puts the caches back (``LruCache.set_order``) with their counters, so a run can go
-on in Python or compiled code. The loop (ceph_loop) calls :func:`probe` and :func:`insert` where Osd /
-BlueStore call ``probe_onode`` and ``onodes.insert``, and books a miss's consequences there (decode
-CPU, the DB read).
+``ceph_onode_build.write_back`` puts the caches back with their counters, so a run can go on in Python
+or compiled code: ``ON_MOVES`` counts the nodes appended at the young end, and only that many of the
+youngest are read back (the older ones are still in the LruCache's order). The loop (ceph_loop)
+calls :func:`probe` and :func:`insert` where Osd / BlueStore call ``probe_onode`` and
+``onodes.insert``, and books a miss's consequences there (decode CPU, the DB read).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 from numba import njit
 
 from simulator import nbcache
 from simulator.core import ceph_layout as _clayout
-from simulator.core.ceph_layout import (
-    II_KB,
-    II_KEY,
-    II_NOBJ,
-    II_SIZE,
-    ON_CAP,
-    ON_HEAD,
-    ON_HITS,
-    ON_LOOKS,
-    ON_MISSES,
-    ON_N,
-    ON_TAIL,
-)
+from simulator.core.ceph_layout import ON_CAP, ON_HEAD, ON_HITS, ON_MISSES, ON_MOVES, ON_N, ON_TAIL
 
 # the kernels read the layout's constants: a change there recompiles them
 nbcache.invalidate_stale(__file__, _clayout.__file__)
 
-__all__ = ["OUT", "insert", "probe", "write_back"]
+__all__ = ["OUT", "insert", "probe"]
 
 #: ``oprev`` of a node that is not cached
 OUT = -2
@@ -67,6 +53,7 @@ def _unlink(oni, oprev, onext, o, s):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _append(oni, oprev, onext, o, s):
+    oni[o, ON_MOVES] += 1
     t = oni[o, ON_TAIL]
     oprev[s] = t
     onext[s] = -1
@@ -89,7 +76,6 @@ def _refresh(oni, oprev, onext, o, s):
 def probe(oni, oprev, onext, o, mi):
     """LruCache.lookup on OSD ``o`` of the object at ``obj_base`` row ``mi``: True (and refresh) if
     cached; counts the hit or the miss."""
-    oni[o, ON_LOOKS] += 1
     if oprev[mi] != OUT:
         _refresh(oni, oprev, onext, o, mi)
         oni[o, ON_HITS] += 1
@@ -115,42 +101,3 @@ def insert(oni, oprev, onext, o, mi):
     else:
         oni[o, ON_N] = n + 1
     _append(oni, oprev, onext, o, mi)
-
-
-@njit(cache=True, _nrt=False)
-def _order(oni, onext, okey, imi, nbase, o, out):
-    """OSD ``o``'s keys, oldest first, into ``out``: a row's key is its image's key base plus its
-    object number, a node past the rows (``nbase``) has its key in ``okey``."""
-    k = 0
-    s = oni[o, ON_HEAD]
-    while s >= 0:
-        if s >= nbase:
-            out[k] = okey[s - nbase]
-        else:
-            for i in range(imi.shape[0]):
-                b = imi[i, II_KEY]
-                size = imi[i, II_SIZE]
-                if b <= s < b + imi[i, II_NOBJ] * size:
-                    out[k] = imi[i, II_KB] + (s - b) // size
-                    break
-        k += 1
-        s = onext[s]
-
-
-# =============================================================================== write back
-def write_back(st: Any, osds: list[Any]) -> None:
-    """Every OSD's LruCache from the lists (its keys in their LRU order) and its hit / miss counters,
-    one OSD at a time (no copy of every list at once). An OSD whose cache the run did not look up
-    keeps its LruCache as it is (an insert follows a miss)."""
-    oni = st.oni
-    nbase = int(st.obj_base.shape[0])
-    for j, o in enumerate(osds):
-        c = o.bs.onodes
-        r = oni[j]
-        c.hits = int(r[ON_HITS])
-        c.misses = int(r[ON_MISSES])
-        if r[ON_LOOKS] == 0:
-            continue
-        out = np.empty(int(r[ON_N]), np.int64)
-        _order(oni, st.onext, st.okey, st.imi, nbase, j, out)
-        c.set_order(out)

@@ -3,7 +3,8 @@
 :func:`build` reads every OSD's LruCache in its LRU order (``LruCache.order``: the compact pre-filled
 cold segment first, then the recently touched entries) into the lists, keys of objects the run does
 not drive included (they age and leave as in Python), of the OSDs holding objects of the run (the
-others are never looked up and keep their LruCache); :func:`write_back` puts them back.
+others are never looked up and keep their LruCache); :func:`write_back` puts them back, reading only
+the youngest nodes the run appended (``ON_MOVES``) where it touched a small part of a cache.
 
 Each cached key is tied to its node, its row of the run's ``obj_base`` (object x acting position), by a
 merge (:func:`_merge_keys`): the run's objects in key order against each OSD's keys in ascending order,
@@ -45,7 +46,7 @@ from simulator.core.ceph_layout import (
     ON_DBN,
     ON_HEAD,
     ON_HITS,
-    ON_LOOKS,
+    ON_MOVES,
     ON_MISSES,
     ON_MREAD,
     ON_N,
@@ -208,12 +209,25 @@ def build(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
     return oni, onf, okey if len(okey) else np.zeros(1, np.int64), oprev, onext
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _key(s, okey, imi, nbase):
+    """The key of node ``s``: a row's is its image's key base plus its object number, a node past the
+    rows (``nbase``) has its key in ``okey``."""
+    if s >= nbase:
+        return okey[s - nbase]
+    for k in range(imi.shape[0]):
+        b = imi[k, II_KEY]
+        size = imi[k, II_SIZE]
+        if b <= s < b + imi[k, II_NOBJ] * size:
+            return imi[k, II_KB] + (s - b) // size
+    return -1
+
+
 @njit(cache=True, _nrt=False)
 def _walk(oni, onext, okey, imi, nbase, osd, pos, cur, out):
-    """The keys of OSDs ``osd``, oldest first, OSD ``osd[i]``'s into ``out`` from ``pos[i]``: a row's key
-    is its image's key base plus its object number, a node past the rows (``nbase``) has its key in
-    ``okey``. The lists are walked side by side, one step of each in turn: an OSD's nodes lie
-    anywhere in the rows, so each step is a cache miss, and independent misses overlap."""
+    """The keys of OSDs ``osd``, oldest first, OSD ``osd[i]``'s into ``out`` from ``pos[i]``. The lists
+    are walked side by side, one step of each in turn: an OSD's nodes lie anywhere in the rows, so each
+    step is a cache miss, and independent misses overlap."""
     m = osd.shape[0]
     for i in range(m):
         cur[i] = oni[osd[i], ON_HEAD]
@@ -225,40 +239,73 @@ def _walk(oni, onext, okey, imi, nbase, osd, pos, cur, out):
             if s < 0:
                 continue
             live += 1
-            if s >= nbase:
-                out[pos[i]] = okey[s - nbase]
-            else:
-                for k in range(imi.shape[0]):
-                    b = imi[k, II_KEY]
-                    size = imi[k, II_SIZE]
-                    if b <= s < b + imi[k, II_NOBJ] * size:
-                        out[pos[i]] = imi[k, II_KB] + (s - b) // size
-                        break
+            out[pos[i]] = _key(s, okey, imi, nbase)
             pos[i] += 1
             cur[i] = onext[s]
+
+
+@njit(cache=True, _nrt=False)
+def _tails(oni, oprev, okey, imi, nbase, osd, pos, out):
+    """The youngest ``pos[i + 1] - pos[i]`` keys of OSD ``osd[i]``, oldest first, into ``out[pos[i]:pos[i + 1]]``
+    (walked back from its youngest node). Returns the nodes visited."""
+    for i in range(osd.shape[0]):
+        s = oni[osd[i], ON_TAIL]
+        j = pos[i + 1]
+        while j > pos[i]:
+            j -= 1
+            out[j] = _key(s, okey, imi, nbase)
+            s = oprev[s]
+    return pos[-1] - pos[0]
 
 
 #: OSDs whose lists one :func:`_walk` reads side by side (their keys' buffer: ~7 MB at croit's 53,000 keys each)
 WALK_OSDS = 16
 
+#: an OSD whose run moved at most 1/REPLAY_SHARE of its cached keys to the young end gets those keys
+#: replayed into its LruCache (``LruCache.replay``); one that moved more gets its whole order
+#: (``LruCache.set_order``, compact), as set_order's own rule
+REPLAY_SHARE = 32
 
-def write_back(st: Any, osds: list[Any]) -> None:
-    """Every OSD's LruCache from the lists (its keys in their LRU order, ``LruCache.set_order``) and its
-    hit / miss counters, :data:`WALK_OSDS` OSDs at a time (no copy of every list at once). An OSD whose
-    cache the run did not look up keeps its LruCache as it is (an insert follows a miss)."""
+
+def write_back(st: Any, osds: list[Any], share: int = REPLAY_SHARE) -> int:
+    """Every OSD's LruCache from the lists, and its hit / miss counters; returns the list nodes read.
+
+    An OSD whose list is as the LruCache holds it (no node appended at the young end since the build or
+    the last write-back: ``ON_MOVES`` 0) is left as it is. Otherwise the run left its list as the
+    LruCache's order with some keys dropped (the oldest, when full) or moved to the young end, followed by
+    the keys it moved or added, and those are among its ``m = min(ON_MOVES, ON_N)`` youngest nodes. When
+    ``share * m`` is at most its entries, those ``m`` keys are replayed (``LruCache.replay``: inserted in
+    turn, the cost of what the run touched); else the whole list is read (:func:`_walk`, :data:`WALK_OSDS`
+    OSDs at a time, no copy of every list at once) into ``LruCache.set_order``. ``ON_MOVES`` restarts."""
     oni = st.oni
     nbase = int(st.obj_base.shape[0])
+    no = len(osds)
     for j, o in enumerate(osds):
         o.bs.onodes.hits = int(oni[j, ON_HITS])
         o.bs.onodes.misses = int(oni[j, ON_MISSES])
-    looked = np.flatnonzero(oni[: len(osds), ON_LOOKS])
+    n = oni[:no, ON_N]
+    m = np.minimum(oni[:no, ON_MOVES], n)
+    moved = m > 0
+    part = np.flatnonzero(moved & (share * m <= n))
+    whole = np.flatnonzero(moved & (share * m > n))
+    visited = 0
+    if len(part):
+        pos = np.zeros(len(part) + 1, np.int64)
+        np.cumsum(m[part], out=pos[1:])
+        out = np.empty(max(int(pos[-1]), 1), np.int64)
+        visited += int(_tails(oni, st.oprev, st.okey, st.imi, nbase, part, pos, out))
+        for i, j in enumerate(part.tolist()):
+            osds[j].bs.onodes.replay(out[pos[i] : pos[i + 1]])
     cur = np.empty(WALK_OSDS, np.int64)
-    for a in range(0, len(looked), WALK_OSDS):
-        grp = looked[a : a + WALK_OSDS]
-        n = oni[grp, ON_N]
+    for a in range(0, len(whole), WALK_OSDS):
+        grp = whole[a : a + WALK_OSDS]
+        k = n[grp]
         pos = np.zeros(len(grp), np.int64)
-        np.cumsum(n[:-1], out=pos[1:])
-        out = np.empty(max(int(n.sum()), 1), np.int64)
+        np.cumsum(k[:-1], out=pos[1:])
+        out = np.empty(max(int(k.sum()), 1), np.int64)
         _walk(oni, st.onext, st.okey, st.imi, nbase, grp, pos.copy(), cur, out)
+        visited += int(k.sum())
         for i, j in enumerate(grp.tolist()):
-            osds[j].bs.onodes.set_order(out[pos[i] : pos[i] + n[i]])
+            osds[j].bs.onodes.set_order(out[pos[i] : pos[i] + k[i]])
+    oni[:no, ON_MOVES] = 0
+    return visited
