@@ -745,6 +745,13 @@ def _h_dispatch(sp, d, h, now):
             st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0
             or st.hf[h, HF_DIRTY_BYTES] >= st.hf[h, HF_HW],
         )
+    if st.hi[h, HI_WIN] > 0 and mode != 1:
+        # the extent rows of the destage candidates: the chosen one's row is read right after the
+        # choice (its keys, wc_unindex), and fetching it while choose() scores overlaps that miss
+        cq = st.hcq[h]
+        for k in range(n):
+            if cq[k, K.C_KIND] != 0.0:
+                prefetch(st.hext, (h, st.hcr[h, k], 0))
     p = st.hi[h, HI_PROF]
     i, kind, t0, xs, tend = K.dispatch(
         now, n, st.hcq[h], st.hzt[p], st.hpar[h], st.hsk[p], st.htt[p], st.hseg[h], mode, st.het[p]
@@ -2196,6 +2203,10 @@ def step(sp):
     tg = st.hg[0]
     arg = st.ha[0]
     _pop(sp)
+    if st.gi[GI_HN] > 0 and st.hk[0] == EV_DESTAGE:
+        # the next device event ends a destage: its extent row (read first by _h_destage_done) is
+        # fetched while the owner handles its own events in between
+        prefetch(st.hext, (st.dvi[st.hg[0], 1], st.ha[0], 0))
     st.gf[GF_NOW] = t
     st.gi[GI_EVENTS] += 1
     _device_event(sp, kind, tg, arg, t)

@@ -17,6 +17,11 @@ Everything here works on plain numpy arrays so one compiled call does a whole di
 
 Angles are fractions of a revolution in [0, 1). The platter's angle under the heads at absolute
 simulated time t is ``(phase + t / T) mod 1`` with T the revolution time.
+
+The kernels the drive and the compiled core call per command allocate nothing and are compiled
+without numba's reference counting (``_nrt=False``): with it, every array an inlined helper
+receives was counted up and down around each use (``choose`` made 4-5 atomic ``NRT_incref`` /
+``NRT_decref`` calls per scored candidate). Only ``seek_curve`` and ``locate_many`` return arrays.
 """
 
 from __future__ import annotations
@@ -101,7 +106,7 @@ NCOL = 12
 _EPS_REV = 1e-9  # a target this close *behind* the head counts as "now" (float round-off)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def zone_of(lba, zt):
     lo = 0
     hi = zt.shape[0] - 1
@@ -114,7 +119,7 @@ def zone_of(lba, zt):
     return lo
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def track_offset(cyl, head, par):
     """Angle of sector 0 of track (cyl, head): accumulated track and cylinder skew."""
     heads = par[P_HEADS]
@@ -122,7 +127,7 @@ def track_offset(cyl, head, par):
     return off - np.floor(off)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def locate(lba, zt, par):
     """(cylinder, head, sector in track, sectors per track, start angle) of an LBA.
 
@@ -156,7 +161,7 @@ def locate(lba, zt, par):
     return cyl, head, sector, spt, a
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def seek_time(d, w, sk, tt):
     """Seek time for a move of ``d`` cylinders (d >= 1); w = 0 read, 1 write."""
     if d <= 0:
@@ -176,7 +181,7 @@ def seek_time(d, w, sk, tt):
     return t + sk[w, S_ADD]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _interp(x, tt):
     """Linear interpolation in the table tt[0] -> tt[1] (clamped at the ends); no array views,
     so the caller stays allocation-free."""
@@ -197,7 +202,7 @@ def _interp(x, tt):
     return tt[1, lo] + f * (tt[1, hi] - tt[1, lo])
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def move_time(cur_cyl, cur_head, cyl, head, w, par, sk, tt):
     d = abs(cyl - cur_cyl)
     if d == 0.0:
@@ -207,7 +212,7 @@ def move_time(cur_cyl, cur_head, cyl, head, w, par, sk, tt):
     return seek_time(d, w, sk, tt)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def rot_wait(t, angle, par):
     """Seconds from absolute time t until ``angle`` is under the head."""
     delta = angle - par[P_PHASE] - t * par[P_RPS]
@@ -217,7 +222,7 @@ def rot_wait(t, angle, par):
     return delta * par[P_T]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def transfer_end(t, lba, ns, w, zt, par, sk, tt):
     """Media transfer of ``ns`` sectors from ``lba`` starting at time t with the head on the first
     sector; follows head/cylinder switches with skew. Moves the head (par ST_*) to the last track;
@@ -246,7 +251,7 @@ def transfer_end(t, lba, ns, w, zt, par, sk, tt):
     return t, spt
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def seg_hit(now, lba, end, seg, par):
     """True if sectors [lba, end) are in the read cache at time ``now`` (a finished segment, or
     the part of the running read-ahead already read)."""
@@ -265,7 +270,7 @@ def seg_hit(now, lba, end, seg, par):
     return False
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def enqueue(cq, n, lba, ns, w, t, seq, kind, ready, linkw, zt, par):
     """Write row n of the candidate set (the caller grows n)."""
     cyl, head, _sector, _spt, a = locate(lba, zt, par)
@@ -283,7 +288,7 @@ def enqueue(cq, n, lba, ns, w, t, seq, kind, ready, linkw, zt, par):
     cq[n, C_LINKW] = linkw
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def admit_read(cq, n, lba, ns, t, seq, ready, zt, par, seg):
     """A host read arrives: 1 if the read cache has it (nothing queued), else queue it as row n
     and return 0."""
@@ -293,7 +298,7 @@ def admit_read(cq, n, lba, ns, t, seq, ready, zt, par, seg):
     return 0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def invalidate(lba, end, seg, par):
     """A write (or trim) of [lba, end): drop overlapping read cache segments, stop read-ahead."""
     for j in range(seg.shape[0]):
@@ -309,7 +314,7 @@ def invalidate(lba, end, seg, par):
             par[PF_LIM] = lba
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def seg_put(lba, end, t, seg, par):
     """Data [lba, end) is in the buffer from time t on (a cached write): take the next ring
     segment for it (not the one a running read-ahead extends)."""
@@ -323,7 +328,7 @@ def seg_put(lba, end, t, seg, par):
     par[P_SEGNEXT] = (j + 1) % n
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def finalize_readahead(now, seg, par):
     """The mechanism leaves the read-ahead at ``now``: the segment keeps what was read."""
     if par[PF_ON] == 0.0:
@@ -339,7 +344,7 @@ def finalize_readahead(now, seg, par):
             seg[j, 1] = par[PF_LBA] + got
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def position_time(now, i, cq, par, sk, tt):
     """(time data transfer can start, seek part, rotational part) for candidate i from now.
 
@@ -358,7 +363,7 @@ def position_time(now, i, cq, par, sk, tt):
     return ts + r, s, r
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def est_move(cur_cyl, cur_head, cyl, head, w, par, et):
     """The firmware's estimate of a move: head switch, or the seek from its table. The bin is the
     first whose edge is >= the distance; row 3 of ``et`` gives the first bin of the distance's
@@ -381,7 +386,7 @@ def est_move(cur_cyl, cur_head, cyl, head, w, par, et):
     return 0.0 if (d == 0.0 and head == cur_head) else v
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def _window_seq(n, cq, win, mode):
     """Highest arrival number among the ``win`` oldest host commands (1e300 if all fit)."""
     if win <= 0.0 or mode == 2:
@@ -406,7 +411,7 @@ def _window_seq(n, cq, win, mode):
     return last
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def choose(now, n, cq, par, sk, tt, mode, et):
     """Index of the next candidate. mode 0: any, 1: host commands only, 2: destage only.
 
@@ -516,7 +521,7 @@ def choose(now, n, cq, par, sk, tt, mode, et):
     return best
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
     """The mechanism is free at ``now``: end the read-ahead, choose the next candidate, compute its
     whole service, move the head, remove its row (the last row moves into its place), start the
@@ -577,7 +582,7 @@ def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
     return i, kind, t0, xs, tend
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def remove_row(cq, n, i):
     """Remove row i of n (the last row moves into its place)."""
     last = n - 1
@@ -586,7 +591,7 @@ def remove_row(cq, n, i):
             cq[i, c] = cq[last, c]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=False)
 def find_read_in(cq, n, lo, hi):
     """Oldest queued host read lying wholly in [lo, hi) sectors, or -1."""
     best = -1

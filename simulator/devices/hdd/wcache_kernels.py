@@ -135,7 +135,32 @@ def _pages(idx, e, ext, d):
     m = idx[M_PAGE]
     pg = m[m.shape[0] - 1, 1]
     s = ext[e, E_LBA]
-    for p in range(-(-s // pg), (s + ext[e, E_NS]) // pg):
+    _count_pages(m, -(-s // pg), (s + ext[e, E_NS]) // pg, d)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _pages_grow(idx, s, t, s2, t2):
+    """An extent grows from sectors [s, t) to [s2, t2), s2 <= s, t <= t2: count the pages that now lie
+    wholly inside it and did not before. The pages wholly inside [s, t) lie inside [s2, t2) too and
+    keep their count, so a join costs the pages it adds, not the extent's (uncounting and recounting
+    every page made a run of appends quadratic in the extent's length; same counts)."""
+    m = idx[M_PAGE]
+    pg = m[m.shape[0] - 1, 1]
+    a = -(-s // pg)
+    b = t // pg
+    a2 = -(-s2 // pg)
+    b2 = t2 // pg
+    if a >= b:  # no whole page before
+        _count_pages(m, a2, b2, 1)
+    else:
+        _count_pages(m, a2, a, 1)
+        _count_pages(m, b, b2, 1)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _count_pages(m, lo, hi, d):
+    """Count (d = 1) or uncount (d = -1) pages [lo, hi) in the page map ``m``."""
+    for p in range(lo, hi):
         i = _find(m, p)
         if m[i, 0] == p + 1:
             v = m[i, 1] + d
@@ -266,11 +291,12 @@ def wc_put(ext, live, nlive, idx, lba, ns, lim, seq, enew):
         return e, how, nlive
     if e >= 0:
         wc_unindex(ext, idx, e)
-        _pages(idx, e, ext, -1)
+        s = ext[e, E_LBA]
+        t = s + ext[e, E_NS]
         if how == 2:
             ext[e, E_LBA] = lba
         ext[e, E_NS] += ns
-        _pages(idx, e, ext, 1)
+        _pages_grow(idx, s, t, ext[e, E_LBA], ext[e, E_LBA] + ext[e, E_NS])
     else:
         e = enew
         ext[e, E_LBA] = lba
