@@ -17,7 +17,6 @@ import pytest
 from test_core_ceph_wire import _cluster, _job
 
 import simulator.ceph  # noqa: F401
-from simulator.ceph.cache import LruCache
 from simulator.ceph.cluster import Cluster
 from simulator.engine import Simulation
 from simulator.workloads.options import resolve_jobs
@@ -163,69 +162,6 @@ def test_lru_hit_ratio_is_capacity_over_objects():
         var += look * q * (1 - q)
         hits += o.bs.onodes.hits
     assert abs(hits - mean) < 4 * math.sqrt(var), (hits, mean, math.sqrt(var))
-
-
-def test_kernels_are_one_ordered_dict_lru():
-    """ceph_onode.probe / insert on one OSD's arrays against LruCache (one OrderedDict LRU) under
-    random lookups and inserts, through ceph_onode_build.build and write back (the compact pre-filled
-    segment too)."""
-    from simulator.core import ceph_layout as L
-    from simulator.core import ceph_onode as K
-    from simulator.core import ceph_onode_build as B
-
-    rng = np.random.default_rng(2)
-    for trial in range(40):
-        cap = int(rng.integers(1, 30))
-        nobj = int(rng.integers(cap, 3 * cap + 2))
-        ref = LruCache(cap)
-        ref.load(np.arange(max(0, nobj - cap), nobj))  # a pre-fill in object order
-        if trial % 2:
-            for k in rng.permutation(nobj)[: cap // 2].tolist():
-                ref.insert(int(k))
-
-        class _Bs:
-            onodes = ref
-            block = 4096
-            db_base = 0
-            db_span = 4096 * 8
-
-            class cfg:
-                onode_miss_read = 4096
-                onode_miss_cost = 0.0
-
-            rand = None
-
-        class _Osd:
-            bs = _Bs
-
-        class _Streams:
-            @staticmethod
-            def row(_comp):
-                return 0
-
-        kb = 1 << 36
-        imi = np.zeros((1, L.NII), np.int64)
-        imi[0, L.II_NOBJ] = nobj
-        imi[0, L.II_SIZE] = 1
-        imi[0, L.II_KB] = kb
-        keys = ref.order()
-        shadow = LruCache(cap)
-        shadow.load(keys + kb)
-        _Bs.onodes = shadow
-        arrs = B.build([_Osd], [None], imi, np.zeros(nobj, np.int32), np.zeros((1, 1), np.int64), nobj, _Streams)
-        oni, _onf, okey, oprev, onext = arrs
-        for _ in range(int(rng.integers(1, 200))):
-            k = int(rng.integers(0, nobj))
-            if rng.random() < 0.6:
-                assert K.probe(oni, oprev, onext, 0, k) == ref.lookup(k)
-            else:
-                K.insert(oni, oprev, onext, 0, k)
-                ref.insert(k)
-        st = L.CephState(*([None] * len(L.CephState._fields)))._replace(
-            oni=oni, okey=okey, onext=onext, imi=imi, obj_base=np.zeros(nobj, np.int64))
-        B.write_back(st, [_Osd])
-        assert (shadow.order() - kb).tolist() == ref.order().tolist(), trial
-        assert (shadow.hits, shadow.misses) == (ref.hits, ref.misses)
 
 
 def test_fitted_croit_profile_normal_pool_writes_identical():
