@@ -37,6 +37,11 @@ def twoq_limits(cap: int, kin: int, n_in: int, n_hot: int) -> tuple[int, int]:
         khot += kin - n_in
     return kin, khot
 
+#: the recently touched keys an LruCache keeps in its OrderedDict are at most 1/HOT_SHARE of it (set_order,
+#: replay); beyond that the whole order is stored compactly
+HOT_SHARE = 32
+
+
 class LruCache:
     """LRU over integer keys. Entries touched since the last bulk :meth:`load` live in an
     OrderedDict (``_d``, oldest first); a bulk-loaded set that has not been touched since (a
@@ -241,7 +246,7 @@ class LruCache:
             up = keys[1:] > keys[:-1]
             h = n if up.all() else int(np.argmin(up)) + 1
             head, tail = keys[:h], keys[h:].tolist()
-            if 32 * len(tail) <= n and len(set(tail)) == len(tail):
+            if HOT_SHARE * len(tail) <= n and len(set(tail)) == len(tail):
                 at = np.minimum(np.searchsorted(head, tail), h - 1)
                 if not (head[at] == np.array(tail, np.int64)).any():  # no key twice
                     self._set_cold(head, None)
@@ -259,7 +264,7 @@ class LruCache:
         ins = self.insert
         for k in np.asarray(keys, dtype=np.int64).tolist():
             ins(k)
-        if 32 * len(self._d) > len(self):
+        if HOT_SHARE * len(self._d) > len(self):
             self.set_order(self.order())
 
     def discard(self, key: int) -> None:

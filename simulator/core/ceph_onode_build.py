@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from simulator import nbcache
+from simulator.ceph.cache import HOT_SHARE
 from simulator.core import ceph_arith as _carith
 from simulator.core import ceph_layout as _clayout
 from simulator.core import ceph_onode as _conode
@@ -264,7 +265,7 @@ WALK_OSDS = 16
 #: an OSD whose run moved at most 1/REPLAY_SHARE of its cached keys to the young end gets those keys
 #: replayed into its LruCache (``LruCache.replay``); one that moved more gets its whole order
 #: (``LruCache.set_order``, compact), as set_order's own rule
-REPLAY_SHARE = 32
+REPLAY_SHARE = HOT_SHARE
 
 
 def write_back(st: Any, osds: list[Any], share: int = REPLAY_SHARE) -> int:
