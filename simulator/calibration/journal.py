@@ -422,5 +422,6 @@ def _normal_rows(rows: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 
 def memo_key(vals: dict[str, Any]) -> tuple:
-    """The optimiser's memo key of a parameter assignment (floats rounded to 12 decimals)."""
-    return tuple((k, round(v, 12) if isinstance(v, float) else v) for k, v in sorted(vals.items()))
+    """The optimiser's memo key of a parameter assignment (floats to 12 significant digits, so that a value
+    that went through the unit coordinates and back, e.g. a byte count on a log scale, is the same point)."""
+    return tuple((k, float(f"{v:.12g}") if isinstance(v, float) else v) for k, v in sorted(vals.items()))
