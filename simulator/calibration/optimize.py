@@ -219,6 +219,11 @@ class Optimizer:
 
     # --------------------------------------------------------------------------- stages
     def _screen(self, method: str, n: int, seed: int) -> None:
+        self.evaluate(self.screen_points(method, n, seed))
+
+    def screen_points(self, method: str, n: int, seed: int) -> list[dict[str, Any]]:
+        """The parameter sets of a Sobol or Latin-hypercube screen, in evaluation order (a deterministic
+        function of the spec's parameters, ``n`` and ``seed``: a lost journal's screen can be recomputed)."""
         from scipy.stats import qmc
 
         d = len(self.cont) + len(self.disc)
@@ -233,7 +238,7 @@ class Optimizer:
             for j, f in enumerate(self.disc):
                 x[nc + j] = min(len(f.choices) - 1, math.floor(row[nc + j] * len(f.choices)))
             xs.append(x)
-        self.evaluate([self.values_of(x) for x in xs])
+        return [self.values_of(x) for x in xs]
 
     def _de(self, popsize: int, maxiter: int, seed: int, x0: np.ndarray) -> None:
         from scipy.optimize import differential_evolution

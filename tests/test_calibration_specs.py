@@ -1,0 +1,73 @@
+"""Every committed calibration spec loads and checks against its system; the croit refit's second stage
+(calibration/croit-mach2/calibrate_local.yaml) starts where its README says: at the screen's best point of
+calibrate.yaml, recomputed from that spec's seed, with calibrate.yaml's bounds, scales, step, loss and targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.calibration.calibrate import Problem
+from simulator.calibration.optimize import Optimizer
+from simulator.calibration.spec import load_cases
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = sorted(p for p in (ROOT / "calibration").rglob("calibrate*.yaml") if ".work" not in p.parent.name)
+CROIT = ROOT / "calibration" / "croit-mach2"
+SCREEN_BEST = 24  # Sobol point of calibrate.yaml with the screen's lowest loss (README.md: evaluation 25, loss 1260)
+
+
+def _no_runner(sets):  # pragma: no cover - never called: nothing is simulated here
+    raise AssertionError("nothing may be simulated")
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_spec_loads_and_checks(path: Path) -> None:
+    for case in load_cases(path):
+        Problem(case)
+
+
+def test_there_are_specs() -> None:
+    assert len(SPECS) >= 10
+
+
+def _opt(path: Path) -> Optimizer:
+    return Optimizer(Problem(load_cases(path)[0]), _no_runner)
+
+
+def test_croit_local_stage_starts_at_the_screens_best_point() -> None:
+    screen, local = _opt(CROIT / "calibrate.yaml"), _opt(CROIT / "calibrate_local.yaml")
+    g = screen.spec.optimizer.global_
+    pts = screen.screen_points(g.method, g.n, screen.spec.seed)
+    assert len(pts) == g.n
+    best = pts[SCREEN_BEST - 1]
+    start = local.start_values()
+    # the continuous parameters: the same keys, bounds and scales, started at the screen's point
+    assert [f.key for f in local.cont] == [f.key for f in screen.cont]
+    for a, b in zip(local.cont, screen.cont, strict=True):
+        assert (a.lo_hi(), a.scale, a.integer) == (b.lo_hi(), b.scale, b.integer)
+        assert start[a.key] == pytest.approx(best[a.key], rel=1e-12)
+    # the screen's discrete parameters are fixed at that point's values
+    fixed = local.spec.fixed
+    for f in screen.disc:
+        assert f.key not in {x.key for x in local.cont + local.disc}
+        assert fixed[f.key] == best[f.key], f.key
+    # the same objective and local stage
+    assert local.spec.loss == screen.spec.loss
+    assert local.spec.targets == screen.spec.targets
+    assert local.spec.optimizer.local.step == screen.spec.optimizer.local.step
+    assert local.spec.optimizer.local.method == screen.spec.optimizer.local.method
+
+
+def test_screen_points_are_a_function_of_the_seed() -> None:
+    screen = _opt(CROIT / "calibrate.yaml")
+    a = screen.screen_points("sobol", 8, 1)
+    assert a == screen.screen_points("sobol", 8, 1)
+    assert a != screen.screen_points("sobol", 8, 2)
+    for v in a:
+        for f in screen.cont:
+            lo, hi = f.lo_hi()
+            assert lo <= v[f.key] <= hi
+        for f in screen.disc:
+            assert v[f.key] in f.choices
