@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -210,3 +212,50 @@ def test_large_io_is_few_runs():
     assert c.missing(5, 0, 1024) == [(100, 101)]
     c.insert_range(5, 100, 101)
     assert c.runs() == 3 and c.contains_range(5, 0, 1024)
+
+
+def _apply(c, name, key, a, n):
+    if name == "insert":
+        c.insert_range(key, a, a + n)
+        return None
+    if name == "discard":
+        c.discard_range(key, a, a + n)
+        return None
+    got = c.contains_range(key, a, a + n)
+    if got:
+        c.touch_range(key, a, a + n)
+    return got, c.missing(key, a, a + n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.booleans(), st.lists(rng_op, max_size=40), st.lists(rng_op, max_size=40))
+def test_packed_cache_behaves_as_the_one_it_was_packed_from(capacity, twoq, before, after):
+    """A cache handed back by the compiled core is packed (arrays, no runs); its first use builds the runs.
+    Packed from another cache's unit arrays, it then answers and evolves exactly like that cache."""
+    mk = (lambda: TwoQExtentCache(capacity)) if twoq else (lambda: LruExtentCache(capacity))
+    a = mk()
+    for name, obj, x, n in before:
+        _apply(a, name, 50 + obj, x, n)
+    b = mk()
+    b.insert_range(99, 0, 3)  # contents that the pack must replace
+    b.pack(a.unit_arrays())
+    assert len(b) == len(a) and [x.units for x in b.lists()] == [x.units for x in a.lists()]
+    assert b._idx == {} and all(x.head is None for x in b.lists())  # nothing built yet
+    for (k1, u1), (k2, u2) in zip(b.unit_arrays(), a.unit_arrays(), strict=True):
+        assert k1.tolist() == k2.tolist() and u1.tolist() == u2.tolist()
+    for name, obj, x, n in after:
+        assert _apply(b, name, 50 + obj, x, n) == _apply(a, name, 50 + obj, x, n)
+        assert [units(x) for x in b.lists()] == [units(x) for x in a.lists()]
+        check_index(b)
+    assert len(b) == len(a)
+
+
+def test_pack_checks_its_arrays():
+
+    c = TwoQExtentCache(8)
+    with pytest.raises(ValueError, match="3 lists"):
+        c.pack([(np.zeros(1, np.int64), np.zeros(1, np.int64))])
+    with pytest.raises(ValueError, match="differ in length"):
+        c.pack([(np.zeros(2, np.int64), np.zeros(1, np.int64))] * 3)
+    c.pack([(np.zeros(0, np.int64), np.zeros(0, np.int64))] * 3)
+    assert len(c) == 0 and c.runs() == 0

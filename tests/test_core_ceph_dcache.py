@@ -58,8 +58,13 @@ def _cache_state(cl: Cluster) -> list:
     out = []
     for o in cl.osds:
         c = o.bs.cache
-        lists = [c._in, c._out, c._hot] if hasattr(c, "_hot") else [c._l]
-        out.append(([_units(x) for x in lists], [x.units for x in lists], c.hits, c.misses, len(c),
+        n = len(c)
+        arrays = [list(zip(k.tolist(), u.tolist(), strict=True)) for k, u in c.unit_arrays()]
+        c.runs()  # builds the runs of a packed cache (after a compiled run), as a Python-engine run would
+        lists = c.lists()
+        walked = [_units(x) for x in lists]
+        assert walked == arrays and len(c) == n  # the packed form and the runs built from it agree
+        out.append((walked, [x.units for x in lists], c.hits, c.misses, n,
                     {k: sorted(v) for k, v in o.bs.writing.items()}))
     return out
 

@@ -376,6 +376,79 @@ class _ExtentCache:
         self.hits = 0
         self.misses = 0
         self._idx: dict[int, tuple[list[int], list[_Ext]]] = {}
+        # the packed form (set by :meth:`pack`): per list, (objects, units) arrays oldest first; the lists'
+        # unit counts are kept, their runs and the index are built on first use (:meth:`_unpack`)
+        self._packed: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    # ---------------------------------------------------------------- the packed form
+    def lists(self) -> list[_List]:
+        """The LRU lists, in the compiled core's order (2Q: warm_in, warm_out, hot; LRU: its one list)."""
+        raise NotImplementedError
+
+    def pack(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Replace the contents by ``parts``: per list of :meth:`lists`, the objects and units it holds,
+        oldest first (as the compiled Ceph core hands its caches back after a run). Nothing is built until
+        a method needs the runs: a sweep of compiled runs passes the arrays from one run to the next without
+        a Python object per cached run."""
+        lists = self.lists()
+        if len(parts) != len(lists):
+            raise ValueError(f"{len(parts)} unit arrays for {len(lists)} lists")
+        self.clear()
+        for pl, (k, u) in zip(lists, parts, strict=True):
+            if k.shape != u.shape:
+                raise ValueError("objects and units differ in length")
+            pl.units = int(k.size)
+        self._packed = [(np.asarray(k, np.int64), np.asarray(u, np.int64)) for k, u in parts]
+
+    def unit_arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per list of :meth:`lists`: (objects, units) of the cached units, oldest first (the units of a
+        run in increasing order)."""
+        if self._packed is not None:
+            return list(self._packed)
+        return [_units_of(pl) for pl in self.lists()]
+
+    def _unpack(self) -> None:
+        """Build the runs and the per-object index from the packed arrays: each list gets its units as
+        runs of consecutive units of one object, the index per object sorted by start."""
+        parts, self._packed = self._packed, None
+        lists = self.lists()
+        for pl in lists:
+            pl.units = 0
+        keys, starts, exts = [], [], []
+        for pl, (k, u) in zip(lists, parts or [], strict=True):
+            n = k.size
+            if not n:
+                continue
+            cut = np.nonzero((k[1:] != k[:-1]) | (u[1:] != u[:-1] + 1))[0] + 1
+            s0 = np.concatenate(([0], cut))
+            rk = k[s0]
+            ra = u[s0]
+            rb = ra + (np.concatenate((cut, [n])) - s0)
+            runs = list(map(_Ext, rk.tolist(), ra.tolist(), rb.tolist()))
+            prev = None
+            for r in runs:
+                r.lst = pl
+                r.prev = prev
+                if prev is not None:
+                    prev.next = r
+                prev = r
+            pl.head, pl.tail, pl.units = runs[0], runs[-1], int(n)
+            keys.append(rk)
+            starts.append(ra)
+            exts.extend(runs)
+        if not exts:
+            return
+        rk = np.concatenate(keys)
+        ra = np.concatenate(starts)
+        order = np.lexsort((ra, rk))
+        rk, ra = rk[order], ra[order]
+        bounds = np.concatenate(([0], np.nonzero(rk[1:] != rk[:-1])[0] + 1, [rk.size])).tolist()
+        ol = order.tolist()
+        ral = ra.tolist()
+        idx = self._idx
+        for i in range(len(bounds) - 1):
+            a, b = bounds[i], bounds[i + 1]
+            idx[int(rk[a])] = (ral[a:b], [exts[x] for x in ol[a:b]])
 
     # ---------------------------------------------------------------- the per-object index
     def _cut(self, key: int, x: int) -> None:
@@ -461,6 +534,8 @@ class _ExtentCache:
 
     def contains_range(self, key: int, a: int, b: int) -> bool:
         """True if every unit of [a, b) of object ``key`` is cached (ghosts do not count)."""
+        if self._packed is not None:
+            self._unpack()
         e = self._idx.get(key)
         if e is None:
             return False
@@ -485,6 +560,8 @@ class _ExtentCache:
 
     def missing(self, key: int, a: int, b: int) -> list[tuple[int, int]]:
         """The sub-ranges of [a, b) of object ``key`` that are not cached."""
+        if self._packed is not None:
+            self._unpack()
         e = self._idx.get(key)
         if e is None:
             return [(a, b)]
@@ -540,6 +617,8 @@ class _ExtentCache:
 
     def discard_range(self, key: int, a: int, b: int) -> None:
         """Drop units [a, b) of object ``key`` (and their ghosts): the data was overwritten."""
+        if self._packed is not None:
+            self._unpack()
         e = self._idx.get(key)
         if e is None:
             return
@@ -554,6 +633,8 @@ class _ExtentCache:
 
     def runs(self) -> int:
         """Number of runs (memory: one small object each)."""
+        if self._packed is not None:
+            self._unpack()
         return sum(len(e[0]) for e in self._idx.values())
 
 
@@ -571,6 +652,8 @@ class LruExtentCache(_ExtentCache):
         return True
 
     def touch_range(self, key: int, a: int, b: int) -> None:
+        if self._packed is not None:
+            self._unpack()
         e = self._idx.get(key)
         if e is None:
             return
@@ -583,6 +666,8 @@ class LruExtentCache(_ExtentCache):
     def insert_range(self, key: int, a: int, b: int) -> None:
         if self.capacity <= 0 or b <= a:
             return
+        if self._packed is not None:
+            self._unpack()
         lst = self._l
         e = self._idx.get(key)
         if e is None:
@@ -605,12 +690,18 @@ class LruExtentCache(_ExtentCache):
 
     def _evict(self) -> None:
         """Drop the oldest unit."""
+        if self._packed is not None:
+            self._unpack()
         if self._l.units:
             self._trim_front(self._l, 1, None)
 
     def clear(self) -> None:
         self._l.clear()
         self._idx.clear()
+        self._packed = None
+
+    def lists(self) -> list[_List]:
+        return [self._l]
 
 
 class TwoQExtentCache(_ExtentCache):
@@ -637,6 +728,8 @@ class TwoQExtentCache(_ExtentCache):
         return r.lst is not self._out
 
     def touch_range(self, key: int, a: int, b: int) -> None:
+        if self._packed is not None:
+            self._unpack()
         e = self._idx.get(key)
         if e is None:
             return
@@ -650,6 +743,8 @@ class TwoQExtentCache(_ExtentCache):
     def insert_range(self, key: int, a: int, b: int) -> None:
         if self.capacity <= 0 or b <= a:
             return
+        if self._packed is not None:
+            self._unpack()
         w_in = self._in
         e = self._idx.get(key)
         if e is None:
@@ -690,6 +785,27 @@ class TwoQExtentCache(_ExtentCache):
         self._out.clear()
         self._hot.clear()
         self._idx.clear()
+        self._packed = None
+
+    def lists(self) -> list[_List]:
+        return [self._in, self._out, self._hot]
+
+
+def _units_of(lst: _List) -> tuple[np.ndarray, np.ndarray]:
+    """(objects, units) of a list, oldest first (units of a run in increasing order)."""
+    ks, a_s, b_s = [], [], []
+    r = lst.head
+    while r is not None:
+        ks.append(r.key)
+        a_s.append(r.a)
+        b_s.append(r.b)
+        r = r.next
+    k = np.asarray(ks, np.int64)
+    a = np.asarray(a_s, np.int64)
+    n = np.asarray(b_s, np.int64) - a
+    tot = int(n.sum())
+    start = np.repeat(np.cumsum(n) - n, n)
+    return np.repeat(k, n), np.repeat(a, n) + (np.arange(tot, dtype=np.int64) - start)
 
 
 #: the data caches by their Ceph names

@@ -427,28 +427,6 @@ def _pow2(n: int) -> int:
     return 1 << max(4, int(n - 1).bit_length())
 
 
-def _lists(c: Any) -> list[Any]:
-    """The Python cache's lists in DC_IN, DC_OUT, DC_HOT order (LRU: its one list as DC_IN)."""
-    return [c._in, c._out, c._hot] if hasattr(c, "_hot") else [c._l]
-
-
-def _units_of(lst: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(objects, units) of a Python cache list, oldest first (units of a run in increasing order)."""
-    ks, a_s, b_s = [], [], []
-    r = lst.head
-    while r is not None:
-        ks.append(r.key)
-        a_s.append(r.a)
-        b_s.append(r.b)
-        r = r.next
-    k = np.asarray(ks, np.int64)
-    a = np.asarray(a_s, np.int64)
-    n = np.asarray(b_s, np.int64) - a
-    tot = int(n.sum())
-    start = np.repeat(np.cumsum(n) - n, n)
-    return np.repeat(k, n), np.repeat(a, n) + (np.arange(tot, dtype=np.int64) - start)
-
-
 #: hash buckets of the data caches for the entries a run adds (4 M: 16 MB; a run of 1 M 4 KiB misses
 #: adds at most ~1 M entries, a quarter of a bucket each); sized by the caches' limits instead, the
 #: buckets of 1,008 OSDs' caches would be 1 GB, every page of it touched by a long run
@@ -490,7 +468,7 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCach
         oi[j, DC_MISSES] = c.misses
         of[j] = bs.hit_cost
         if c.capacity > 0:
-            held = sum(lst.units for lst in _lists(c))
+            held = sum(pl.units for pl in c.lists())
             live += held
             pool += max(held, c.capacity + (c.kout if twoq else 0))
             slack = max(slack, max_obj // bs.unit + 2)
@@ -512,9 +490,8 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCach
                 fr=z(pool, np.int32), g=g, wk=z(nwp, np.int64), wa=z(nwp, np.int64), wb=z(nwp, np.int64),
                 wo=z(nwp, np.int32), wh=z(nwp, np.int32), wbk=z(wmask + 1, np.int32), wfr=z(nwp, np.int32))
     for j, c in cached:
-        for lst, pl in enumerate(_lists(c)):
-            if pl.units:
-                k, u = _units_of(pl)
+        for lst, (k, u) in enumerate(c.unit_arrays()):
+            if k.size:
                 _load(dc, j, lst, k, u)
     for j, o in enumerate(osds):
         w = getattr(o.bs, "writing", None)
@@ -532,46 +509,6 @@ def reset_counters(dc: DCache) -> None:
     dc.oi[:, DC_MISSES] = 0
 
 
-def _rebuild(c: Any, parts: list[tuple[Any, np.ndarray, np.ndarray]]) -> None:
-    """Fill the cleared Python cache ``c``: each list ``pl`` gets the units (objects ``k``, units ``u``,
-    oldest first) as runs of consecutive units of one object; the per-object index sorted by start."""
-    from simulator.ceph.cache import _Ext
-
-    keys, starts, exts = [], [], []
-    for pl, k, u in parts:
-        n = k.size
-        cut = np.nonzero((k[1:] != k[:-1]) | (u[1:] != u[:-1] + 1))[0] + 1
-        s0 = np.concatenate(([0], cut))
-        rk = k[s0]
-        ra = u[s0]
-        rb = ra + (np.concatenate((cut, [n])) - s0)
-        runs = list(map(_Ext, rk.tolist(), ra.tolist(), rb.tolist()))
-        prev = None
-        for r in runs:
-            r.lst = pl
-            r.prev = prev
-            if prev is not None:
-                prev.next = r
-            prev = r
-        pl.head, pl.tail, pl.units = runs[0], runs[-1], int(n)
-        keys.append(rk)
-        starts.append(ra)
-        exts.extend(runs)
-    if not exts:
-        return
-    rk = np.concatenate(keys)
-    ra = np.concatenate(starts)
-    order = np.lexsort((ra, rk))
-    rk, ra = rk[order], ra[order]
-    bounds = np.concatenate(([0], np.nonzero(rk[1:] != rk[:-1])[0] + 1, [rk.size])).tolist()
-    ol = order.tolist()
-    ral = ra.tolist()
-    idx = c._idx
-    for i in range(len(bounds) - 1):
-        a, b = bounds[i], bounds[i + 1]
-        idx[int(rk[a])] = (ral[a:b], [exts[x] for x in ol[a:b]])
-
-
 def write_back(dc: DCache, osds: list[Any]) -> None:
     """The compiled caches back into the Python ones (runs of consecutive units of one object,
     in list order), their counters, and every BlueStore's writing buffers."""
@@ -584,16 +521,15 @@ def write_back(dc: DCache, osds: list[Any]) -> None:
         if c is None or not hasattr(bs, "writing"):
             continue
         if oi[j, DC_POLICY]:
-            c.clear()
             parts = []
-            for lst, pl in enumerate(_lists(c)):
+            for lst in range(len(c.lists())):
                 n = int(oi[j, DC_UNITS + lst])
+                k = np.empty(n, np.int64)
+                u = np.empty(n, np.int64)
                 if n:
-                    k = np.empty(n, np.int64)
-                    u = np.empty(n, np.int64)
                     _dump(dc, j, lst, k, u)
-                    parts.append((pl, k, u))
-            _rebuild(c, parts)
+                parts.append((k, u))
+            c.pack(parts)  # the runs are built only if a Python-engine run uses this cache
             c.hits = int(oi[j, DC_HITS])
             c.misses = int(oi[j, DC_MISSES])
         bs.writing = {}
