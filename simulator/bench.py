@@ -18,6 +18,7 @@ ceph-build-N        croit host x4/x12/x42 (N = 96/288/1,008 OSDs, pre-filled): O
                     build seconds and peak RSS (fresh process)
 ceph-run-N          the same clusters, MACH.2 pool 4 KiB randwrite at QD64 per host; notes: CPU per IO,
                     events per IO, peak RSS (fresh process)
+ceph-chain-compiled four runs on one cluster that keeps its caches (a croit sweep's chain), compiled core
 *-compiled          hdd-sptf-qd32, hdd-fio-qd32, queue-fio-qd16, hdd-randrw-fsync, hdd-wc-* and hdd-blk-* through the compiled core
 Numba compilation is excluded (each case warms up first). Every case drives its device with the
 one IO driver, :func:`simulator.workloads.runner.run_fio`.
@@ -248,6 +249,20 @@ CASES.update({
     "ceph-exp-qd64write-compiled": ("the same point via the experiment runner, engine auto (the compiled Ceph core, "
                                     "same results)", _ceph_run_case(True)),
 })
+
+def _ceph_chain_case() -> Callable[[int], Any]:
+    def run(n: int) -> Any:
+        from simulator.core.ceph_run_bench import bench_exp_chain
+
+        return bench_exp_chain(n)
+
+    return run
+
+
+CASES["ceph-chain-compiled"] = (
+    "Ceph croit MACH.2 pool, stand-in devices, 2Q data cache 1 GiB per OSD with buffered writes: randread, randwrite, "
+    "randread, randwrite at QD64 on one cluster (n/4 IOs each), through the experiment runner and the compiled Ceph "
+    "core, the caches handed over between runs (client IOs per CPU second)", _ceph_chain_case())
 
 CASES.update({
     "ceph-hdd-qd64write": ("Ceph croit MACH.2 pool on its HDD profiles + block layer (LUN write cache volatile, as "
