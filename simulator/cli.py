@@ -296,6 +296,8 @@ def calibrate_cmd(
     case: Annotated[Optional[list[str]], typer.Option("--case", help="a spec with cases: run only this case (repeatable)")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="move the campaign's journal aside and start over (default: resume from it)")] = False,
     status: Annotated[bool, typer.Option("--status", help="print how far the campaign's journal is; run nothing")] = False,
+    revalidate: Annotated[bool, typer.Option("--revalidate", help="resume a journal made with other simulator code if its last "
+                                             "evaluation, simulated again, gives identical results")] = False,
 ) -> None:
     """Fit free profile parameters to measured/published figures; write the fitted profile and a report.
 
@@ -308,7 +310,7 @@ def calibrate_cmd(
             status_main(spec, out, case, console)
             return
         calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case,
-                       fresh=fresh)
+                       fresh=fresh, revalidate=revalidate)
     except SimError as e:
         _fail(e)
     except KeyboardInterrupt:

@@ -435,3 +435,66 @@ def test_other_optimizers_replay_identically(tmp_path, monkeypatch, glob, local,
     assert r.exit_code == 0, r.output
     assert _timing(b)["reused_from_journal"] == 3 and _timing(b)["simulated_this_session"] >= 1
     assert _outputs(b) == _outputs(a)
+
+
+def test_revalidate_moves_a_journal_onto_code_that_gives_the_same_results(reference, tmp_path, monkeypatch):
+    """--revalidate: a journal whose only difference is the simulator's code digest (a speed change) is
+    resumed once its last evaluation, simulated again, comes out identical; the header records the rebase."""
+    import simulator.calibration.journal as journal
+
+    d = tmp_path / "c"
+    shutil.copytree(reference, d)
+    before = _outputs(d)
+    old = read_journal(_journal(d))
+    monkeypatch.setattr(journal, "code_digest", lambda: "0" * 16)
+    r = _run(d / "spec.yaml", "--quiet")  # without the flag: refused, and the message offers it
+    assert r.exit_code == 2 and "--revalidate" in " ".join(r.output.split())
+    r = _run(d / "spec.yaml", "--quiet", "--revalidate")
+    assert r.exit_code == 0, r.output
+    new = read_journal(_journal(d))
+    assert new.header["inputs"]["code"] == "0" * 16
+    assert {k: v for k, v in new.header["inputs"].items() if k != "code"} == \
+        {k: v for k, v in old.header["inputs"].items() if k != "code"}
+    (rb,) = new.header["rebased"]
+    assert rb["from_code"] == old.header["inputs"]["code"] and rb["to_code"] == "0" * 16
+    assert rb["checked_evaluation"] == max(e.n for e in old.entries if not e.failed)
+    assert [(e.values, e.rows, e.loss) for e in new.entries] == [(e.values, e.rows, e.loss) for e in old.entries]
+    t = _timing(d)
+    assert t["simulated_this_session"] == 0 and t["reused_from_journal"] == t["evaluations"]
+    assert _outputs(d) == before
+    # and now a plain resume on that code needs no flag
+    r = _run(d / "spec.yaml", "--quiet")
+    assert r.exit_code == 0, r.output
+
+
+def test_revalidate_refuses_code_that_changes_a_result(reference, tmp_path, monkeypatch):
+    import simulator.calibration.journal as journal
+    import simulator.calibration.problem as problem
+
+    d = tmp_path / "c"
+    shutil.copytree(reference, d)
+    before = _journal(d).read_bytes()
+    monkeypatch.setattr(journal, "code_digest", lambda: "0" * 16)
+    real = problem.run_unit
+
+    def changed(unit):  # "new code": one figure one part in 10^9 off
+        out = real(unit)
+        out["row"] = {**out["row"], "read.iops": out["row"]["read.iops"] * (1 + 1e-9)}
+        return out
+
+    monkeypatch.setattr(problem, "run_unit", changed)
+    r = _run(d / "spec.yaml", "--quiet", "--revalidate")
+    assert r.exit_code == 2, r.output
+    out = " ".join(r.output.split())
+    assert "differs from the journal" in out and "read.iops" in out and "Traceback" not in out
+    assert _journal(d).read_bytes() == before and not list((d / "rep.work").glob("*.old.jsonl"))
+
+
+def test_revalidate_does_not_cover_other_inputs(reference, tmp_path):
+    d = tmp_path / "c"
+    shutil.copytree(reference, d)
+    before = _journal(d).read_bytes()
+    _campaign(d, loss={"metrics": {"iops": 1.0, "lat_mean": 0.5, "p99": 0.5}})  # the spec changed, not the code
+    r = _run(d / "spec.yaml", "--quiet", "--revalidate")
+    assert r.exit_code == 2 and "the spec differ" in " ".join(r.output.split())
+    assert _journal(d).read_bytes() == before

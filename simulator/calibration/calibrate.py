@@ -24,6 +24,7 @@ import datetime as _dt
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,13 +173,15 @@ def calibrate(
     write_profile_file: bool = True,
     report_only: bool = False,
     fresh: bool = False,
+    revalidate: bool = False,
 ) -> CalibrationOutcome:
     """Run a calibration spec without cases (see :mod:`simulator.calibration.spec`). ``report_only``:
     no fit; the values are read from the existing fitted profile and only the report is regenerated.
     ``fresh``: move the campaign's journal aside and start over (default: resume from it)."""
     return calibrate_loaded(load_spec(spec_path), report_dir=report_dir, profile_path=profile_path, workers=workers,
                             max_evals=max_evals, max_wall=max_wall, progress=progress, console=console, date=date,
-                            write_profile_file=write_profile_file, report_only=report_only, fresh=fresh)
+                            write_profile_file=write_profile_file, report_only=report_only, fresh=fresh,
+                            revalidate=revalidate)
 
 
 def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None,
@@ -230,8 +233,11 @@ def calibrate_loaded(
     report_only: bool = False,
     problem: Problem | None = None,
     fresh: bool = False,
+    revalidate: bool = False,
 ) -> CalibrationOutcome:
-    """Fit one validated spec (or case) and write its profile and report."""
+    """Fit one validated spec (or case) and write its profile and report. ``revalidate``: a journal made
+    with other simulator code (and nothing else different) is resumed if its last evaluation, simulated
+    again, gives identical results; otherwise nothing is kept from this run."""
     spec_path = loaded.path
     upd: dict[str, Any] = {}
     if max_evals is not None:
@@ -277,6 +283,8 @@ def calibrate_loaded(
     if jpath.exists() and not fresh:
         read_journal(jpath)  # a damaged journal stops here: nothing written yet
     with OutputLock(wdir):
+        if revalidate and jpath.exists() and not fresh:
+            _revalidate(problem, jpath, inputs, n_workers, say)
         journal = Journal.open(jpath, problem, inputs, fresh=fresh, say=say)
         try:
             date = date or journal.date
@@ -297,6 +305,39 @@ def calibrate_loaded(
         finally:
             journal.close()
     return outcome
+
+
+def _revalidate(problem: Problem, jpath: Path, inputs: dict[str, str], n_workers: int, say: Callable[[str], None]) -> None:
+    """--revalidate: if the journal differs from this campaign only in the simulator's code, simulate its last
+    successful evaluation again; identical results move the journal onto this code (journal.rebase_code),
+    any difference refuses it (a ConfigError naming the first difference; the journal is left as it was)."""
+    from simulator.calibration.journal import (
+        _INPUT_NAMES,
+        mismatch_error,
+        read_journal,
+        rebase_code,
+        rows_differ,
+    )
+
+    jf = read_journal(jpath)
+    diff = [k for k in _INPUT_NAMES if jf.header.get("inputs", {}).get(k) != inputs[k]]
+    if not diff:
+        return
+    done = [e for e in jf.entries if not e.failed]
+    if diff != ["code"] or not done:
+        raise mismatch_error(jpath, jf, diff)
+    e = done[-1]
+    say(f"--revalidate: the journal was made with other simulator code (commit {jf.header.get('commit')}); simulating its "
+        f"evaluation {e.n} again to check that this code gives the same results")
+    with open_executor(n_workers) as ex:
+        res = problem.evaluate_many([dict(e.values)], make_runner(ex))[0]
+    why = "the evaluation failed now" if res.failed else rows_differ(e.rows, res.rows)
+    if why is not None:
+        raise ConfigError(f"--revalidate: evaluation {e.n} simulated again differs from the journal ({why}): this code changes "
+                          "the results, so the journal cannot be resumed with it; nothing was changed. Run the code it was "
+                          "made with, or --fresh to start over", source=str(jpath), field="inputs.code")
+    rebase_code(jpath, inputs, e)
+    say(f"--revalidate: evaluation {e.n} is identical (every result row); the journal continues on this code")
 
 
 def _fit(problem: Problem, journal: Any, n_workers: int, title: str, progress: bool, console: Any) -> Any:

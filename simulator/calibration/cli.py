@@ -11,7 +11,8 @@ __all__ = ["calibrate_main", "compare_main", "status_main"]
 
 def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profile: bool, workers: int | None,
                    max_evals: int | None, quiet: bool, console: Any, err_console: Any, max_wall: str | None = None,
-                   report_only: bool = False, cases: list[str] | None = None, fresh: bool = False) -> None:
+                   report_only: bool = False, cases: list[str] | None = None, fresh: bool = False,
+                   revalidate: bool = False) -> None:
     from rich.table import Table
 
     from simulator.calibration.calibrate import calibrate_all
@@ -19,7 +20,7 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
 
     outs = calibrate_all(spec, cases=cases, report_dir=out, profile_path=profile, workers=workers, max_evals=max_evals,
                          max_wall=max_wall, progress=not quiet, report_only=report_only, console=err_console,
-                         write_profile_file=not no_profile, fresh=fresh)
+                         write_profile_file=not no_profile, fresh=fresh, revalidate=revalidate)
 
     def pct(v: Any) -> str:
         return "–" if v is None or not isinstance(v, float) or not math.isfinite(v) else f"{(math.exp(v) - 1) * 100:+.0f}%"
@@ -105,6 +106,7 @@ def status_main(spec: Path, out: Path | None, cases: list[str] | None, console: 
                           highlight=False, markup=False)
         if st["differs"]:
             console.print(f"  [red]inputs changed since it started: {', '.join(st['differs'])}[/red]: a resume refuses this journal "
-                          "(run the commit it was made with, or --fresh to start over)", highlight=False)
+                          "(run the commit it was made with, --fresh to start over, or --revalidate if only the code differs and "
+                          "should not change results)", highlight=False)
         else:
             console.print("  inputs unchanged: running the same command resumes it", highlight=False)

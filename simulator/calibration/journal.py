@@ -47,7 +47,8 @@ from typing import Any
 
 from simulator.errors import ConfigError
 
-__all__ = ["FORMAT", "PRESENTATION", "Journal", "JournalEntry", "campaign_inputs", "read_journal", "work_dir"]
+__all__ = ["FORMAT", "PRESENTATION", "Journal", "JournalEntry", "campaign_inputs", "read_journal", "rebase_code", "rows_differ",
+           "work_dir"]
 
 FORMAT = "simrun-calibrate-journal"
 VERSION = 1
@@ -409,12 +410,54 @@ def _aside(path: Path) -> Path:
 def mismatch_error(path: Path, jf: JournalFile, diff: list[str]) -> ConfigError:
     what = ", ".join(_INPUT_NAMES[k] for k in diff)
     h = jf.header
+    only_code = diff == ["code"] and any(not e.failed for e in jf.entries)
     return ConfigError(
         f"this journal ({len(jf.entries)} evaluations, campaign {h.get('campaign')!r}"
         + (f" case {h.get('case')!r}" if h.get("case") else "")
         + f", started {h.get('created')} at commit {h.get('commit')}) was made with other inputs: {what} differ; nothing "
-        "was run. To resume it, run the code and files it was made with; to start over, add --fresh (it is moved aside)",
+        "was run. To resume it, run the code and files it was made with; to start over, add --fresh (it is moved aside)"
+        + ("; or, if the code change should not alter results (a speed change), add --revalidate: its last evaluation "
+           "is simulated again and the journal is kept only if every result comes out identical" if only_code else ""),
         source=str(path), field="inputs")
+
+
+def rows_differ(journaled: dict[int, dict[str, Any]], fresh: dict[int, dict[str, Any]]) -> str | None:
+    """Where re-simulated results differ from the journaled ones (their journal round trip is compared:
+    identical means bit for bit), or None."""
+    new = _normal_rows(fresh)
+    for k in sorted(set(journaled) | set(new)):
+        a, b = journaled.get(k), new.get(k)
+        if a is None or b is None:
+            return f"result row {k} is {'missing' if b is None else 'new'}"
+        for m in sorted(set(a) | set(b)):
+            if canon(a.get(m)) != canon(b.get(m)):
+                return f"result row {k}, {m}: journaled {a.get(m)!r}, now {b.get(m)!r}"
+    return None
+
+
+def rebase_code(path: Path, inputs: dict[str, str], checked: JournalEntry) -> None:
+    """Move a journal onto the current code after :func:`rows_differ` found evaluation ``checked`` identical:
+    the header's code digest becomes the current one and a ``rebased`` record keeps the old digest, the
+    commits and the evaluation checked; the entries are kept byte for byte."""
+    from simulator.experiment.runner import atomic_write_text
+
+    jf = read_journal(path)
+    with path.open("rb") as f:
+        data = f.read(jf.valid_bytes)
+    rest = data.split(b"\n", 1)[1] if b"\n" in data else b""
+    h = dict(jf.header)
+    h.pop("sum", None)
+    old = dict(h.get("inputs", {}))
+    if {k for k in _INPUT_NAMES if old.get(k) != inputs.get(k)} - {"code"}:
+        raise ValueError("only a journal that differs in its code digest can be rebased")
+    h["rebased"] = [*h.get("rebased", []), {
+        "from_code": old.get("code"), "to_code": inputs["code"], "from_commit": h.get("commit"), "to_commit": _git_commit(),
+        "checked_evaluation": checked.n, "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}]
+    h["inputs"] = {**old, "code": inputs["code"]}
+    h["commit"] = _git_commit()
+    atomic_write_text(path, _line(h).decode() + rest.decode())
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o644)
 
 
 def _normal_rows(rows: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
