@@ -60,6 +60,7 @@ class System(Component):
                     dev = BlockLayer("blk", dev, dev, d.block_layer)  # fio's filename=n reaches the block layer
                 self.devices[n] = dev
         self.cluster = None
+        self.gc_collected = False  # run_jobs_on's full garbage collection done before its first run
         if spec.cluster is not None:
             c = spec.cluster
             self.cluster = build_device(
