@@ -259,3 +259,19 @@ def test_pack_checks_its_arrays():
         c.pack([(np.zeros(2, np.int64), np.zeros(1, np.int64))] * 3)
     c.pack([(np.zeros(0, np.int64), np.zeros(0, np.int64))] * 3)
     assert len(c) == 0 and c.runs() == 0
+
+
+@pytest.mark.parametrize("twoq", [True, False])
+def test_resizing_a_packed_cache_trims_as_the_unpacked_one(twoq):
+    from simulator.ceph.autotune import resize_cache
+
+    a = TwoQExtentCache(64) if twoq else LruExtentCache(64)
+    for i in range(40):
+        a.insert_range(3 + i % 3, 2 * i, 2 * i + 1 + i % 2)
+    a.contains_range(3, 0, 1)
+    b = TwoQExtentCache(64) if twoq else LruExtentCache(64)
+    b.pack(a.unit_arrays())
+    resize_cache(a, 20)
+    resize_cache(b, 20)
+    assert [units(x) for x in b.lists()] == [units(x) for x in a.lists()] and len(b) == len(a) <= 20
+    check_index(b)

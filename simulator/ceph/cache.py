@@ -767,6 +767,8 @@ class TwoQExtentCache(_ExtentCache):
         self._trim()
 
     def _trim(self) -> None:
+        if self._packed is not None:  # autotune.resize_cache trims after a capacity change
+            self._unpack()
         cap = self.capacity
         w_in, hot, out = self._in, self._hot, self._out
         n_in, n_hot = w_in.units, hot.units
