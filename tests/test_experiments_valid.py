@@ -16,7 +16,7 @@ from simulator.experiment.load import load_experiment, project_root
 EXPERIMENTS = sorted(
     p for p in (project_root() / "experiments").glob("*.yaml")
     if not p.stem.startswith("plan_") and "study" not in yaml.safe_load(p.read_text())
-)
+) + sorted((project_root() / "calibration").rglob("probe_*.yaml"))  # experiments that back a calibration's argument
 
 
 def test_there_are_experiments() -> None:
