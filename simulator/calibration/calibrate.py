@@ -312,7 +312,7 @@ def _revalidate(problem: Problem, jpath: Path, inputs: dict[str, str], n_workers
     successful evaluation again; identical results move the journal onto this code (journal.rebase_code),
     any difference refuses it (a ConfigError naming the first difference; the journal is left as it was)."""
     from simulator.calibration.journal import (
-        _INPUT_NAMES,
+        input_diff,
         mismatch_error,
         read_journal,
         rebase_code,
@@ -320,7 +320,7 @@ def _revalidate(problem: Problem, jpath: Path, inputs: dict[str, str], n_workers
     )
 
     jf = read_journal(jpath)
-    diff = [k for k in _INPUT_NAMES if jf.header.get("inputs", {}).get(k) != inputs[k]]
+    diff = input_diff(jf.header, inputs)
     if not diff:
         return
     done = [e for e in jf.entries if not e.failed]
@@ -414,7 +414,13 @@ def campaign_status(spec_path: str | Path, *, cases: list[str] | None = None, re
     import itertools
     import math
 
-    from simulator.calibration.journal import _INPUT_NAMES, campaign_inputs, read_journal, work_dir
+    from simulator.calibration.journal import (
+        _INPUT_NAMES,
+        campaign_inputs,
+        input_diff,
+        read_journal,
+        work_dir,
+    )
     from simulator.calibration.spec import load_cases
 
     loaded = load_cases(spec_path)
@@ -431,7 +437,7 @@ def campaign_status(spec_path: str | Path, *, cases: list[str] | None = None, re
             jf = read_journal(jpath)
             prob = Problem(x)
             inputs = campaign_inputs(prob)
-            diff = [_INPUT_NAMES[k] for k in _INPUT_NAMES if jf.header.get("inputs", {}).get(k) != inputs[k]]
+            diff = [_INPUT_NAMES[k] for k in input_diff(jf.header, inputs)]
             ok = [e for e in jf.entries if not e.failed and math.isfinite(e.loss)]
             best = min(ok, key=lambda e: e.loss) if ok else None
             stages: dict[str, int] = {}

@@ -47,8 +47,8 @@ from typing import Any
 
 from simulator.errors import ConfigError
 
-__all__ = ["FORMAT", "PRESENTATION", "Journal", "JournalEntry", "campaign_inputs", "read_journal", "rebase_code", "rows_differ",
-           "work_dir"]
+__all__ = ["FORMAT", "PRESENTATION", "Journal", "JournalEntry", "campaign_inputs", "input_diff", "read_journal", "rebase_code",
+           "rows_differ", "work_dir"]
 
 FORMAT = "simrun-calibrate-journal"
 VERSION = 1
@@ -58,6 +58,12 @@ PRESENTATION = ("cli.py", "calibration/cli.py", "calibration/report.py", "calibr
                 "calibration/journal.py", "calibration/validation.py", "calibration/measure.py", "calibration/length.py")
 _INPUT_NAMES = {"spec": "the spec", "problem": "the resolved system, experiment or targets",
                 "profiles": "the profiles' parameters", "code": "the simulator's sources", "runtime": "Python or library versions"}
+
+
+def input_diff(header: dict[str, Any], inputs: dict[str, str]) -> list[str]:
+    """The inputs (keys of ``_INPUT_NAMES``, in its order) whose digest in a journal's header differs from ``inputs``."""
+    have = header.get("inputs", {})
+    return [k for k in _INPUT_NAMES if have.get(k) != inputs.get(k)]
 
 
 def work_dir(report_dir: Path) -> Path:
@@ -369,7 +375,7 @@ class Journal:
         header: dict[str, Any] | None = None
         if path.exists():
             jf = read_journal(path)
-            diff = [k for k in _INPUT_NAMES if jf.header.get("inputs", {}).get(k) != inputs[k]]
+            diff = input_diff(jf.header, inputs)
             if fresh:
                 aside = _aside(path)
                 os.replace(path, aside)
@@ -448,7 +454,7 @@ def rebase_code(path: Path, inputs: dict[str, str], checked: JournalEntry) -> No
     h = dict(jf.header)
     h.pop("sum", None)
     old = dict(h.get("inputs", {}))
-    if {k for k in _INPUT_NAMES if old.get(k) != inputs.get(k)} - {"code"}:
+    if set(input_diff(h, inputs)) - {"code"}:
         raise ValueError("only a journal that differs in its code digest can be rebased")
     h["rebased"] = [*h.get("rebased", []), {
         "from_code": old.get("code"), "to_code": inputs["code"], "from_commit": h.get("commit"), "to_commit": _git_commit(),
