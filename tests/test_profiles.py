@@ -6,36 +6,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulator.calibration.profile import param_leaves
+from simulator.config.base import get_dotted
 from simulator.devices.registry import device_kinds, load_profile, models_dir, resolve_params
 
 # models/catalog holds the planner's parts catalogue (simulator.plan.catalog), not device profiles
 PROFILES = sorted(p for p in models_dir().rglob("*.yaml") if p.relative_to(models_dir()).parts[0] != "catalog")
 
 
-def _leaves(d, pre=""):
-    if isinstance(d, dict):
-        for k, v in d.items():
-            yield from _leaves(v, f"{pre}.{k}" if pre else str(k))
-    elif isinstance(d, list) and d and all(isinstance(x, (dict, list)) for x in d):
-        for i, v in enumerate(d):
-            yield from _leaves(v, f"{pre}.{i}")
-    else:
-        yield pre
-
-
 def _get(d, dotted):
-    cur = d
-    for part in dotted.split("."):
-        if isinstance(cur, list):
-            try:
-                cur = cur[int(part)]
-            except (ValueError, IndexError):
-                return _MISSING
-        elif isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        else:
-            return _MISSING
-    return cur
+    return get_dotted(d, dotted, _MISSING)
 
 
 _MISSING = object()
@@ -65,9 +45,18 @@ def test_profile_validates_and_sources_every_parameter(path):
     params = own.get("params") or {}
     missing = [
         leaf
-        for leaf in _leaves(params)
+        for leaf in param_leaves(params)
         if not any(leaf == s or leaf.startswith(s + ".") or s.startswith(leaf + ".") for s in sources)
         and _get(base, leaf) != _get(params, leaf)
     ]
     assert not missing, f"{ref}: parameters without a source: {missing}"
     assert all(isinstance(v, str) and v.strip() for v in sources.values())
+
+
+def test_param_leaves_walks_lists_of_dicts_by_index():
+    """The calibration's profile writer and the sources check above share one walk: a fixed key inside a list
+    (hosts.0.drives.1...) is a leaf of its own and needs its own source; a list of plain numbers is one leaf."""
+    params = {"hosts": [{"name": "h", "drives": [{"count": 6}, {"device": {"params": {"cache": {"write_cache": "volatile"}}}}]}],
+              "seek": {"table": [1, 2, 3]}, "pools": []}
+    assert param_leaves(params) == ["hosts.0.name", "hosts.0.drives.0.count",
+                                    "hosts.0.drives.1.device.params.cache.write_cache", "seek.table", "pools"]

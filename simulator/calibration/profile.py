@@ -56,12 +56,13 @@ def _diff(base: Any, new: Any) -> Any:
     return None if base == new else new
 
 
-def _leaves(d: Any, prefix: str = "") -> list[str]:
+def param_leaves(d: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the leaves of a profile's ``params``: dicts by key, and lists of dicts or lists by index
+    (``hosts.0.drives.1.device.params.cache.write_cache``); a list of plain values is one leaf."""
     if isinstance(d, dict):
-        out = []
-        for k, v in d.items():
-            out += _leaves(v, f"{prefix}{k}.")
-        return out
+        return [leaf for k, v in d.items() for leaf in param_leaves(v, f"{prefix}{k}.")]
+    if isinstance(d, list) and d and all(isinstance(x, (dict, list)) for x in d):
+        return [leaf for i, v in enumerate(d) for leaf in param_leaves(v, f"{prefix}{i}.")]
     return [prefix[:-1]]
 
 
@@ -142,7 +143,11 @@ def write_profile(problem: Problem, fit: FitResult, path: Path, date: str) -> Pa
         fitted_sources[sub] = (f"tied: {sub} = {t.expr}" + (f" with {vals}" if vals else "") + f", fitted by {spec_rel} on {tdesc} "
                                f"(loss {fit.result.loss:.4g}, {fit.evals} evaluations, {date}, simulator {__version__})")
     sources: dict[str, str] = {}
-    for leaf in _leaves(params):
+    base_params = base["params"] if base else {}
+    _absent = object()
+    for leaf in param_leaves(params):
+        if get_dotted(base_params, leaf, _absent) == get_dotted(params, leaf):
+            continue  # repeated unchanged from the base profile (a list is written whole): keeps the base's source
         hit = next((k for k in fitted_sources if leaf == k or leaf.startswith(k + ".") or k.startswith(leaf + ".")), None)
         if hit:
             continue
