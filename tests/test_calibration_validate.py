@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from simulator.calibration.validation import run_validation
@@ -56,3 +59,20 @@ def test_unknown_section_is_an_error(tmp_path):
 def test_validate_cli_help():
     r = CliRunner().invoke(app, ["validate", "--help"])
     assert r.exit_code == 0 and "--quick" in r.output
+
+
+def test_croit_section_names_the_spec_the_installed_fit_came_from(tmp_path):
+    """The validation report names the calibration spec in the fitted profile's provenance (the croit fit of record
+    is calibrate_local.yaml's, not calibrate.yaml's); a profile without one, or unreadable, falls back to the default."""
+    from simulator.calibration.validation import _fit_spec
+
+    root = Path(__file__).resolve().parents[1]
+    prof = root / "models" / "clusters" / "croit_mach2_fitted.yaml"
+    prov = yaml.safe_load(prof.read_text())["provenance"]["spec"]
+    assert _fit_spec(prof, root, "default") == (prof.parent / prov).resolve().relative_to(root).as_posix()
+    (tmp_path / "p.yaml").write_text("kind: hdd\nparams: {}\n")
+    assert _fit_spec(tmp_path / "p.yaml", tmp_path, "default") == "default"
+    (tmp_path / "bad.yaml").write_text("provenance: [unclosed\n")
+    assert _fit_spec(tmp_path / "bad.yaml", tmp_path, "default") == "default"
+    (tmp_path / "out.yaml").write_text("provenance: {spec: ../../elsewhere.yaml}\n")
+    assert _fit_spec(tmp_path / "out.yaml", tmp_path, "default") == "default"  # outside the repository

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from simulator.errors import ConfigError
 
 __all__ = ["run_validation"]
@@ -173,19 +175,35 @@ def _worst(points: list[dict[str, Any]], n: int = 5) -> str:
 
 CROIT_NOTES = (
     "Where it misses, and why (no per-QD knob was added to hide any of it): "
-    "(1) the bimodal reads: the model has the mechanism (fio's replayed offsets hit the BlueStore cache left by the "
-    "previous read run; fast mode ~0.4 ms as measured), but at QD 4 its fast share stays below one half while croit's "
-    "is ~60 %, so the simulated median falls in the platter mode (p50 several times too slow) — the share at QD 4 is "
-    "bounded by how many blocks the QD 2 run read, whatever the cache size; "
-    "(2) MACH.2 writes: only a non-volatile (persistent) drive write cache gives the measured ~2.5 ms QD1 median with "
-    "3x replication; a cache small enough to make sustained writes destage-bound at QD 4-64 also stalls often, so the "
-    "simulated QD1 tail is far heavier than measured, and at QD 256 the model still writes faster than croit's cluster; "
-    "(3) QD1 reads on MACH.2: each LUN's OSD holds its 256 GB packed at the start of a 7 TB LUN, so seeks are short; "
-    "onode misses (a smaller onode cache) slow both pools alike and cannot fix MACH.2 alone; "
-    "(4) read tails at high QD (p99/p99.9) are too short in both pools. "
-    "The calibrated profile's cache sizes are full-scale (900 s runs): a run of r seconds must scale "
-    "bluestore.cache.size and the MACH.2 drives' cache.write_cache_size by r/900, as the calibration did."
+    "(1) reads of cached data: croit's fast reads at QD >= 2 include blocks its earlier write runs wrote "
+    "(calibration/croit-mach2/README.md, 'Reads of written data'); the fit keeps written blocks in the BlueStore data "
+    "cache (buffered writes on, standing in for that mechanism), so the MACH.2 QD4 read now has a fast mode of about "
+    "croit's size but a median 55 % too fast, the single-actuator QD4 rerun reads 59 % too fast, and that pool's reads "
+    "at QD 64/256 are 30 % slow; "
+    "(2) MACH.2 writes: only a non-volatile drive write cache gives croit's 2.5 ms QD1 median with 3x replication, and "
+    "with it the pool writes about 2x croit's rate at QD 4-64. croit's pool is at a ceiling from QD1 on (260, 288, 349 "
+    "IOPS at QD 1/4/16: 65-87 OSD writes per actuator per second) and its writes are bimodal (80 % under 5 ms, a mode at "
+    "0.2-0.9 s); the model's drive destages ~300 random 4 KiB writes/s per actuator on that span and reaches no ceiling "
+    "below QD 64. The drive profile's own media-cache mode gives a ceiling (83 and 208 IOPS at QD 4 and 16) but a 23 ms "
+    "QD1 median. What sets croit's ceiling is open (RocksDB/BlueFS traffic on the shared HDD is not modelled); "
+    "(3) QD1 reads on MACH.2 (+34 %): each LUN's OSD holds its 256 GB packed at the start of a 7 TB LUN, so seeks are "
+    "short; "
+    "(4) read tails at high QD (p99/p99.9) are too short in the MACH.2 pool. "
+    "The fit is at croit's full length (900 s runs, caches at full size); a run of r seconds must scale "
+    "bluestore.cache.size and the MACH.2 drives' cache.write_cache_size by r/900, and then does not reproduce the "
+    "full-length run point by point (calibration/reference/flagship_length_check.md)."
 )
+
+
+def _fit_spec(profile: Path, root: Path, default: str) -> str:
+    """The calibration spec a fitted profile names in its provenance, relative to the repository (else ``default``)."""
+    try:
+        prov = (yaml.safe_load(profile.read_text(encoding="utf-8")) or {}).get("provenance") or {}
+        spec = str(prov.get("spec") or "").split(" (case ")[0]
+        return (profile.parent / spec).resolve().relative_to(root.resolve()).as_posix() if spec else default
+    except (OSError, ValueError, yaml.YAMLError):
+        return default
+
 
 LOCAL_NOTES = (
     "Where it misses, and why: (1) tails: the SSD-class stand-in has no per-IO service-time variance, so at low QD "
@@ -211,7 +229,9 @@ def _croit(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str, 
     committed = camp / "report" / "points.csv"
     if committed.is_file():
         pts = _read_csv(committed)
-        md += ["Committed calibration (`simrun calibrate calibration/croit-mach2/calibrate.yaml`, report in "
+        spec_rel = _fit_spec(root / "models" / "clusters" / "croit_mach2_fitted.yaml", root,
+                             "calibration/croit-mach2/calibrate.yaml")
+        md += [f"Committed calibration (`simrun calibrate {spec_rel}`, report in "
                "`calibration/croit-mach2/report/`): the fit per measured queue depth (QD 1, 4, 16, 64, 256; QD 2, 8, 32, 128 "
                "are kept aside by the source and not in the repository). Demerit from the measured percentile tables.", ""]
         md += _points_table(pts)
