@@ -298,6 +298,10 @@ def calibrate_cmd(
     status: Annotated[bool, typer.Option("--status", help="print how far the campaign's journal is; run nothing")] = False,
     revalidate: Annotated[bool, typer.Option("--revalidate", help="resume a journal made with other simulator code if its last "
                                              "evaluation, simulated again, gives identical results")] = False,
+    identify: Annotated[bool, typer.Option("--identify", help="no fit: which parameters the data identify (the loss around the "
+                                           "fitted profile's values, one parameter at a time; writes identify.md/.csv in the report)")] = False,
+    step: Annotated[float, typer.Option("--step", help="--identify: step of each parameter, a fraction of its search range "
+                                        "on its own scale (0 < step <= 0.25)")] = 0.05,
 ) -> None:
     """Fit free profile parameters to measured/published figures; write the fitted profile and a report.
 
@@ -308,6 +312,11 @@ def calibrate_cmd(
     try:
         if status:
             status_main(spec, out, case, console)
+            return
+        if identify:
+            from simulator.calibration.cli import identify_main
+
+            identify_main(spec, out, profile, workers, step, case, console)
             return
         calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case,
                        fresh=fresh, revalidate=revalidate)

@@ -122,9 +122,9 @@ def final_results(problem: Problem, values: dict[str, Any], runner: Any) -> tupl
     return items, rows, extra
 
 
-def _fit_from_profile(problem: Problem, path: Path, runner: Any, report_dir: Path) -> FitResult:
-    """The fitted values of an existing profile (and its provenance and evaluation history) as a
-    FitResult, with the start and fitted points evaluated again."""
+def profile_values(problem: Problem, path: Path) -> dict[str, Any]:
+    """The free parameters' values in an existing fitted profile (its params, or its provenance for variables and
+    workload options)."""
     from simulator.calibration.spec import quantity
     from simulator.devices.registry import load_profile
 
@@ -143,6 +143,16 @@ def _fit_from_profile(problem: Problem, path: Path, runner: Any, report_dir: Pat
         if v is None:
             raise ConfigError(f"the profile has no value for {f.key}", source=str(path), field="params")
         vals[f.key] = v if f.discrete else quantity(v)[0]
+    return vals
+
+
+def _fit_from_profile(problem: Problem, path: Path, runner: Any, report_dir: Path) -> FitResult:
+    """The fitted values of an existing profile (and its provenance and evaluation history) as a
+    FitResult, with the start and fitted points evaluated again."""
+    from simulator.devices.registry import load_profile
+
+    prov = load_profile(str(path)).get("provenance") or {}
+    vals = profile_values(problem, path)
     start = Optimizer(problem, runner).start_values()
     start_res, res = problem.evaluate_many([start, vals], runner)
     history: list[dict[str, Any]] = []
@@ -184,12 +194,8 @@ def calibrate(
                             revalidate=revalidate)
 
 
-def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None,
-                  profile_path: Path | None = None, **kw: Any) -> list[CalibrationOutcome]:
-    """Run a spec: every case of a multi-case spec (or those named in ``cases``) one after the other,
-    each with its own profile and report sub-directory, then the cases' summary (``report.md`` of the
-    spec's report directory, from every case report on disk); a plain spec once. Every case is
-    validated before the first one runs."""
+def _select_cases(spec_path: str | Path, cases: list[str] | None, profile_path: Path | None) -> tuple[list[LoadedSpec], bool]:
+    """The loaded spec (or its cases named in ``cases``, all by default) and whether it has cases."""
     from simulator.calibration.spec import load_cases
 
     loaded = load_cases(spec_path)
@@ -205,6 +211,16 @@ def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, repo
     if multi and profile_path is not None:
         raise ConfigError("--profile names one file; a spec with cases writes one profile per case (output.profile)",
                           source=str(spec_path), field="output.profile")
+    return loaded, multi
+
+
+def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None,
+                  profile_path: Path | None = None, **kw: Any) -> list[CalibrationOutcome]:
+    """Run a spec: every case of a multi-case spec (or those named in ``cases``) one after the other,
+    each with its own profile and report sub-directory, then the cases' summary (``report.md`` of the
+    spec's report directory, from every case report on disk); a plain spec once. Every case is
+    validated before the first one runs."""
+    loaded, multi = _select_cases(spec_path, cases, profile_path)
     problems = [Problem(x) for x in loaded]  # every case checked before anything runs
     outs = []
     for x, prob in zip(loaded, problems, strict=True):
@@ -212,10 +228,41 @@ def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, repo
         outs.append(calibrate_loaded(x, report_dir=rd, profile_path=profile_path, problem=prob, **kw))
     if multi:
         from simulator.calibration.report import write_cases_summary
+        from simulator.calibration.spec import load_cases
 
         base = report_dir if report_dir is not None else loaded[0].report_dir().parent
         write_cases_summary(load_cases(spec_path), base, kw.get("date") or _dt.date.today().isoformat())
     return outs
+
+
+def identify_all(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None,
+                 profile_path: Path | None = None, workers: int | None = None, step: float = 0.05) -> list[tuple[Any, Problem, list[Path]]]:
+    """``--identify``: for each case (or the plain spec), evaluate the installed fit (the fitted profile's values) and
+    its one-parameter neighbours and write identify.csv / identify.md into the report directory
+    (:mod:`simulator.calibration.identify`). Nothing is fitted and the journal is not touched."""
+    import time
+
+    from simulator.calibration.identify import identify, write_outputs
+
+    if not 0.0 < step <= 0.25:
+        raise ConfigError(f"expected a step in (0, 0.25] of the search range, got {step:g}", source="command line", field="--step")
+    loaded, _ = _select_cases(spec_path, cases, profile_path)
+    problems = [Problem(x) for x in loaded]
+    out = []
+    for x, prob in zip(loaded, problems, strict=True):
+        prof = profile_path if profile_path is not None else x.profile_out()
+        if prof is None or not Path(prof).is_file():
+            raise ConfigError("--identify needs the fitted profile (output.profile) to exist: run the calibration first",
+                              source=str(x.path), field="output.profile")
+        rd = x.report_dir() if report_dir is None else (report_dir / x.case if x.case else report_dir)
+        vals = profile_values(prob, Path(prof))
+        n_workers = workers if workers is not None else (x.spec.workers or os.cpu_count() or 1)
+        label = rel_to(x.path, Path.cwd()) + (f" --case {x.case}" if x.case else "")
+        t0 = time.perf_counter()
+        with open_executor(n_workers) as ex:
+            ident = identify(prob, vals, make_runner(ex), step=step, spec_label=label)
+        out.append((ident, prob, write_outputs(ident, prob, rd, time.perf_counter() - t0)))
+    return out
 
 
 def calibrate_loaded(

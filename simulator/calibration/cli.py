@@ -54,6 +54,31 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
         )
 
 
+def identify_main(spec: Path, out: Path | None, profile: Path | None, workers: int | None, step: float, cases: list[str] | None,
+                  console: Any) -> None:
+    from rich.table import Table
+
+    from simulator.calibration.calibrate import identify_all
+    from simulator.calibration.report import display_value
+
+    for ident, prob, paths in identify_all(spec, cases=cases, report_dir=out, profile_path=profile, workers=workers, step=step):
+        kinds = {f.key: f for f in prob.params}
+        t = Table(title=f"{ident.spec}: identifiability at the fit (loss {ident.loss0:.4g}, rms log error {ident.rms0:.3f})")
+        for c in ("parameter", "fitted", "curvature", "one-sigma interval", "verdict"):
+            t.add_column(c, justify="right" if c == "curvature" else "left")
+        for p in ident.params:
+            f = kinds[p.key]
+            if p.discrete:
+                t.add_row(p.name, str(p.fitted), "–", ", ".join(f"{c}: loss {y:.4g}" for c, y in p.alternatives), "choice")
+                continue
+            iv = "–" if p.interval is None else (f"{display_value(p.interval[0], f.unit_kind, f.integer)} .. "
+                                                 f"{display_value(p.interval[1], f.unit_kind, f.integer)}")
+            t.add_row(p.name, display_value(p.fitted, f.unit_kind, f.integer),
+                      "–" if p.curvature is None else f"{p.curvature:.4g}", iv, p.verdict)
+        console.print(t)
+        console.print(f"written: {', '.join(_shown(x) for x in paths)}")
+
+
 def _shown(p: Path | None) -> str:
     """A path for the console: relative to the working directory when below it."""
     if p is None:
