@@ -316,7 +316,7 @@ def calibrate_cmd(
         if identify:
             from simulator.calibration.cli import identify_main
 
-            identify_main(spec, out, profile, workers, step, case, console)
+            identify_main(spec, out, profile, workers, step, case, console, None if quiet else err_console)
             return
         calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case,
                        fresh=fresh, revalidate=revalidate)

@@ -48,6 +48,7 @@ def test_identify_recovers_the_analytic_curvature_and_flags_what_cannot_matter(t
     spec = _setup(tmp_path)
     r = runner.invoke(app, ["calibrate", str(spec), "--identify", "--step", "0.05"])
     assert r.exit_code == 0, r.output
+    assert "6/6 evaluations" in r.output  # progress of the batch (1 + 2 x 2 continuous + 1 other choice)
     rows = {row["name"]: row for row in csv.DictReader((tmp_path / "rep" / "identify.csv").open())}
     assert set(rows) == {"mean", "cv", "servers"}
     exact = 2 * math.log(10.0) ** 2 / SIGMA**2  # iops and lat_mean, weight 1 each

@@ -235,8 +235,24 @@ def calibrate_all(spec_path: str | Path, *, cases: list[str] | None = None, repo
     return outs
 
 
+@contextlib.contextmanager
+def _eval_progress(console: Any, title: str):
+    """A rich progress bar over a batch of evaluations: yields (on_plan(n), on_result(i, result)); silent without a
+    console."""
+    if console is None:
+        yield (lambda n: None), (lambda i, r: None)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("evaluations"),
+                  TimeElapsedColumn(), console=console, transient=False) as prog:
+        task = prog.add_task(title, total=None)
+        yield (lambda n: prog.update(task, total=n)), (lambda i, r: prog.advance(task))
+
+
 def identify_all(spec_path: str | Path, *, cases: list[str] | None = None, report_dir: Path | None = None,
-                 profile_path: Path | None = None, workers: int | None = None, step: float = 0.05) -> list[tuple[Any, Problem, list[Path]]]:
+                 profile_path: Path | None = None, workers: int | None = None, step: float = 0.05,
+                 console: Any = None) -> list[tuple[Any, Problem, list[Path]]]:
     """``--identify``: for each case (or the plain spec), evaluate the installed fit (the fitted profile's values) and
     its one-parameter neighbours and write identify.csv / identify.md into the report directory
     (:mod:`simulator.calibration.identify`). Nothing is fitted and the journal is not touched."""
@@ -259,8 +275,8 @@ def identify_all(spec_path: str | Path, *, cases: list[str] | None = None, repor
         n_workers = workers if workers is not None else (x.spec.workers or os.cpu_count() or 1)
         label = rel_to(x.path, Path.cwd()) + (f" --case {x.case}" if x.case else "")
         t0 = time.perf_counter()
-        with open_executor(n_workers) as ex:
-            ident = identify(prob, vals, make_runner(ex), step=step, spec_label=label)
+        with open_executor(n_workers) as ex, _eval_progress(console, f"identify {x.spec.name}") as (plan, tick):
+            ident = identify(prob, vals, make_runner(ex), step=step, spec_label=label, on_plan=plan, on_result=tick)
         out.append((ident, prob, write_outputs(ident, prob, rd, time.perf_counter() - t0)))
     return out
 

@@ -55,13 +55,14 @@ def calibrate_main(spec: Path, out: Path | None, profile: Path | None, no_profil
 
 
 def identify_main(spec: Path, out: Path | None, profile: Path | None, workers: int | None, step: float, cases: list[str] | None,
-                  console: Any) -> None:
+                  console: Any, err_console: Any = None) -> None:
     from rich.table import Table
 
     from simulator.calibration.calibrate import identify_all
     from simulator.calibration.report import display_value
 
-    for ident, prob, paths in identify_all(spec, cases=cases, report_dir=out, profile_path=profile, workers=workers, step=step):
+    for ident, prob, paths in identify_all(spec, cases=cases, report_dir=out, profile_path=profile, workers=workers, step=step,
+                                                   console=err_console):
         kinds = {f.key: f for f in prob.params}
         t = Table(title=f"{ident.spec}: identifiability at the fit (loss {ident.loss0:.4g}, rms log error {ident.rms0:.3f})")
         for c in ("parameter", "fitted", "curvature", "one-sigma interval", "verdict"):

@@ -97,8 +97,10 @@ def _residual_map(r: EvalResult) -> dict[tuple[str, str], tuple[float, float]]:
 
 
 def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., list[Any]], *, step: float = 0.05,
-             spec_label: str = "") -> Identification:
-    """Evaluate ``values`` and its one-parameter neighbours (see the module docstring)."""
+             spec_label: str = "", on_result: Callable[[int, EvalResult], None] | None = None,
+             on_plan: Callable[[int], None] | None = None) -> Identification:
+    """Evaluate ``values`` and its one-parameter neighbours (see the module docstring). ``on_plan(n)`` is told how
+    many evaluations there will be, ``on_result(i, result)`` as each finishes (progress display)."""
     if not 0.0 < step <= 0.25:
         raise ValueError(f"step must be in (0, 0.25], got {step}")
     sets: list[dict[str, Any]] = [dict(values)]
@@ -116,7 +118,9 @@ def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., lis
                 idx.append((len(sets), u))
                 sets.append({**values, f.key: f.to_value(u)})
         plan.append((f, idx))
-    results = problem.evaluate_many(sets, runner)
+    if on_plan is not None:
+        on_plan(len(sets))
+    results = problem.evaluate_many(sets, runner, on_result=on_result)
     base = results[0]
     failures = tuple(f"{i}: {r.failed}" for i, r in enumerate(results) if r.failed)
     if base.failed or not math.isfinite(base.loss):
