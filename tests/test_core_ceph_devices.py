@@ -92,9 +92,9 @@ def _check_identical(p: dict, n: int = 1500, depth: int = 16, size: int = 4096, 
         assert (a.ops, a.subops, a.replies) == (b.ops, b.subops, b.replies)
         sa, sb = a.bs, b.bs
         assert (sa.kv_batches, sa.kv_txcs, sa.deferred_ops, sa.deferred_ios, sa.throttled, sa.direct_writes,
-                sa.kv_data_flushes, sa.wal_pos, sa.cursor) == \
+                sa.kv_data_flushes, sa.wal_pos, sa.log_pos, sa.cursor) == \
                (sb.kv_batches, sb.kv_txcs, sb.deferred_ops, sb.deferred_ios, sb.throttled, sb.direct_writes,
-                sb.kv_data_flushes, sb.wal_pos, sb.cursor)
+                sb.kv_data_flushes, sb.wal_pos, sb.log_pos, sb.cursor)
     da, db = _drives(py), _drives(cc)
     assert len(da) == len(db)
     for a, b in zip(da, db, strict=True):
@@ -115,6 +115,9 @@ _VARIANTS = {
     "lvm-volatile": (_hdd(_TOSHIBA, "volatile"), True, 2, {"deferred_batch_ops": 8}),
     "mach2-luns": (_hdd(_MACH2, "volatile"), True, "luns", {}),
     "mach2-drive": (_hdd(_MACH2, "off"), False, 1, {"prefer_deferred_size": 0}),
+    # BlueFS's log block and second flush per commit (bluefs_log_write)
+    "hdd-off-bluefslog": (_hdd(_TOSHIBA, "off"), False, 1, {"bluefs_log_write": True}),
+    "mach2-luns-bluefslog": (_hdd(_MACH2, "persistent"), True, "luns", {"bluefs_log_write": True, "bluefs_log_size": "64KiB"}),
 }
 
 

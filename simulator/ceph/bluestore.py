@@ -164,6 +164,11 @@ class BlueStore(ObjectStore):
         self.wal_ring = max(ring - ring % bs, bs * 8)
         self.db_base = self.wal_base + self.wal_ring
         self.db_span = max(bs, (self.wal_base + size) - self.db_base - bs)
+        # BlueFS's own log (bluefs_log_write): a ring of blocks at the start of the DB region
+        self.log_base = self.db_base
+        lr = min(cfg.bluefs_log_size, self.db_span)
+        self.log_ring = max(lr - lr % bs, bs)
+        self.log_pos = 0
         self.same_device = self.wal_dev is device
         self.data_start = _align_up(8192, cfg.min_alloc_size)
         self.cursor = self.data_start  # next allocation
@@ -597,6 +602,18 @@ class BlueStore(ObjectStore):
         self.wal_dev.submit(Request(_WRITE, self.wal_base + rel, n)).callbacks.append(self._kv_flush)
 
     def _kv_flush(self, ev: Any) -> None:
+        ev._value.event = None
+        self.wal_dev.submit(Request(_FLUSH)).callbacks.append(self._kv_log if self.cfg.bluefs_log_write else self._kv_done)
+
+    def _kv_log(self, ev: Any) -> None:
+        """bluefs_log_write: after the WAL append's flush, BlueFS appends one block to its own log (the WAL
+        file's metadata) and flushes again; the commit completes after that."""
+        ev._value.event = None
+        off = self.log_base + self.log_pos
+        self.log_pos = (self.log_pos + self.block) % self.log_ring
+        self.wal_dev.submit(Request(_WRITE, off, self.block)).callbacks.append(self._kv_log_flush)
+
+    def _kv_log_flush(self, ev: Any) -> None:
         ev._value.event = None
         self.wal_dev.submit(Request(_FLUSH)).callbacks.append(self._kv_done)
 

@@ -597,6 +597,20 @@ class BlueStoreConfig(ConfigModel):
             "BlueFS does; false = appends start at the next free block (default true)"
         ),
     )
+    bluefs_log_write: bool = Field(
+        False,
+        description=(
+            "each kv commit also appends one block to BlueFS's own log and flushes the WAL device again, after the "
+            "WAL append's flush (BlueFS::_fsync logs the file's changed metadata: the Ceph lab counted 4,096 bytes "
+            "logged per kv commit, calibration/ceph-lab/fixtures/perf_*-qd4.json, Ceph 16.2.15); false = one write "
+            "and one flush per commit, as every fit so far assumed (default false)"
+        ),
+    )
+    bluefs_log_size: Bytes = Field(
+        "16MiB", gt=0, le=2**34,
+        description="ring the BlueFS log appends cycle through before it is compacted and starts over "
+        "(bluefs_log_compact_min_size), bytes, at most 16 GiB (default 16MiB)",
+    )
     bluefs_size: Bytes = Field(
         "4GiB", gt=0, le=2**50, description="BlueFS extent (WAL ring + DB) on the OSD's device when no DB device, bytes, at most 1 PiB (default 4GiB)"
     )

@@ -442,6 +442,10 @@ def _bluestore_tables(cluster: Any, osds: list[Any], npg: int, maxsize: int, str
         b[L.BS_DEV] = _row_of(didx, bs.dev)
         b[L.BS_WALDEV] = _row_of(didx, bs.wal_dev)
         b[L.BS_WALBASE] = bs.wal_base
+        b[L.BS_LOGW] = int(c.bluefs_log_write)
+        b[L.BS_LOGBASE] = bs.log_base
+        b[L.BS_LOGPOS] = bs.log_pos
+        b[L.BS_LOGRING] = bs.log_ring
         b[L.BS_CURSOR] = bs.cursor
         b[L.BS_ALLOCATED] = bs.allocated
         b[L.BS_MINALLOC] = c.min_alloc_size
@@ -997,6 +1001,7 @@ def _bluestore_figures(st: L.CephState, j: int, bs: Any) -> None:
     bs.tb.cur, bs.tb.peak = int(b[L.BS_TBCUR]), int(b[L.BS_TBPEAK])
     bs.dt.cur, bs.dt.peak = int(b[L.BS_DTCUR]), int(b[L.BS_DTPEAK])
     bs.wal_pos = int(b[L.BS_WALPOS])
+    bs.log_pos = int(b[L.BS_LOGPOS])
     bs.cursor, bs.allocated = int(b[L.BS_CURSOR]), int(b[L.BS_ALLOCATED])
     for col, name in _BS_COUNTERS:
         setattr(bs, name, int(b[col]))

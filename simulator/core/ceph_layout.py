@@ -313,7 +313,11 @@ BS_PEAKDTXCS = 65
 BS_KVQ_N = 66
 BS_UNIT = 67  # read_unit
 BS_WALBASE = 68  # wal_base: the WAL ring's device offset
-NBSI = 69
+BS_LOGW = 69  # bluefs_log_write
+BS_LOGBASE = 70  # log_base: BlueFS's log ring's device offset
+BS_LOGPOS = 71
+BS_LOGRING = 72
+NBSI = 73
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -451,6 +455,8 @@ ONF_COST = 0  # onode_miss_cost, s
 NONF = 1
 DP_ONODE_READ = 16  # a read's onode DB read -> its data read (BlueStore._onode_read_done)
 DP_ONODE_WRITE = 17  # a write's onode DB read -> Osd._write_onode_loaded
+DP_LOG = 18  # BlueFS's log block after the WAL flush (bluefs_log_write) -> its flush
+DP_LOG_FLUSH = 19  # that flush -> _kv_done
 
 # ---- BlueStore's data cache (core.ceph_dcache): per-OSD columns of ``CephState.dc.oi``, its lists, globals
 POL_LRU = 1  # DC_POLICY: bluestore_cache_type = lru (0 = no cache rows: an OSD outside the run)

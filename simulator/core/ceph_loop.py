@@ -92,6 +92,10 @@ from simulator.core.ceph_layout import (
     BS_KVTXCS,
     BS_KVUNST_H,
     BS_KVUNST_T,
+    BS_LOGBASE,
+    BS_LOGPOS,
+    BS_LOGRING,
+    BS_LOGW,
     BS_MAXTXC,
     BS_MAXTXCSUB,
     BS_MINALLOC,
@@ -135,6 +139,8 @@ from simulator.core.ceph_layout import (
     DP_DATA_FLUSH,
     DP_DEFERRED,
     DP_DIRECT,
+    DP_LOG,
+    DP_LOG_FLUSH,
     DP_ONODE_READ,
     DP_ONODE_WRITE,
     DP_READ,
@@ -2116,6 +2122,16 @@ def _dev_done(sp, d, r):
     elif purp == DP_WAL:  # BlueStore._kv_flush
         _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, 0, DP_WAL_FLUSH, 0, o)
     elif purp == DP_WAL_FLUSH:
+        if st.bsi[o, BS_LOGW] != 0:  # BlueStore._kv_log: BlueFS's log block, then its flush
+            b = st.bsi[o]
+            off = b[BS_LOGBASE] + b[BS_LOGPOS]
+            b[BS_LOGPOS] = (b[BS_LOGPOS] + b[BS_BLOCK]) % b[BS_LOGRING]
+            _dev_submit(sp, b[BS_WALDEV], _WRITE, off, b[BS_BLOCK], DP_LOG, 0, o)
+        else:
+            _kv_done(sp, o)
+    elif purp == DP_LOG:  # BlueStore._kv_log_flush
+        _dev_submit(sp, st.bsi[o, BS_WALDEV], _FLUSH, 0, 0, DP_LOG_FLUSH, 0, o)
+    elif purp == DP_LOG_FLUSH:
         _kv_done(sp, o)
     elif purp == DP_DATA_FLUSH:  # after the data-device FLUSH (kv_flush_lat)
         st.bsf[o, BF_FLUSHTIME] += st.gf[GF_NOW] - st.bsf[o, BF_FLUSHT0]
