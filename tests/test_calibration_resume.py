@@ -498,3 +498,25 @@ def test_revalidate_does_not_cover_other_inputs(reference, tmp_path):
     r = _run(d / "spec.yaml", "--quiet", "--revalidate")
     assert r.exit_code == 2 and "the spec differ" in " ".join(r.output.split())
     assert _journal(d).read_bytes() == before
+
+
+def test_the_problem_digest_ignores_the_experiments_description_only():
+    """Editing an experiment's description (documentation) keeps a campaign's journal resumable; any other change of
+    the experiment (here one fio option) moves the problem digest. (The croit refit's journal was orphaned on
+    2026-11-29 by a description edit of experiments/mach2_vs_single.yaml.)"""
+    import copy
+
+    from simulator.calibration.journal import campaign_inputs
+    from simulator.calibration.problem import Problem
+    from simulator.calibration.spec import load_spec
+
+    root = Path(__file__).resolve().parents[1]
+    prob = Problem(load_spec(root / "calibration" / "croit-mach2" / "calibrate_local.yaml"))
+    a = campaign_inputs(prob)["problem"]
+    raw = prob._exp_raw
+    prob._exp_raw = {**copy.deepcopy(raw), "description": "another text"}
+    assert campaign_inputs(prob)["problem"] == a
+    changed = copy.deepcopy(raw)
+    changed["workload"]["global"]["bs"] = "8k"
+    prob._exp_raw = changed
+    assert campaign_inputs(prob)["problem"] != a

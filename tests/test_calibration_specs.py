@@ -71,3 +71,28 @@ def test_screen_points_are_a_function_of_the_seed() -> None:
             assert lo <= v[f.key] <= hi
         for f in screen.disc:
             assert v[f.key] in f.choices
+
+
+def test_croit_local2_restarts_where_the_identifiability_check_found_a_lower_loss():
+    """calibrate_local2.yaml starts at the installed fit (models/clusters/croit_mach2_fitted.yaml) with the CPU speed of
+    report/identify.md's lower neighbour (u0 - step), buffered writes fixed on, and writes its own report and profile."""
+    import csv
+
+    from simulator.calibration.calibrate import profile_values
+    from simulator.calibration.problem import Problem
+    from simulator.calibration.spec import load_spec
+
+    loaded = load_spec(CROIT / "calibrate_local2.yaml")
+    prob = Problem(loaded)
+    installed = profile_values(prob, ROOT / "models" / "clusters" / "croit_mach2_fitted.yaml")
+    ident = {r["key"]: r for r in csv.DictReader((CROIT / "report" / "identify.csv").open())}
+    for f in prob.params:
+        start = f.to_value(f.to_unit(float(f.start)))
+        if f.key.endswith("cpu.speed"):
+            u_lower = float(ident[f.key]["u_points"].split()[1])
+            assert float(ident[f.key]["losses"].split()[1]) < float(ident[f.key]["loss_fitted"])
+            assert f.to_unit(start) == pytest.approx(u_lower, abs=1e-4)
+        else:
+            assert start == pytest.approx(float(installed[f.key]), rel=1e-6), f.key
+    assert loaded.spec.fixed["cluster.params.bluestore.cache.buffered_write"] is True
+    assert loaded.spec.output.report == "report2" and loaded.spec.output.profile != "clusters/croit_mach2_fitted"

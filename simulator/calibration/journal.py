@@ -178,12 +178,19 @@ def campaign_inputs(problem: Any) -> dict[str, str]:
     _profile_params([problem.base_system, problem._exp_raw], prof, loaded.dir)
     return {
         "spec": _digest({"spec": spec, "case": loaded.case}),
-        "problem": _digest({"system": problem.base_system, "experiment": problem._exp_raw, "items": items,
+        "problem": _digest({"system": problem.base_system, "experiment": _without_prose(problem._exp_raw), "items": items,
                             "params": [f.key for f in problem.params]}),
         "profiles": _digest(prof),
         "code": code_digest(),
         "runtime": _digest(_runtime()),
     }
+
+
+def _without_prose(exp: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The experiment without its ``description`` (documentation: editing it must not orphan a campaign's journal)."""
+    if not isinstance(exp, dict):
+        return exp
+    return {k: v for k, v in exp.items() if k != "description"}
 
 
 def _git_commit() -> str:
