@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from simulator.ceph.scale import GcMeter, _gc_note, measure
 
 
@@ -30,3 +32,16 @@ def test_measure_reports_gc_per_io() -> None:
     assert 0 <= sum(r["gc_us_per_io"]) <= r["cpu_us_per_io"]
     assert r["build_gc_s"] <= r["build_cpu_s"] and sum(r["build_gc_passes"]) > 0
     assert _gc_note(r).endswith("passes, gen 0/1/2)")
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--ios", "0"], ["--hosts", "x"], ["--rw", "write"], ["--one", "1", "x", "randread"],
+                                  ["--one", "1", "10", "seqread"]])
+def test_scale_command_line_refuses_bad_flags_with_exit_2(args):
+    """``python -m simulator.ceph.scale`` with a bad flag: one usage error, exit 2, nothing measured (it used to
+    ignore unknown flags and start the whole default measurement)."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "simulator.ceph.scale", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "error:" in r.stderr and "Traceback" not in r.stderr and "load average" not in r.stdout

@@ -369,28 +369,35 @@ def main(argv: list[str]) -> None:  # pragma: no cover - command line
     one fresh process per (size, rw); a table and one JSON line per measurement. ``--one H N RW
     [--compiled] [--phases]``: one measurement in this process, its JSON line (``--phases``: with the
     memory of each compiled phase, :func:`measure`)."""
-    ios = 20000
-    hosts = [1, 4, 12, 42]
-    rws = ["randwrite", "randread"]
-    qd = int(argv[argv.index("--qd") + 1]) if "--qd" in argv else None  # default: 64 per host
-    if "--one" in argv:
-        h, n, rw = int(argv[argv.index("--one") + 1]), int(argv[argv.index("--one") + 2]), argv[argv.index("--one") + 3]
-        print(json.dumps(measure(h, n, rw, qd=qd, compiled="--compiled" in argv, phases="--phases" in argv)))
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m simulator.ceph.scale", description=main.__doc__.split("\n")[0])
+    ap.add_argument("--ios", type=int, default=20000, help="timed IOs per measurement (default 20000)")
+    ap.add_argument("--hosts", type=int, nargs="+", default=[1, 4, 12, 42], help="croit hosts per cluster (24 OSDs each)")
+    ap.add_argument("--rw", nargs="+", choices=["randwrite", "randread"], default=["randwrite", "randread"])
+    ap.add_argument("--qd", type=int, default=None, help="client queue depth (default 64 per host)")
+    ap.add_argument("--one", nargs=3, metavar=("H", "N", "RW"), help="one measurement in this process (its JSON line)")
+    ap.add_argument("--compiled", action="store_true", help="the compiled Ceph core on the fitted croit profile")
+    ap.add_argument("--phases", action="store_true", help="--one: the memory of each compiled phase")
+    a = ap.parse_args(argv)
+    for v, name in ((a.ios, "--ios"), (a.qd, "--qd"), *((h, "--hosts") for h in a.hosts)):
+        if v is not None and v < 1:
+            ap.error(f"{name} must be at least 1, got {v}")
+    qd = a.qd
+    if a.one:
+        try:
+            h, n, rw = int(a.one[0]), int(a.one[1]), a.one[2]
+        except ValueError:
+            ap.error(f"--one H N RW: H and N are integers, got {a.one[0]!r} {a.one[1]!r}")
+        if rw not in ("randwrite", "randread") or h < 1 or n < 1:
+            ap.error(f"--one H N RW: H, N >= 1 and RW randwrite or randread, got {a.one}")
+        print(json.dumps(measure(h, n, rw, qd=qd, compiled=a.compiled, phases=a.phases)))
         return
-    if "--ios" in argv:
-        ios = int(argv[argv.index("--ios") + 1])
-    for flag, dst in (("--hosts", hosts), ("--rw", rws)):
-        if flag in argv:
-            i = argv.index(flag) + 1
-            vals = []
-            while i < len(argv) and not argv[i].startswith("--"):
-                vals.append(argv[i])
-                i += 1
-            dst[:] = [int(v) for v in vals] if flag == "--hosts" else vals
+    ios, hosts, rws = a.ios, a.hosts, a.rw
     import os
 
     print(f"load average {os.getloadavg()}", flush=True)
-    if "--compiled" in argv:
+    if a.compiled:
         print(f"{'OSDs':>5} {'rw':>9} {'QD':>5} {'build s':>8} {'state s':>8} {'loop us/IO':>10} {'call us/IO':>10} "
               f"{'events/IO':>9} {'peak RSS MB':>11}", flush=True)
     else:
@@ -398,7 +405,7 @@ def main(argv: list[str]) -> None:  # pragma: no cover - command line
               f"{'peak RSS MB':>11}", flush=True)
     for h in hosts:
         for rw in rws:
-            if "--compiled" in argv:
+            if a.compiled:
                 r = measure_fresh(h, ios, rw, qd, compiled=True)
                 print(f"{r['osds']:>5} {rw:>9} {r['qd']:>5} {r['build_cpu_s']:>8.2f} {r['state_cpu_s']:>8.2f} "
                       f"{r['cpu_us_per_io']:>10.2f} {r['call_us_per_io']:>10.2f} {r['events_per_io']:>9.2f} "
