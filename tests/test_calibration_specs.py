@@ -75,7 +75,10 @@ def test_screen_points_are_a_function_of_the_seed() -> None:
 
 def test_croit_local2_restarts_where_the_identifiability_check_found_a_lower_loss():
     """calibrate_local2.yaml starts at the installed fit (models/clusters/croit_mach2_fitted.yaml) with the CPU speed of
-    report/identify.md's lower neighbour (u0 - step), buffered writes fixed on, and writes its own report and profile."""
+    report/identify.md's lower neighbour (u0 - step), buffered writes fixed on, the MACH.2 destage window at the drive
+    profile's class default and BlueFS's log write off (the installed fit's model), and writes its own report and
+    profile."""
+    import copy
     import csv
 
     from simulator.calibration.calibrate import profile_values
@@ -84,9 +87,16 @@ def test_croit_local2_restarts_where_the_identifiability_check_found_a_lower_los
 
     loaded = load_spec(CROIT / "calibrate_local2.yaml")
     prob = Problem(loaded)
-    installed = profile_values(prob, ROOT / "models" / "clusters" / "croit_mach2_fitted.yaml")
+    from simulator.devices.registry import load_profile
+
+    new = {"cluster.params.hosts.0.drives.0.device.params.cache.destage_window",
+           "cluster.params.bluestore.bluefs_log_write"}
+    old = copy.copy(prob)
+    old.params = [f for f in prob.params if f.key not in new]
+    installed = profile_values(old, ROOT / "models" / "clusters" / "croit_mach2_fitted.yaml")
+    assert prob.base_values["cluster.params.bluestore.bluefs_log_write"] in (None, False)
     ident = {r["key"]: r for r in csv.DictReader((CROIT / "report" / "identify.csv").open())}
-    for f in prob.params:
+    for f in old.params:
         start = f.to_value(f.to_unit(float(f.start)))
         if f.key.endswith("cpu.speed"):
             u_lower = float(ident[f.key]["u_points"].split()[1])
@@ -95,4 +105,6 @@ def test_croit_local2_restarts_where_the_identifiability_check_found_a_lower_los
         else:
             assert start == pytest.approx(float(installed[f.key]), rel=1e-6), f.key
     assert loaded.spec.fixed["cluster.params.bluestore.cache.buffered_write"] is True
+    dw = next(f for f in prob.params if f.key.endswith("destage_window"))
+    assert float(dw.start) == load_profile("hdd/seagate_exos_2x14")["params"]["cache"]["destage_window"]
     assert loaded.spec.output.report == "report2" and loaded.spec.output.profile != "clusters/croit_mach2_fitted"
