@@ -269,7 +269,7 @@ def fio_cmd(
 
 @app.command("bench")
 def bench_cmd(
-    ios: Annotated[int, typer.Option(help="simulated IOs per case")] = 200_000,
+    ios: Annotated[int, typer.Option(min=1, help="simulated IOs per case")] = 200_000,
     case: Annotated[Optional[list[str]], typer.Option(help="run only these cases")] = None,
 ) -> None:
     """Simulated IOs per second of wall time for the reference cases (one core)."""

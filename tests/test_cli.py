@@ -169,6 +169,9 @@ def test_bench_runs_named_cases_and_rejects_unknown_ones():
     assert "unavailable" not in r.stdout
     r = simrun("bench", "--case", "warp-drive")
     assert r.returncode == 2 and "unknown bench case" in r.stderr and "Traceback" not in r.stderr
+    for bad in ("0", "-5"):  # a rate over no IOs (it printed -148,836 IO/s for -5)
+        r = simrun("bench", "--ios", bad, "--case", "jobstats-add")
+        assert r.returncode == 2 and "--ios" in r.stderr and "Traceback" not in r.stderr and "jobstats-add" not in r.stdout
 
 
 def test_fio_output_to_an_unwritable_path_is_one_message(tmp_path):
