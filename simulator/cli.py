@@ -237,7 +237,7 @@ def schema_cmd(
 def fio_cmd(
     jobfile: Annotated[Path, typer.Argument(help="a fio job file (ini: [global] and job sections)")],
     device: Annotated[list[str], typer.Option("--device", "-d", help="profile (e.g. hdd/seagate_st91000640ns) or name=profile; repeatable")],
-    seed: Annotated[int, typer.Option(help="experiment seed")] = 1,
+    seed: Annotated[int, typer.Option(min=0, help="experiment seed")] = 1,
     output_format: Annotated[str, typer.Option("--output-format", help="normal or json (like fio)")] = "normal",
     out: Annotated[Optional[Path], typer.Option("--output", help="write the result to this file instead of stdout")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override: system.devices.0.params.queue.policy=fifo, workload.global.iodepth=8")] = None,
@@ -333,8 +333,8 @@ def compare_cmd(
     system: Annotated[str, typer.Argument(help="experiment YAML (its system), profile YAML, or profile ref (hdd/...)")],
     measured: Annotated[list[str], typer.Argument(help="measured fio output files (paths or globs)")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="directory for compare.csv and plots")] = None,
-    runtime: Annotated[Optional[float], typer.Option(help="simulated seconds per file (default: as measured)")] = None,
-    seed: Annotated[int, typer.Option(help="simulation seed")] = 1,
+    runtime: Annotated[Optional[float], typer.Option(min=1e-6, help="simulated seconds per file (default: as measured)")] = None,
+    seed: Annotated[int, typer.Option(min=0, help="simulation seed")] = 1,
     device: Annotated[Optional[str], typer.Option(help="device of the system the measured files map to")] = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="parallel processes (default: all cores)")] = None,
     latency: Annotated[Optional[str], typer.Option(help="clat, lat or auto (default: what a calibrated profile was fitted on, else auto)")] = None,
@@ -354,7 +354,7 @@ def compare_cmd(
 def measure_cmd(
     target: Annotated[Optional[Path], typer.Option(help="directory for fio's test file (default /var/tmp/simrun-fio)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="directory for the fio JSON files")] = None,
-    runtime: Annotated[Optional[float], typer.Option(help="seconds per fio run (default 10)")] = None,
+    runtime: Annotated[Optional[float], typer.Option(min=1e-3, help="seconds per fio run (default 10)")] = None,
 ) -> None:
     """Measure this machine's disk with real fio (calibration/local-disk/measure.sh)."""
     from simulator.calibration.measure import measure

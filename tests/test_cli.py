@@ -181,3 +181,20 @@ def test_fio_output_to_an_unwritable_path_is_one_message(tmp_path):
     blocker.write_text("x")
     r = simrun("fio", jf, "--device", "hdd/seagate_st91000640ns", "--output", blocker / "sub" / "out.txt")
     assert r.returncode == 2 and "--output" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_negative_seeds_and_runtimes_are_refused_on_the_command_line(tmp_path):
+    """`simrun fio --seed -1` ended in a ValueError traceback from the engine (exit 1); seeds, runtimes and
+    measurement lengths below their physical bound are flag errors: exit 2, the flag named, no traceback."""
+    jf = tmp_path / "ok.fio"
+    jf.write_text("[global]\nioengine=libaio\nbs=4k\nrw=randread\nnumber_ios=50\n[j]\nfilename=/dev/sdb\n")
+    measured = sorted((ROOT / "calibration" / "local-disk" / "runs").glob("*/*.json"))[0]
+    cases = [("fio", jf, "--device", "hdd/seagate_st91000640ns", "--seed", "-1"),
+             ("compare", "hdd/seagate_st91000640ns", measured, "--seed", "-2"),
+             ("compare", "hdd/seagate_st91000640ns", measured, "--runtime", "-1"),
+             ("measure", "--runtime", "-1", "--out", tmp_path / "m")]
+    for args in cases:
+        r = simrun(*args)
+        flag = next(a for a in args if isinstance(a, str) and a.startswith("--") and a not in ("--device", "--out"))
+        assert r.returncode == 2 and flag in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+    assert not (tmp_path / "m").exists()
