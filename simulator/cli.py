@@ -315,8 +315,12 @@ def calibrate_cmd(
             return
         if identify:
             from simulator.calibration.cli import identify_main
+            from simulator.experiment.runner import Interrupted
 
-            identify_main(spec, out, profile, workers, step, case, console, None if quiet else err_console)
+            try:
+                identify_main(spec, out, profile, workers, step, case, console, None if quiet else err_console)
+            except KeyboardInterrupt:
+                raise Interrupted("interrupted: --identify stopped its workers and wrote nothing") from None
             return
         calibrate_main(spec, out, profile, no_profile, workers, max_evals, quiet, console, err_console, max_wall, report_only, case,
                        fresh=fresh, revalidate=revalidate)

@@ -103,3 +103,17 @@ def test_neighbours_stay_in_the_search_range():
     # the parabola through three points: L = 3 (u - 0.3)^2 + 1 has curvature 6 from any three points
     f = lambda u: 3 * (u - 0.3) ** 2 + 1  # noqa: E731
     assert abs(_curvature([(0.1, f(0.1)), (0.5, f(0.5)), (0.2, f(0.2))]) - 6) < 1e-9
+
+
+def test_ctrl_c_during_identify_exits_130_and_writes_nothing(tmp_path, monkeypatch):
+    import simulator.calibration.problem as problem
+
+    spec = _setup(tmp_path)
+
+    def interrupted(unit):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(problem, "run_unit", interrupted)
+    r = runner.invoke(app, ["calibrate", str(spec), "--identify", "--workers", "1", "--quiet"])
+    assert r.exit_code == 130 and "wrote nothing" in r.output
+    assert not (tmp_path / "rep").exists()
