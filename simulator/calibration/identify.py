@@ -86,6 +86,28 @@ def _curvature(pts: list[tuple[float, float]]) -> float:
     return 2.0 * (d2 - d1) / (x2 - x0)
 
 
+def _verdict(pts: list[tuple[float, float]], scale: float) -> tuple[str, float | None]:
+    """(verdict, sigma_u) from the fit's point (first) and its two neighbours, with notes: a neighbour with a lower
+    loss than the fit (the fit is not a minimum along this parameter), and a rise to one side more than 5x the other
+    (a threshold of the loss near the fit: the interval then measures how rough the loss is, not how well the data
+    pin the parameter)."""
+    (_, y0), *nb = pts
+    c = _curvature(pts)
+    lower = [(u, y) for u, y in nb if y < y0]
+    notes = []
+    if lower:
+        u, y = min(lower, key=lambda t: t[1])
+        notes.append(f"not at a minimum: loss {y:.4g} at u {u:.3f}")
+    rises = sorted(y - y0 for _, y in nb)
+    if not lower and rises[0] > 0 and rises[1] > 5 * rises[0]:
+        notes.append("a threshold near the fit (one side rises >5x the other)")
+    if c <= 0:
+        return "; ".join(["not identified", *notes]), None
+    su = scale / math.sqrt(c)
+    v = "identified" if 2 * su < 0.5 else "weakly identified" if 2 * su < 1.0 else "not identified"
+    return "; ".join([v, *notes]), su
+
+
 def _residual_map(r: EvalResult) -> dict[tuple[str, str], tuple[float, float]]:
     out = {}
     for d in r.residuals:
@@ -148,15 +170,10 @@ def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., lis
                 movers[k] = w * (rb[k][0] - ra[k][0]) / (ub - ua)
         top = sorted(movers.items(), key=lambda kv: -abs(kv[1]))[:3]
         mv = tuple((f"{a} {m}", d) for (a, m), d in top)
-        if c <= 0:
-            out.append(ParamIdent(f.key, f.name, False, values[f.key], base.loss, points=tuple(pts), curvature=c,
-                                  verdict="not identified", movers=mv))
-            continue
-        su = scale / math.sqrt(c)
-        lo, hi = f.to_value(max(0.0, u0 - su)), f.to_value(min(1.0, u0 + su))
-        verdict = "identified" if 2 * su < 0.5 else "weakly identified" if 2 * su < 1.0 else "not identified"
+        verdict, su = _verdict(pts, scale)
+        iv = None if su is None else (f.to_value(max(0.0, u0 - su)), f.to_value(min(1.0, u0 + su)))
         out.append(ParamIdent(f.key, f.name, False, values[f.key], base.loss, points=tuple(pts), curvature=c, sigma_u=su,
-                              interval=(lo, hi), verdict=verdict, movers=mv))
+                              interval=iv, verdict=verdict, movers=mv))
     return Identification(spec_label, step, sigma, base.loss, base.rms, tuple(out), len(sets), failures)
 
 
