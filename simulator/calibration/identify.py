@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.calibration.problem import EvalResult, Problem
+from simulator.calibration.report import display_value
 
 __all__ = ["Identification", "ParamIdent", "identify", "render_csv", "render_md"]
 
@@ -126,9 +127,10 @@ def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., lis
     if not 0.0 < step <= 0.25:
         raise ValueError(f"step must be in (0, 0.25], got {step}")
     sets: list[dict[str, Any]] = [dict(values)]
-    plan: list[tuple[Any, list[tuple[int, float | Any]]]] = []
+    plan: list[tuple[Any, float, list[tuple[int, float | Any]]]] = []  # (param, its u at the fit, [(set index, u or choice)])
     for f in problem.params:
         idx: list[tuple[int, Any]] = []
+        u0 = 0.0
         if f.discrete:
             for c in f.choices:
                 if c != values[f.key]:
@@ -139,7 +141,7 @@ def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., lis
             for u in _neighbours(u0, step):
                 idx.append((len(sets), u))
                 sets.append({**values, f.key: f.to_value(u)})
-        plan.append((f, idx))
+        plan.append((f, u0, idx))
     if on_plan is not None:
         on_plan(len(sets))
     results = problem.evaluate_many(sets, runner, on_result=on_result)
@@ -151,12 +153,11 @@ def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., lis
     scale = max(1.0, base.rms / sigma) if math.isfinite(base.rms) else 1.0
     res0 = _residual_map(base)
     out: list[ParamIdent] = []
-    for f, idx in plan:
+    for f, u0, idx in plan:
         if f.discrete:
             out.append(ParamIdent(f.key, f.name, True, values[f.key], base.loss,
                                   alternatives=tuple((c, results[i].loss) for i, c in idx)))
             continue
-        u0 = min(1.0, max(0.0, f.to_unit(float(values[f.key]))))
         pts = [(u0, base.loss)] + [(u, results[i].loss) for i, u in idx]
         if not all(math.isfinite(y) for _, y in pts):
             out.append(ParamIdent(f.key, f.name, False, values[f.key], base.loss, points=tuple(pts),
@@ -177,12 +178,6 @@ def identify(problem: Problem, values: dict[str, Any], runner: Callable[..., lis
     return Identification(spec_label, step, sigma, base.loss, base.rms, tuple(out), len(sets), failures)
 
 
-def _fmt(v: Any, kind: str, integer: bool) -> str:
-    from simulator.calibration.report import display_value
-
-    return display_value(v, kind, integer)
-
-
 def render_csv(ident: Identification, problem: Problem) -> str:
     import csv
     import io
@@ -197,8 +192,8 @@ def render_csv(ident: Identification, problem: Problem) -> str:
         w.writerow([p.key, p.name, p.fitted, f"{p.loss0:.6g}", " ".join(f"{u:.4f}" for u, _ in p.points),
                     " ".join(f"{y:.6g}" for _, y in p.points),
                     "" if p.curvature is None else f"{p.curvature:.6g}", "" if p.sigma_u is None else f"{p.sigma_u:.4f}",
-                    "" if p.interval is None else _fmt(p.interval[0], f.unit_kind, f.integer),
-                    "" if p.interval is None else _fmt(p.interval[1], f.unit_kind, f.integer),
+                    "" if p.interval is None else display_value(p.interval[0], f.unit_kind, f.integer),
+                    "" if p.interval is None else display_value(p.interval[1], f.unit_kind, f.integer),
                     p.verdict, "; ".join(f"{m} {d:+.3g}" for m, d in p.movers),
                     "; ".join(f"{c}={y:.6g}" for c, y in p.alternatives)])
     return buf.getvalue()
@@ -220,8 +215,8 @@ def render_md(ident: Identification, problem: Problem, wall_s: float | None = No
             continue
         f = kinds[p.key]
         nb = ", ".join(f"{y:.4g} (u {u:.3f})" for u, y in p.points[1:])
-        iv = "–" if p.interval is None else f"{_fmt(p.interval[0], f.unit_kind, f.integer)} .. {_fmt(p.interval[1], f.unit_kind, f.integer)}"
-        lines.append(f"| `{p.name}` | {_fmt(p.fitted, f.unit_kind, f.integer)} (u {p.points[0][0]:.3f}) | {nb} | "
+        iv = "–" if p.interval is None else f"{display_value(p.interval[0], f.unit_kind, f.integer)} .. {display_value(p.interval[1], f.unit_kind, f.integer)}"
+        lines.append(f"| `{p.name}` | {display_value(p.fitted, f.unit_kind, f.integer)} (u {p.points[0][0]:.3f}) | {nb} | "
                      f"{'–' if p.curvature is None else f'{p.curvature:.4g}'} | {'–' if p.sigma_u is None else f'{p.sigma_u:.3f}'} | "
                      f"{iv} | **{p.verdict}** | {'; '.join(f'{m} {d:+.3g}' for m, d in p.movers) or '–'} |")
     disc = [p for p in ident.params if p.discrete]
