@@ -1,5 +1,6 @@
 """The client-latency-over-time plot of a failure experiment's runs (``Cluster.stats()["recovery"]``):
-``python -m simulator.ceph.recovery_plot OUT_DIR`` writes OUT_DIR/recovery_timeline.png (p99 and mean per
+``simrun run`` writes it beside the summary of an experiment whose runs have recovery statistics, and
+``python -m simulator.ceph.recovery_plot OUT_DIR`` (re)writes OUT_DIR/recovery_timeline.png (p99 and mean per
 second of every run, dotted lines at each event -- down, out, up, in, automatic out -- named at the top,
 and dashed grey lines where a recovery or backfill ended)."""
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_timeline"]
+__all__ = ["plot_timeline", "run_series", "write_timeline"]
 
 
 def plot_timeline(series: list[tuple[str, list[list[float]], list[Any]]], path: str | Path, title: str = "") -> Path:
@@ -50,21 +51,20 @@ def plot_timeline(series: list[tuple[str, list[list[float]], list[Any]]], path: 
     return save_figure(fig, path)
 
 
-def _main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m simulator.ceph.recovery_plot OUT_DIR  (an experiment's output directory)", file=sys.stderr)
-        return 2
-    out = Path(argv[0])
+def run_series(out: Path) -> list[tuple[str, list[list[float]], list[Any]]]:
+    """The timeline series of an experiment's run documents (``OUT_DIR/runs/p*_r*.json``) that carry
+    recovery statistics: (label, bins, marks) per run, in run order. Raises ValueError naming a file
+    that is not a run document."""
     runs = sorted((out / "runs").glob("p*_r*.json")) if (out / "runs").is_dir() else []
-    runs = [r for r in runs if not r.name.endswith(".timing.json")]
     series = []
     for r in runs:
+        if r.name.endswith(".timing.json"):
+            continue
         try:
             doc = json.loads(r.read_text())
         except (OSError, ValueError):
-            print(f"{r}: not a run document", file=sys.stderr)
-            return 2
-        meta = doc.get("sim") or doc.get("sim_meta") or {}
+            raise ValueError(f"{r}: not a run document") from None
+        meta = (doc.get("sim") or doc.get("sim_meta") or {}) if isinstance(doc, dict) else {}
         rec = ((meta.get("cluster") or {}).get("recovery")) or {}
         if not rec:
             continue
@@ -77,6 +77,31 @@ def _main(argv: list[str]) -> int:
         else:  # a run document written before the event history existed
             marks = [rec.get("t_first_event"), rec.get("t_recovered")]
         series.append((label, rec.get("timeline") or [], marks))
+    return series
+
+
+def write_timeline(out: Path) -> list[Path]:
+    """``simrun run``'s plot of a failure experiment: OUT_DIR/recovery_timeline.png when any run of
+    the experiment has recovery statistics (a cluster with events), else nothing."""
+    try:
+        series = run_series(out)
+    except ValueError:  # the runner wrote these documents; one it cannot read leaves the plot out
+        return []
+    if not any(bins for _label, bins, _marks in series):
+        return []
+    return [plot_timeline(series, out / "recovery_timeline.png")]
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m simulator.ceph.recovery_plot OUT_DIR  (an experiment's output directory)", file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    try:
+        series = run_series(out)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     if not series:
         print(f"{out}: no runs with recovery statistics", file=sys.stderr)
         return 2

@@ -190,7 +190,8 @@ def summary_rows(points: list[PointSummary]) -> list[dict[str, Any]]:
 
 
 def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: list[dict], ratios: list[dict]) -> list[Path]:
-    """summary.csv, comparison.csv, ratio.csv and the plots named in the experiment."""
+    """summary.csv, comparison.csv, ratio.csv, the plots named in the experiment, warm-up plots of runs that
+    did not settle and, for clusters with failure events, the recovery timeline."""
     out = run.out_dir
     if out is None:
         return []
@@ -209,4 +210,7 @@ def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: l
     from simulator.metrics.steady import plot_warmups
 
     written.extend(plot_warmups(points, out))  # time series of runs that have not settled
+    from simulator.ceph.recovery_plot import write_timeline
+
+    written.extend(write_timeline(out))  # client latency over time around failures (clusters with events)
     return written
