@@ -76,3 +76,17 @@ def test_croit_section_names_the_spec_the_installed_fit_came_from(tmp_path):
     assert _fit_spec(tmp_path / "bad.yaml", tmp_path, "default") == "default"
     (tmp_path / "out.yaml").write_text("provenance: {spec: ../../elsewhere.yaml}\n")
     assert _fit_spec(tmp_path / "out.yaml", tmp_path, "default") == "default"  # outside the repository
+
+
+def test_croit_section_reads_the_report_of_the_spec_the_fit_came_from(tmp_path):
+    """The fit table comes from the report directory of the spec the installed profile names (output.report), so a
+    fit installed from another campaign (calibrate_local2.yaml writes report2/) is shown with its own points."""
+    from simulator.calibration.validation import _spec_report_dir
+
+    root = Path(__file__).resolve().parents[1]
+    camp = root / "calibration" / "croit-mach2"
+    assert _spec_report_dir(camp / "calibrate_local.yaml") == camp / "report"
+    assert _spec_report_dir(camp / "calibrate_local2.yaml") == camp / "report2"
+    (tmp_path / "broken.yaml").write_text("name: [")
+    assert _spec_report_dir(tmp_path / "broken.yaml") == tmp_path / "report"  # unreadable spec: the default
+    assert _spec_report_dir(tmp_path / "missing.yaml") == tmp_path / "report"

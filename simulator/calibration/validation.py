@@ -195,6 +195,18 @@ CROIT_NOTES = (
 )
 
 
+def _spec_report_dir(spec: Path) -> Path:
+    """The report directory a calibration spec writes (its ``output.report``, as ``simrun calibrate`` resolves it);
+    ``report/`` beside the spec when the spec cannot be loaded."""
+    from simulator.calibration.spec import load_spec
+    from simulator.errors import ConfigError
+
+    try:
+        return load_spec(spec).report_dir()
+    except (ConfigError, OSError):
+        return spec.parent / "report"
+
+
 def _fit_spec(profile: Path, root: Path, default: str) -> str:
     """The calibration spec a fitted profile names in its provenance, relative to the repository (else ``default``)."""
     try:
@@ -226,13 +238,14 @@ def _croit(quick: bool, workers: int | None) -> tuple[list[str], list[dict[str, 
     camp = root / "calibration" / "croit-mach2"
     md = ["## 2. croit MACH.2 vs single-actuator HDDs under Ceph", ""]
     summary: list[dict[str, Any]] = []
-    committed = camp / "report" / "points.csv"
+    spec_rel = _fit_spec(root / "models" / "clusters" / "croit_mach2_fitted.yaml", root,
+                         "calibration/croit-mach2/calibrate.yaml")
+    report = _spec_report_dir(root / spec_rel)
+    committed = report / "points.csv"
     if committed.is_file():
         pts = _read_csv(committed)
-        spec_rel = _fit_spec(root / "models" / "clusters" / "croit_mach2_fitted.yaml", root,
-                             "calibration/croit-mach2/calibrate.yaml")
         md += [f"Committed calibration (`simrun calibrate {spec_rel}`, report in "
-               "`calibration/croit-mach2/report/`): the fit per measured queue depth (QD 1, 4, 16, 64, 256; QD 2, 8, 32, 128 "
+               f"`{report.relative_to(root).as_posix()}/`): the fit per measured queue depth (QD 1, 4, 16, 64, 256; QD 2, 8, 32, 128 "
                "are kept aside by the source and not in the repository). Demerit from the measured percentile tables.", ""]
         md += _points_table(pts)
         summary.append({"campaign": "croit MACH.2, calibrated cluster (fit, IOPS)", "kind": "fit",
