@@ -62,6 +62,10 @@ def test_perf_delta_write_all_small_writes_deferred_on_rotational_osd():
     assert d["kv_commit_count"] > 0 and d["kv_commit_mean_ms"] > 0.0
     # a txc per replicated write at this OSD: primary writes + replica writes
     assert d["txc"] == pytest.approx(d["op_w"] + d["subop_w"], rel=0.05)
+    # BlueFS appends one 4 KiB block to its own log per kv commit (docs/ceph-model.md, bluefs_log_write): the
+    # cumulative logged_bytes counts it, the log_bytes gauge need not
+    assert d["bluefs_logged_bytes"] == pytest.approx(4096 * d["kv_commit_count"], rel=0.02)
+    assert d["bluefs_sst_bytes"] >= 0 and d["rocksdb_compactions"] >= 0
 
 
 def test_sum_osds_weights_means_by_counts():

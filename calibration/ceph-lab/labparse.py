@@ -30,8 +30,12 @@ PERF_SUM = {
     ("bluestore", "write_penalty_read_ops"): "write_penalty_read_ops",
     ("bluestore", "bluestore_txc"): "txc",
     ("bluestore", "bluestore_reads_with_retries"): "reads_with_retries",
-    ("bluefs", "log_bytes"): "bluefs_log_bytes",
+    ("bluefs", "log_bytes"): "bluefs_log_bytes",  # a gauge (the log's size; log compaction resets it)
+    ("bluefs", "logged_bytes"): "bluefs_logged_bytes",  # cumulative bytes appended to BlueFS's own log
     ("bluefs", "bytes_written_wal"): "bluefs_wal_bytes",
+    ("bluefs", "bytes_written_sst"): "bluefs_sst_bytes",  # RocksDB memtable flushes and compactions
+    ("bluefs", "log_compactions"): "bluefs_log_compactions",
+    ("rocksdb", "compact"): "rocksdb_compactions",
     ("osd", "op_r"): "op_r",
     ("osd", "op_w"): "op_w",
     ("osd", "subop_w"): "subop_w",
