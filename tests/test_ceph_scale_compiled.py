@@ -25,6 +25,22 @@ def test_lazy_zeros_holds_only_the_pages_written() -> None:
     assert lazy_zeros(3, np.int32).tolist() == [0, 0, 0]  # below a page: np.zeros
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MAP_NORESERVE is the Linux behaviour checked here")
+def test_lazy_zeros_reserves_more_address_space_than_the_machine_has_memory() -> None:
+    """A worst-case table is address space, not memory: a 1,008-OSD cluster's write-cache indexes are one mapping of
+    ~76 GB (the croit fit's 269 MiB persistent caches). Python's mmap module has MAP_NORESERVE only from 3.13; without
+    the flag the kernel's overcommit heuristic refuses one mapping larger than the machine's memory (ENOMEM)."""
+    import os
+
+    from simulator.core.lazy import MAP_NORESERVE
+
+    assert MAP_NORESERVE != 0
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    a = lazy_zeros((2 * mem // 8 + 1,), np.int64)  # twice the machine's memory
+    a[0], a[-1] = 1, 2
+    assert int(a[0]) == 1 and int(a[-1]) == 2 and resident_bytes(a[:1]) <= 2 * 4096
+
+
 def test_compiled_measure_equals_python_run() -> None:
     from simulator.ceph.scale import COMPILED_REF, _fio, _fio_compiled, build_scaled
     from simulator.engine import Simulation

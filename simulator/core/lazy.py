@@ -17,11 +17,20 @@ memory of the compiled core at 1,008 OSDs".)
 from __future__ import annotations
 
 import mmap
+import platform
+import sys
 from typing import Any
 
 import numpy as np
 
-__all__ = ["lazy_zeros"]
+__all__ = ["MAP_NORESERVE", "lazy_zeros"]
+
+#: the mmap flag; Python's mmap module has it only from 3.13, so on Linux the kernel's value is used where
+#: the module lacks it (0x4000 on x86-64, arm64, riscv, s390, loongarch: the generic mman.h; the other
+#: architectures and systems get 0, i.e. an accounted mapping, as before)
+MAP_NORESERVE: int = getattr(mmap, "MAP_NORESERVE", 0) or (
+    0x4000 if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "aarch64", "arm64", "riscv64", "s390x", "loongarch64") else 0
+)
 
 
 def lazy_zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
@@ -33,7 +42,8 @@ def lazy_zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
     if n < mmap.PAGESIZE:
         return np.zeros(shape, dt)
     # MAP_NORESERVE: the kernel's overcommit heuristic does not charge the whole mapping up front (a
-    # media cache's worst-case extent table reserves 1.2 GB per LUN of which a run touches a few MB)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+    # media cache's worst-case extent table reserves 1.2 GB per LUN of which a run touches a few MB;
+    # without the flag one mapping larger than the machine's memory is refused)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
     buf = mmap.mmap(-1, n, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     return np.frombuffer(buf, dt).reshape(shape)
