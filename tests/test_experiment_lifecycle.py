@@ -170,6 +170,15 @@ def _alive(pid: int) -> bool:
     return stat[0] != "Z"
 
 
+def _as_from_a_shell() -> None:
+    """The child starts with Ctrl-C as an interactive shell gives it: SIGINT at its default disposition and not
+    blocked. Both are inherited through fork and exec, and the test process (an xdist worker, after hundreds of
+    other tests and the libraries they load) need not have them so: with SIGINT ignored or blocked the child would
+    never see the interrupt this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 #: points of the long sweep: far more than the two workers finish while the test waits for the first one
 #: and signals (a loaded machine can stall the test process for seconds; with 40 points a sweep once
 #: finished before its SIGINT landed)
@@ -183,7 +192,7 @@ def _start_long_run(tmp_path):
     out = tmp_path / "o"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", "run", str(p), "--out", str(out), "-q", "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_as_from_a_shell)
     deadline = time.time() + 120
     while time.time() < deadline and not ((out / "runs").is_dir() and run_files(out)):
         assert proc.poll() is None, proc.communicate()
@@ -194,12 +203,19 @@ def _start_long_run(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see worker processes")
 def test_ctrl_c_stops_workers_and_keeps_finished_runs(tmp_path):
+    disposition, mask = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, [])
     proc, out, workers, p = _start_long_run(tmp_path)
     assert workers, "the pool should have worker processes"
     proc.send_signal(signal.SIGINT)
     t0 = time.time()
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, f"exit {proc.returncode} after {len(run_files(out))} of {LONG_POINTS} runs: {err}"
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"no exit 60 s after SIGINT (this process: SIGINT {disposition}, blocked {sorted(mask)})")
+    assert proc.returncode == 130, (f"exit {proc.returncode} after {len(run_files(out))} of {LONG_POINTS} runs: {err} "
+                                    f"(this process: SIGINT {disposition}, blocked {sorted(mask)})")
     assert time.time() - t0 < 20  # stopped, not after computing every queued point
     assert "interrupted" in err and "kept in" in err and "Traceback" not in err
     kept = len(run_files(out))
