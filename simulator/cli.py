@@ -393,15 +393,6 @@ def main(argv: list[str] | None = None) -> None:
         args = ["run", *args]
     try:
         app(args=args, prog_name="simrun", standalone_mode=True)
-    except SystemExit as e:
-        if e.code == 130:
-            # Ctrl-C: the command has stopped its workers, kept what finished and said so. Leave at once: a
-            # process pool's manager thread can be blocked for good on a worker that was stopped in the middle
-            # of sending a result, and the interpreter's exit would wait for it (threading joins it)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
-        raise
     except SimError as e:  # pragma: no cover - commands catch their own
         try:
             _fail(e)

@@ -260,15 +260,9 @@ def stop_pool_now(pool: Any) -> None:
     """Stop a ProcessPoolExecutor at once (an interrupt): queued tasks cancelled, running workers
     terminated, no wait; the manager thread's cancelled-future traceback silenced."""
     _quiet_pool_manager()
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for proc in procs:
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
         if proc.is_alive():
             proc.terminate()
-    # reap them (a SIGTERM ends a worker at once: _init_worker): the command may leave with os._exit right after
-    # (cli.main on exit code 130), and a worker not reaped by its parent would stay behind as a zombie
-    deadline = time.monotonic() + 5.0
-    for proc in procs:
-        proc.join(max(0.0, deadline - time.monotonic()))
     # the call queue's feeder thread may be blocked writing to a pipe no worker reads any more; without this the
     # interpreter joins it at exit and the main process never ends (seen 2026-11-28 after 'interrupted')
     q = getattr(pool, "_call_queue", None)
