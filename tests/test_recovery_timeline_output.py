@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from simulator.ceph.recovery_plot import run_series, write_timeline
@@ -22,20 +23,24 @@ def _rec(events: list[tuple[float, str]]) -> dict:
 
 
 def test_write_timeline_plots_only_runs_with_recovery_statistics(tmp_path: Path) -> None:
+    plain = ("p000_r00", {"sim": {"labels": {"pool": "plain"}, "cluster": {}}})
+    failed = ("p001_r00", {"sim": {"labels": {"pool": "x"}, "cluster": {"recovery": _rec([(0.5, "out")])}}})
+    assert write_timeline(tmp_path, [plain]) == []  # no run with events: no plot
+    assert not (tmp_path / "recovery_timeline.png").exists()
+    [png] = write_timeline(tmp_path, [plain, failed])
+    assert png == tmp_path / "recovery_timeline.png" and png.read_bytes()[:8] == PNG
+    # the same documents on disk (python -m simulator.ceph.recovery_plot OUT_DIR reads them)
     runs = tmp_path / "runs"
     runs.mkdir()
-    (runs / "p000_r00.json").write_text(json.dumps({"sim": {"labels": {"pool": "plain"}, "cluster": {}}}))
-    assert write_timeline(tmp_path) == []  # no run with events: no plot
-    assert not (tmp_path / "recovery_timeline.png").exists()
-    (runs / "p001_r00.json").write_text(json.dumps({"sim": {"labels": {"pool": "x"}, "cluster": {"recovery": _rec([(0.5, "out")])}}}))
+    for name, doc in (plain, failed):
+        (runs / f"{name}.json").write_text(json.dumps(doc))
     (runs / "p001_r00.timing.json").write_text("{}")  # the runner's timing files are not run documents
     series = run_series(tmp_path)
     assert [s[0] for s in series] == ["x"]
     assert series[0][2] == [(0.5, "out"), (1.5, None)]  # the event, then the end of its recovery
-    [png] = write_timeline(tmp_path)
-    assert png == tmp_path / "recovery_timeline.png" and png.read_bytes()[:8] == PNG
     (runs / "p002_r00.json").write_text("{not json")
-    assert write_timeline(tmp_path) == []  # an unreadable document leaves the plot out, no traceback
+    with pytest.raises(ValueError, match=r"p002_r00\.json: not a run document"):
+        run_series(tmp_path)
 
 
 def test_simrun_run_writes_the_timeline_of_a_failure_experiment(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_timeline", "run_series", "write_timeline"]
+__all__ = ["doc_series", "plot_timeline", "run_series", "write_timeline"]
 
 
 def plot_timeline(series: list[tuple[str, list[list[float]], list[Any]]], path: str | Path, title: str = "") -> Path:
@@ -51,25 +51,17 @@ def plot_timeline(series: list[tuple[str, list[list[float]], list[Any]]], path: 
     return save_figure(fig, path)
 
 
-def run_series(out: Path) -> list[tuple[str, list[list[float]], list[Any]]]:
-    """The timeline series of an experiment's run documents (``OUT_DIR/runs/p*_r*.json``) that carry
-    recovery statistics: (label, bins, marks) per run, in run order. Raises ValueError naming a file
-    that is not a run document."""
-    runs = sorted((out / "runs").glob("p*_r*.json")) if (out / "runs").is_dir() else []
+def doc_series(docs: list[tuple[str, Any]]) -> list[tuple[str, list[list[float]], list[Any]]]:
+    """The timeline series of run documents ``(name, doc)`` that carry recovery statistics: (label, bins,
+    marks) per run, in the order given; a run without them, or not a document, is left out."""
     series = []
-    for r in runs:
-        if r.name.endswith(".timing.json"):
-            continue
-        try:
-            doc = json.loads(r.read_text())
-        except (OSError, ValueError):
-            raise ValueError(f"{r}: not a run document") from None
+    for name, doc in docs:
         meta = (doc.get("sim") or doc.get("sim_meta") or {}) if isinstance(doc, dict) else {}
         rec = ((meta.get("cluster") or {}).get("recovery")) or {}
         if not rec:
             continue
         labels = meta.get("labels") or {}
-        label = ", ".join(str(v) for v in labels.values()) or r.stem
+        label = ", ".join(str(v) for v in labels.values()) or name
         hist = rec.get("history") or []
         if hist:
             marks: list[Any] = [(h.get("t"), h.get("action", "")) for h in hist]
@@ -80,13 +72,26 @@ def run_series(out: Path) -> list[tuple[str, list[list[float]], list[Any]]]:
     return series
 
 
-def write_timeline(out: Path) -> list[Path]:
-    """``simrun run``'s plot of a failure experiment: OUT_DIR/recovery_timeline.png when any run of
-    the experiment has recovery statistics (a cluster with events), else nothing."""
-    try:
-        series = run_series(out)
-    except ValueError:  # the runner wrote these documents; one it cannot read leaves the plot out
-        return []
+def run_series(out: Path) -> list[tuple[str, list[list[float]], list[Any]]]:
+    """:func:`doc_series` of an experiment's run documents on disk (``OUT_DIR/runs/p*_r*.json``, in file order).
+    Raises ValueError naming a file that is not a run document."""
+    runs = sorted((out / "runs").glob("p*_r*.json")) if (out / "runs").is_dir() else []
+    docs = []
+    for r in runs:
+        if r.name.endswith(".timing.json"):
+            continue
+        try:
+            docs.append((r.stem, json.loads(r.read_text())))
+        except (OSError, ValueError):
+            raise ValueError(f"{r}: not a run document") from None
+    return doc_series(docs)
+
+
+def write_timeline(out: Path, docs: list[tuple[str, Any]]) -> list[Path]:
+    """``simrun run``'s plot of a failure experiment: OUT_DIR/recovery_timeline.png from its runs' documents
+    (``(name, doc)``, as the runner holds them) when any has recovery statistics (a cluster with events), else
+    nothing."""
+    series = doc_series(docs)
     if not any(bins for _label, bins, _marks in series):
         return []
     return [plot_timeline(series, out / "recovery_timeline.png")]
