@@ -91,6 +91,13 @@ _CASES = [
     # writes larger than the cache go through; reads behind them
     (_spec(AWC, persistent_size="64k"), {"rw": "randrw", "iodepth": 4, "bs": "128k", "fdatasync": 2,
                                          "end_fsync": 1}, ()),
+    # the cache kept on the platter: destage reads it back in batches (mixed sizes: some extents
+    # larger than a batch), refused queued writes written home directly
+    (_spec(AWC, persistent_size="1MiB", persistent_readback="16KiB"),
+     {"rw": "randwrite", "iodepth": 32, "bssplit": "4k/70:64k/30"}, ("readbacks",)),
+    (_spec(AWC, persistent_size="1MiB", persistent_readback="256KiB", queued_write_candidates=True),
+     {"rw": "randrw", "rwmixread": 10, "iodepth": 32, "fsync": 16},
+     ("readbacks", "queued_writes_direct")),
 ]  # fmt: skip
 
 
@@ -331,6 +338,9 @@ _QWC_CASES = [
     (_qwc(dirty_segments=4), None, False, {"rw": "randrw", "rwmixread": 30, "iodepth": 32, "fsync": 16, **_SPAN}),
     (_qwc(fua_supported=False), None, True, {"rw": "randwrite", "iodepth": 32, "sync": 1}),
     (_qwc(MACH2), None, True, {"rw": "randrw", "rwmixread": 20, "iodepth": 64, "fsync": 32}),
+    # a persistent cache kept on the platter (read back before destage), both actuators, block layer
+    (_qwc(MACH2, write_cache="persistent", write_cache_size="2MiB", persistent_readback="128KiB"), None, True,
+     {"rw": "randwrite", "iodepth": 64}),
 ]  # fmt: skip
 
 

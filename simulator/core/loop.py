@@ -458,11 +458,8 @@ def _reset_one(sp, d, now):
     if st.dvi[d, 0] == DK_HDD:
         h = st.dvi[d, 1]
         par = st.hpar[h]
-        par[K.A_SEEK] = 0.0
-        par[K.A_ROT] = 0.0
-        par[K.A_XFER] = 0.0
-        par[K.A_OPS] = 0.0
-        par[K.A_DEC] = 0.0
+        for k in K.A_RESET:
+            par[k] = 0.0
         st.hi[h, HI_READHITS] = 0
         st.hi[h, HI_DESTAGED] = 0
         st.hi[h, HI_DESTAGED_BYTES] = 0
@@ -647,6 +644,22 @@ def _h_sectors(sp, h, r):
     if end <= lba:
         end = lba + 1
     return lba, end
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _h_overlaps_blocked(sp, h, lba, end):
+    """HDD._overlaps_blocked: sectors [lba, end) overlap a write waiting for cache space."""
+    st = _ld(sp)
+    ring = st.hbl[h]
+    j = st.hi[h, HI_BL_HEAD]
+    for _k in range(st.hi[h, HI_BL_CNT]):
+        s, t = _h_sectors(sp, h, ring[j])
+        if s < end and lba < t:
+            return True
+        j += 1
+        if j >= ring.shape[0]:
+            j = 0
+    return False
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -1150,10 +1163,12 @@ def _h_admit_write(sp, d, h, r, now):
         return
     if st.hi[h, HI_BL_CNT] > 0 or not _h_fits(sp, h, lba, nbytes):
         if (
-            st.hi[h, HI_QWC] != 0 and st.hi[h, HI_BL_CNT] == 0 and rule != W.WR_DURABLE
+            st.hi[h, HI_QWC] != 0 and rule != W.WR_DURABLE
             and not (st.hi[h, HI_NLIVE] > 0 and W.wc_overlaps(st.hext[h], st.hlive[h], st.hi[h, HI_NLIVE], lba, end))
+            and not _h_overlaps_blocked(sp, h, lba, end)
         ):
-            # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then)
+            # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then);
+            # writes waiting for cache space keep their order only against the ones they overlap
             st.hqw[h, st.hi[h, HI_QW_N]] = r
             st.hi[h, HI_QW_N] += 1
             _h_enqueue_host(

@@ -460,8 +460,8 @@ class CacheConfig(ConfigModel):
         0.0,
         ge=0,
         le=1,
-        description="media_cache: radial position of the reserved region, fraction of the stroke from the outer "
-        "diameter, dimensionless, default 0 (OD, where Skylight found it)",
+        description="media_cache, and persistent with persistent_readback: radial position of the reserved region, "
+        "fraction of the stroke from the outer diameter, dimensionless, default 0 (OD, where Skylight found it)",
     )
     media_cache_batch: Bytes = Field(
         "4MiB",
@@ -529,6 +529,17 @@ class CacheConfig(ConfigModel):
         ge=0, le=1.0,
         description="extra time to make a write durable in the non-volatile cache before ack, seconds, at most 1 s, default 0",
     )
+    persistent_readback: Bytes = Field(
+        "0",
+        ge=0, le=2**30,
+        description="persistent: the non-volatile cache keeps its data on the platter (an on-disk media cache at "
+        "media_cache_location, as Seagate's media-cache drives do; which drives' persistent cache is on the platter "
+        "is a hypothesis per profile, see docs/ceph-model.md) and a destage first reads the cached data back from "
+        "there: the firmware reads this many bytes of the cache's log per read-back (one seek to the region, the "
+        "rotational wait for the log's read pointer, a sequential transfer), then writes the data home with the "
+        "destage window's reordering (the model charges the reads, not which blocks they hold), bytes, at most "
+        "1 GiB, default 0 = the cache's data is in DRAM or flash and a destage reads nothing",
+    )
     destage: Literal["idle", "mixed"] = Field(
         "idle",
         description="idle: dirty data is written when no host command waits (or the cache is above high_watermark, or a FLUSH waits); mixed: destage competes with host commands in the scheduler, default idle",
@@ -547,7 +558,7 @@ class CacheConfig(ConfigModel):
     )
     queued_write_candidates: bool = Field(
         False,
-        description="volatile: a queued write the DRAM write cache has no room for stays a candidate of the "
+        description="volatile and persistent: a queued write the write cache has no room for stays a candidate of the "
         "drive's reordering (NCQ/TCQ: the drive asks for a queued write's data when it chooses, so such a write "
         "is written home directly when picked and acknowledged then; when a dirty segment frees, the oldest such "
         "write moves into the cache and is acknowledged), and destage competes with host commands while the cache "

@@ -228,9 +228,7 @@ class HDD(Device):
             self._mc_size = int(c.media_cache_size) // split
             self._mc_hw = c.cleaning_watermark * self._mc_size
             self._mc_batch = int(c.media_cache_batch)
-            self._mc_cyl = float(round(c.media_cache_location * (d.ncyl - 1)))
-            z = int(np.searchsorted(d.zt[:, 2], self._mc_cyl, side="right") - 1)
-            self._mc_spt = float(d.zt[max(z, 0), 3])  # sectors per track there
+            self._mc_cyl, self._mc_spt = _region(c.media_cache_location, d)  # its cylinder, sectors per track
             self._mc_sps = self._mc_spt / d.rev_time  # sectors per second there
             self._mc_log = 0  # sectors appended so far: the log's write pointer (its angle)
             ao = c.media_cache_append_overhead
@@ -244,6 +242,10 @@ class HDD(Device):
         self._mc_wake = False  # an idle-timer wake-up is pending
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
         self._nv_ack = float(c.persistent_ack) if c.write_cache == "persistent" else 0.0
+        if c.write_cache == "persistent" and c.persistent_readback:
+            # the non-volatile cache is kept on the platter: a destage reads its data back (kernels.readback)
+            par[K.P_RBCYL], par[K.P_RBSPT] = _region(c.media_cache_location, d)
+            par[K.P_RBS] = max(1, int(c.persistent_readback) // self._ss)
         self._idle_destage = c.destage == "idle"
         self._hw = c.high_watermark * self._wc_size
         self._merge = int(c.destage_merge)
@@ -269,10 +271,10 @@ class HDD(Device):
         self._ndirty = 0  # extents in the deque, the window and in flight
         self._dirty_bytes = 0
         self._blocked: deque[tuple[Request, bool]] = deque()
-        # cache.queued_write_candidates (volatile): queued writes the full cache could not take, still
+        # cache.queued_write_candidates (volatile, persistent): queued writes the full cache could not take, still
         # reordering candidates (written home directly if picked), oldest first -> moved into the cache
         # when a segment frees
-        self._qwc = c.queued_write_candidates and c.write_cache == "volatile"
+        self._qwc = c.queued_write_candidates and c.write_cache in ("volatile", "persistent")
         self._qdw: dict[int, Request] = {}
         # FLUSH / FUA records waiting for extents to become durable: the core's record table
         # (wcache_kernels FL_* columns, arrival order); FL_REQ is a key of ``_flreq``
@@ -288,7 +290,7 @@ class HDD(Device):
 
     # ------------------------------------------------------------------ accounting
     def _reset_hdd_stats(self) -> None:
-        for i in (K.A_SEEK, K.A_ROT, K.A_XFER, K.A_OPS, K.A_DEC):
+        for i in K.A_RESET:
             self._par[i] = 0.0
         self._trace_acc = (0.0, 0.0)
         self.read_hits = 0
@@ -327,6 +329,8 @@ class HDD(Device):
             "mean_rotation_s": p[K.A_ROT] / ops if ops else 0.0,
             "mean_media_transfer_s": p[K.A_XFER] / ops if ops else 0.0,
             "decision_time_s": p[K.A_DEC],
+            "readbacks": int(p[K.A_RBN]),
+            "readback_time_s": p[K.A_RB],
             "read_cache_hits": self.read_hits,
             "destaged_extents": self.destaged,
             "destaged_bytes": self.destaged_bytes,
@@ -472,8 +476,9 @@ class HDD(Device):
             return
         fua_flush = rule == W.WR_DURABLE
         if self._blocked or not self._fits(lba, nbytes):
-            if self._qwc and not self._blocked and not fua_flush and not self._overlaps_dirty(lba, end):
-                # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then)
+            if self._qwc and not fua_flush and not self._overlaps_dirty(lba, end) and not self._overlaps_blocked(lba, end):
+                # NCQ/TCQ: the write stays a queued command the drive may pick (and take its data then);
+                # writes waiting for cache space keep their order only against the ones they overlap
                 self._qdw[id(req)] = req
                 self._enqueue_host(req, now, lba, end - lba, 1, now + self._ovh_w, req.size / self._lrate)
                 return
@@ -497,6 +502,14 @@ class HDD(Device):
         """Sectors [lba, end) overlap dirty data still to be destaged (queued, in the window or in
         flight: the live extents of a volatile cache)."""
         return bool(self._nlive) and W.wc_overlaps(self._ext, self._live, self._nlive, lba, end)
+
+    def _overlaps_blocked(self, lba: int, end: int) -> bool:
+        """Sectors [lba, end) overlap a write waiting for cache space (``_blocked``)."""
+        for req, _ff in self._blocked:
+            s, t = self._sectors(req)
+            if s < end and lba < t:
+                return True
+        return False
 
     def _rewindow(self, e: int, now: float) -> None:
         """Extent ``e`` grew while in the destage window: rewrite its candidate row."""
@@ -1043,6 +1056,14 @@ class DualActuatorHDD(Device):
         s["actuators"] = [a.stats() for a in self.actuators]
         s["link_busy_s"] = self.link.busy
         return s
+
+
+def _region(location: float, d: Any) -> tuple[float, float]:
+    """Cylinder at radial ``location`` (fraction of the stroke from the OD) of geometry ``d`` and its
+    zone's sectors per track: where an on-platter cache lives."""
+    cyl = float(round(location * (d.ncyl - 1)))
+    z = int(np.searchsorted(d.zt[:, 2], cyl, side="right") - 1)
+    return cyl, float(d.zt[max(z, 0), 3])
 
 
 def build_hdd(cfg: HDDConfig, name: str, parent: Component) -> Device:

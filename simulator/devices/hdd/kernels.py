@@ -75,7 +75,16 @@ P_DCOST = 35  # firmware time per reordering decision among >= 2 candidates, s
 ST_SCORED = 36  # candidates scored by the last choose() (state)
 A_DEC = 37  # accumulated decision time, s
 P_WV = 38  # revolutions added to every media write (read-after-write verification)
-NPAR = 39
+# cache.persistent_readback: a non-volatile cache kept on the platter is read back before destage
+P_RBS = 39  # sectors of the cache's log read per read-back (0 = the cache's data is not on the platter)
+P_RBCYL = 40  # cylinder of the cache's region
+P_RBSPT = 41  # sectors per track there
+ST_RB = 42  # sectors read back and not yet written home (state)
+ST_RBPTR = 43  # sectors of the log read so far: its read pointer (its angle) (state)
+A_RB = 44  # accumulated read-back time, s
+A_RBN = 45  # read-backs
+NPAR = 46
+A_RESET = (A_SEEK, A_ROT, A_XFER, A_OPS, A_DEC, A_RB, A_RBN)  # the statistics a ramp's end resets
 
 # ---- seek row columns
 S_MODE = 0  # 0 three-point, 1 Ruemmler-Wilkes, 2 table
@@ -521,10 +530,47 @@ def choose(now, n, cq, par, sk, tt, mode, et):
     return best
 
 
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+def readback(now, ns, par, sk, tt):
+    """``cache.persistent_readback``: the destage of ``ns`` sectors from a non-volatile cache kept on
+    the platter needs its data read back first. The sectors read back and not yet written home
+    (``ST_RB``) cover it, or the mechanism reads the next max(batch, missing) sectors of the cache's
+    log: a seek to the region, the wait for the log's read pointer, a sequential transfer at the
+    region's sustained rate (track switches with skew, as the read-ahead). The model charges the
+    reads, not which blocks they hold: the window's reordering chooses among all extents. Moves the
+    head to the region; returns the time the read-back ends (``now`` if nothing was read)."""
+    left = par[ST_RB] - ns
+    if left >= 0.0:
+        par[ST_RB] = left
+        return now
+    n = par[P_RBS]
+    if n < -left:
+        n = -left
+    dist = abs(par[ST_CYL] - par[P_RBCYL])
+    seek = seek_time(dist, 0, sk, tt) if dist > 0 else 0.0
+    spt = par[P_RBSPT]
+    ptr = par[ST_RBPTR]
+    rot = rot_wait(now + seek, (ptr - spt * np.floor(ptr / spt)) / spt, par)
+    sw = par[P_CSKEW] if par[P_LAYOUT] != 0.0 else par[P_TSKEW]
+    xfer = n * par[P_T] * (1.0 + sw) / spt
+    par[ST_RBPTR] = ptr + n
+    par[ST_RB] = n + left
+    par[ST_CYL] = par[P_RBCYL]
+    par[ST_HEAD] = 0.0
+    par[A_SEEK] += seek
+    par[A_ROT] += rot
+    par[A_XFER] += xfer
+    par[A_OPS] += 1.0
+    par[A_RB] += seek + rot + xfer
+    par[A_RBN] += 1.0
+    return now + seek + rot + xfer
+
+
 @njit(cache=True, error_model="numpy", _nrt=False)
 def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
     """The mechanism is free at ``now``: end the read-ahead, choose the next candidate, compute its
-    whole service, move the head, remove its row (the last row moves into its place), start the
+    whole service (a destage from a cache kept on the platter first reads its data back:
+    ``readback``), move the head, remove its row (the last row moves into its place), start the
     read-ahead bookkeeping if it is a read.
 
     Returns (index, kind, t_ready, t_xfer_start, t_end) with absolute times; index -1 if nothing
@@ -539,6 +585,8 @@ def dispatch(now, n, cq, zt, par, sk, tt, seg, mode, et):
         # track under the head streams on: firmware detects it while the previous transfer runs)
         now = now + par[P_DCOST]
         par[A_DEC] += par[P_DCOST]
+    if par[P_RBS] > 0.0 and cq[i, C_KIND] != 0.0:
+        now = readback(now, cq[i, C_NS], par, sk, tt)
     xs, s, r = position_time(now, i, cq, par, sk, tt)
     t0 = cq[i, C_READY]
     if t0 < now:
