@@ -394,7 +394,7 @@ def device_arrays(devs: Sequence[Any], dev_index: dict[int, int], R: int) -> tup
             hf[h, L.HF_MC_SPT] = d._mc_spt
             hf[h, L.HF_MC_SPS] = d._mc_sps
             hf[h, L.HF_MC_SETUP] = d._mc_setup
-            hf[h, L.HF_MC_DELAY] = d._mc_delay
+        hf[h, L.HF_MC_DELAY] = d._mc_delay
         hf[h, L.HF_MC_TLAST] = d._t_host
         hi[h, L.HI_MAXSEG] = d._max_seg
         hi[h, L.HI_ECAP] = hi[h, L.HI_EFREE] = _table_slots(d)[0]
@@ -740,11 +740,11 @@ def write_back_devices(st: L.State, devs: Sequence[Any], queues: Sequence[Any], 
             d._ndirty = int(st.hi[h, L.HI_NDIRTY])
         d.appends = int(st.hi[h, L.HI_APPENDS])
         d.direct_writes = int(st.hi[h, L.HI_DIRECT])
+        d._t_host = float(st.hf[h, L.HF_MC_TLAST])  # the idle timer's start (media_cache and persistent)
         if d._mc:
             d._mc_bytes = int(st.hf[h, L.HF_MC_BYTES])
             d._mc_log = int(st.hi[h, L.HI_MC_LOG])
             d._mc_owe = int(st.hi[h, L.HI_MC_OWE])
-            d._t_host = float(st.hf[h, L.HF_MC_TLAST])
             d._ndram = int(st.hi[h, L.HI_NDRAM])
 
 

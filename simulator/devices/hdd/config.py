@@ -506,11 +506,11 @@ class CacheConfig(ConfigModel):
         "0s",
         ge=0,
         le=60,
-        description="media_cache: idle time before cleaning (and idle destage) of the media cache begins: cleaning "
-        "that would start with no host command waiting starts only once no host command has been in the drive (per "
-        "actuator) for this long, and a host command arriving earlier restarts the timer; cleaning owed after an "
-        "append (cleaning_interleave), above cleaning_watermark, or while a FLUSH or a write waits for the cache is "
-        "not delayed (firmware starts background work after an idle timer: Seagate US 10,204,054; no published "
+        description="media_cache and persistent: idle time before cleaning of the media cache (idle destage of the "
+        "persistent cache) begins: cleaning that would start with no host command waiting starts only once no host "
+        "command has been in the drive (per actuator) for this long, and a host command arriving earlier restarts the "
+        "timer; cleaning owed after an append (cleaning_interleave), above cleaning_watermark (persistent: dirty data "
+        "above high_watermark), or while a FLUSH or a write waits for the cache is not delayed (firmware starts background work after an idle timer: Seagate US 10,204,054; no published "
         "figure for media-cache cleaning), seconds, at most 60 s, default 0 = cleaning starts as soon as no host "
         "command waits",
     )

@@ -235,9 +235,9 @@ class HDD(Device):
             self._mc_setup = float(itf.write_overhead if ao is None else ao)  # firmware set-up per append
             self._mc_ilv = c.cleaning_interleave  # cleaning writes owed after each append
         self._mc_owe = 0
-        # cache.cleaning_idle_delay: idle cleaning waits until no host command has been in the drive
+        # cache.cleaning_idle_delay (media_cache, persistent): idle cleaning / destage waits until no host command has been in the drive
         # for this long (wcache_kernels.mc_clean_hold); _t_host: the last host command's completion
-        self._mc_delay = float(c.cleaning_idle_delay) if self._mc else 0.0
+        self._mc_delay = float(c.cleaning_idle_delay) if c.write_cache in ("media_cache", "persistent") else 0.0
         self._t_host = 0.0
         self._mc_wake = False  # an idle-timer wake-up is pending
         self._wc_size = c.write_cache_bytes() // split if c.write_cache != "off" else 0
@@ -817,8 +817,11 @@ class HDD(Device):
             return
         env = self.env
         now = env.now
-        hold = _clean_hold(now, self._t_host, self._outstanding, self._mc_delay, self._mc_bytes, self._mc_hw,
-                           bool(self._nfl or self._blocked or self._qdw), owe, self._win) if self._mc_delay else 0.0
+        hold = _clean_hold(
+            now, self._t_host, self._outstanding, self._mc_delay, *((self._mc_bytes, self._mc_hw) if self._mc
+                                                                    else (self._dirty_bytes, self._hw)),
+            bool(self._nfl or self._blocked or self._qdw), owe, self._win,
+        ) if self._mc_delay else 0.0  # fmt: skip
         if hold != 0.0:  # idle cleaning waits for the idle timer (cache.cleaning_idle_delay)
             if not self._nhost:
                 if hold > 0.0 and not self._mc_wake:
