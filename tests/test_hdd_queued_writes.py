@@ -167,3 +167,27 @@ def test_default_is_off_and_the_compiled_core_covers_it():
     assert _dev_kind(dev) == (1, None)  # identity: tests/test_core_hdd_wcache.py
     _, dev = make_hdd(MG06, seed=1, **{"cache.write_cache": "volatile"})
     assert "queued_write_candidates" not in (_dev_kind(dev)[1] or "")
+
+
+def test_a_write_over_dirty_data_blocks_only_the_writes_it_overlaps(monkeypatch):
+    """Random 4 KiB writes at QD32 into a 32 MiB region: writes that overlap dirty data are frequent
+    and must wait for room in the cache, but a later write that overlaps neither dirty data nor a
+    waiting write still becomes a candidate. The rule before 2026-11-29 (any waiting write kept every
+    later refused write out of the candidates) took far fewer writes home directly."""
+    from simulator.devices.hdd.drive import HDD
+
+    job = {"rw": "randwrite", "iodepth": 32, "size": "32m", "runtime": "60s", "ramp_time": "5s",
+           "norandommap": 1}
+
+    def direct(rule):
+        if rule is not None:
+            monkeypatch.setattr(HDD, "_overlaps_blocked", rule)
+        r = run_job(MG06, job, params={"cache": ON}, seed=5)
+        monkeypatch.undo()
+        return r.device.direct_writes, r.dir("randwrite").total_ios
+
+    new, n_new = direct(None)
+    old, _ = direct(lambda self, lba, end: bool(self._blocked))
+    assert n_new > 5000
+    assert new > 0.2 * n_new
+    assert new > 1.5 * old
