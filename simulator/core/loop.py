@@ -740,10 +740,9 @@ def _h_dispatch(sp, d, h, now):
     n = st.hi[h, HI_N]
     if n == 0:
         return
-    mc = st.hi[h, HI_WC] == W.WC_MEDIA  # the fill that ends the idle wait: the media cache's, else the dirty data's
     hold = W.mc_clean_hold(
-        now, st.hf[h, HF_MC_TLAST], st.hi[h, HI_OUT], st.hf[h, HF_MC_DELAY],
-        st.hf[h, HF_MC_BYTES] if mc else st.hf[h, HF_DIRTY_BYTES], st.hf[h, HF_MC_HW] if mc else st.hf[h, HF_HW],
+        now, st.hf[h, HF_MC_TLAST], st.hi[h, HI_OUT], st.hf[h, HF_MC_DELAY], st.hi[h, HI_WC], st.hf[h, HF_MC_BYTES],
+        st.hf[h, HF_MC_HW], st.hf[h, HF_DIRTY_BYTES], st.hf[h, HF_HW],
         st.hi[h, HI_FL_N] > 0 or st.hi[h, HI_BL_CNT] > 0 or st.hi[h, HI_QW_N] > 0, owe, st.hi[h, HI_WIN],
     )  # fmt: skip
     if hold != 0.0:  # idle cleaning waits for the idle timer (cache.cleaning_idle_delay; HDD._dispatch)

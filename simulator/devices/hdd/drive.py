@@ -818,9 +818,8 @@ class HDD(Device):
         env = self.env
         now = env.now
         hold = _clean_hold(
-            now, self._t_host, self._outstanding, self._mc_delay, *((self._mc_bytes, self._mc_hw) if self._mc
-                                                                    else (self._dirty_bytes, self._hw)),
-            bool(self._nfl or self._blocked or self._qdw), owe, self._win,
+            now, self._t_host, self._outstanding, self._mc_delay, self._wcm, self._mc_bytes, self._mc_hw,
+            self._dirty_bytes, self._hw, bool(self._nfl or self._blocked or self._qdw), owe, self._win,
         ) if self._mc_delay else 0.0  # fmt: skip
         if hold != 0.0:  # idle cleaning waits for the idle timer (cache.cleaning_idle_delay)
             if not self._nhost:

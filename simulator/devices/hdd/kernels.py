@@ -531,6 +531,25 @@ def choose(now, n, cq, par, sk, tt, mode, et):
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+def region_move(now, setup, w, cyl, ang, par, sk, tt):
+    """The arm moves to cylinder ``cyl`` (head 0) of an on-platter cache region (w = 1 write, 0 read
+    seek) while the firmware sets the operation up (``setup``, s), then waits for angle ``ang`` (the
+    region's log pointer) to come under the head: a media cache's append
+    (``wcache_kernels.mc_append_start``) and a persistent cache's read-back (``readback``). Moves the
+    head and counts the seek, rotation and operation; returns (set-up or seek, rotational wait), s."""
+    dist = abs(par[ST_CYL] - cyl)
+    seek = seek_time(dist, w, sk, tt) if dist > 0 else 0.0
+    pre = max(seek, setup)
+    rot = rot_wait(now + pre, ang, par)
+    par[ST_CYL] = cyl
+    par[ST_HEAD] = 0.0
+    par[A_SEEK] += seek
+    par[A_ROT] += rot
+    par[A_OPS] += 1.0
+    return pre, rot
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def readback(now, ns, par, sk, tt):
     """``cache.persistent_readback``: the destage of ``ns`` sectors from a non-volatile cache kept on
     the platter needs its data read back first. The sectors read back and not yet written home
@@ -546,21 +565,14 @@ def readback(now, ns, par, sk, tt):
     n = par[P_RBS]
     if n < -left:
         n = -left
-    dist = abs(par[ST_CYL] - par[P_RBCYL])
-    seek = seek_time(dist, 0, sk, tt) if dist > 0 else 0.0
     spt = par[P_RBSPT]
     ptr = par[ST_RBPTR]
-    rot = rot_wait(now + seek, (ptr - spt * np.floor(ptr / spt)) / spt, par)
+    seek, rot = region_move(now, 0.0, 0, par[P_RBCYL], (ptr - spt * np.floor(ptr / spt)) / spt, par, sk, tt)
     sw = par[P_CSKEW] if par[P_LAYOUT] != 0.0 else par[P_TSKEW]
     xfer = n * par[P_T] * (1.0 + sw) / spt
     par[ST_RBPTR] = ptr + n
     par[ST_RB] = n + left
-    par[ST_CYL] = par[P_RBCYL]
-    par[ST_HEAD] = 0.0
-    par[A_SEEK] += seek
-    par[A_ROT] += rot
     par[A_XFER] += xfer
-    par[A_OPS] += 1.0
     par[A_RB] += seek + rot + xfer
     par[A_RBN] += 1.0
     return now + seek + rot + xfer

@@ -422,31 +422,24 @@ def mc_append_start(now, par, seg, sk, tt, mc_cyl, mc_log, mc_spt, setup):
     Moves the head there and counts the seek, rotation and operation; returns (set-up or seek,
     rotational wait), seconds."""
     K.finalize_readahead(now, seg, par)
-    dist = abs(par[K.ST_CYL] - mc_cyl)
-    seek = K.seek_time(dist, 1, sk, tt) if dist > 0 else 0.0
-    pre = max(seek, setup)
-    ang = (mc_log % mc_spt) / mc_spt
-    rot = K.rot_wait(now + pre, ang, par)
-    par[K.ST_CYL] = mc_cyl
-    par[K.ST_HEAD] = 0.0
-    par[K.A_SEEK] += seek
-    par[K.A_ROT] += rot
-    par[K.A_OPS] += 1.0
-    return pre, rot
+    return K.region_move(now, setup, 1, mc_cyl, (mc_log % mc_spt) / mc_spt, par, sk, tt)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def mc_clean_hold(now, t_host, out, delay, mc_bytes, mc_hw, waiting, owe, win):
-    """Idle cleaning of a media cache held back by ``cache.cleaning_idle_delay`` (``delay``, s): the
-    firmware starts background work only after an idle timer. Returns 0.0 when cleaning may be
+def mc_clean_hold(now, t_host, out, delay, mode, mc_bytes, mc_hw, dirty_bytes, hw, waiting, owe, win):
+    """Idle cleaning of a media cache, or idle destage of a persistent cache, held back by
+    ``cache.cleaning_idle_delay`` (``delay``, s): the firmware starts background work only after an
+    idle timer. The fill that ends the wait depends on ``mode``: a media cache's (``mc_bytes`` against
+    its cleaning watermark ``mc_hw``), else the dirty data's (``dirty_bytes`` against ``hw``, the high
+    watermark). Returns 0.0 when cleaning may be
     chosen now (as it was without the delay); -1.0 when it is held while host commands are in the
     drive (``out`` > 0: the last one's completion dispatches again and restarts the timer); else the
     seconds until the timer expires (``t_host``: when the last host command completed; a remaining
     wait below 1 ns counts as expired). Never held: a delay of 0, no cleaning candidate (``win``),
-    cleaning owed after an append (``owe``, cleaning_interleave), the media cache at or above its
-    cleaning watermark (``mc_bytes`` >= ``mc_hw``), or something waiting for the cache (``waiting``:
-    a FLUSH / FUA record, a blocked or refused write)."""
-    if delay <= 0.0 or win == 0 or owe or mc_bytes >= mc_hw or waiting:
+    cleaning owed after an append (``owe``, cleaning_interleave), the fill at or above its watermark,
+    or something waiting for the cache (``waiting``: a FLUSH / FUA record, a blocked or refused write)."""
+    full = mc_bytes >= mc_hw if mode == WC_MEDIA else dirty_bytes >= hw
+    if delay <= 0.0 or win == 0 or owe or full or waiting:
         return 0.0
     if out > 0:
         return -1.0
