@@ -7,7 +7,7 @@ delay; under Poisson arrivals the CPU per job of one thread does not increase wi
 equals base + W x (the share of jobs that found the thread asleep) exactly; on the lab's profile the CPU per
 read and the wakeups per read do not increase with QD, every submitted IO completes exactly once, the QD1 CPU
 per IO is ceph_lab_kernel's (the re-split), and the rule off (the default) books exactly what it did; the
-compiled core refuses the option; the measured parameters are what thread_wakeups.py computes.
+compiled core runs the rule as the Python model does; the measured parameters are what thread_wakeups.py computes.
 """
 
 from __future__ import annotations
@@ -123,12 +123,44 @@ def _cluster(profile: str, **params) -> tuple[Simulation, Cluster]:
     return sim, Cluster(cfg, "cluster", sim.root)
 
 
-def test_compiled_core_refuses_the_rule():
+def _fio_chain(engine: str, params: dict) -> tuple:
+    """A write run then a read run (reads of written objects, a ramp) on the lab profile with ``params``
+    through ``run_fio``; what each run and the cluster's CPU and threads report."""
+    from simulator.core import choose
+    from simulator.workloads.options import resolve_jobs
+    from simulator.workloads.runner import Workload, run_fio
+
+    sim, cl = _cluster(PROFILE, **params)
+    img = cl.image("rbd", "img")
+    out = []
+    for rw, qd in (("randwrite", 16), ("randread", 4), ("randwrite", 1)):
+        job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "bs": 4096, "randseed": 3, "rw": rw, "iodepth": qd,
+               "time_based": 1, "runtime": "0.15s", "ramp_time": "0.05s"}
+        assert choose(sim, Workload(sim, resolve_jobs({}, [job], "t"), lambda _j: [img]), "auto") is None
+        res = run_fio(sim, [img], job, engine=engine)
+        cpus = [(h.cpu.stats(), h.cpu._busy, sorted(h.cpu._free)) for h in cl.hosts]
+        ths = [(th.group, th.jobs, th.wakes, th.until) for h in cl.hosts for th in h.cpu.threads]
+        out.append((repr(res[0]), cpus, ths, sim.env.now))
+    return out
+
+
+@pytest.mark.parametrize("stalls", [False, True])
+def test_compiled_core_runs_the_rule_as_the_python_model(stalls):
+    """The compiled Ceph core covers the rule (issue 13): a write, read and QD1 write chain on the lab's
+    profile gives the Python model's results, CPU figures and per-thread jobs, wakes and wake times, byte for
+    byte; also with stalls on (the rule then leaves ``stalled`` to the stall draw)."""
     _, cl = _cluster(PROFILE)
-    why = ceph_build.unsupported(cl)
-    assert why is not None and "thread_wakeup_cost" in why
-    _, cl0 = _cluster("clusters/ceph_lab_kernel")
-    assert "thread_wakeup_cost" not in (ceph_build.unsupported(cl0) or "")
+    assert cl.hosts[0].cpu.threaded and ceph_build.unsupported(cl) is None
+    params = {}
+    if stalls:
+        h = resolve_params({"profile": PROFILE})[1].hosts[0].model_dump()
+        h["cpu"].update(stall_share=0.05, stall_mean=50 * US)
+        params = {"hosts": [h]}
+    py = _fio_chain("python", params)
+    cc = _fio_chain("auto", params)
+    assert cc == py
+    wakes = py[0][1][0][0]["thread_wakes"]
+    assert sum(wakes.values()) > 0 and wakes["osd.op_worker"] > 0 and wakes["bluestore.kv_sync"] > 0
 
 
 def _run(profile: str, rw: str, qd: int, runtime: float = 0.6):

@@ -62,9 +62,6 @@ def unsupported(cluster: Any) -> str | None:
         return "bluestore.autotune is enabled (Python only)"
     if cluster.tracer is not None:
         return "a tracer is attached"
-    for h in [*cluster.hosts, *(hc[0] for hc in cluster.clients.values())]:
-        if h.cpu.threaded:  # lab3: the per-thread wakeup rule (simulator.ceph.resources.CpuPool.run), Python only
-            return f"host {h.name}: cpu.thread_wakeup_cost / thread_wake_delay (the per-thread wakeup rule is Python only)"
     for pool in cluster.pools.values():
         if pool.ec is not None:
             return f"pool {pool.name}: erasure-coded pools are Python only"
@@ -106,6 +103,14 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     cfree = np.full((nh, maxsrv), np.inf)
     lf = np.zeros((2 * nh, L.NLF), np.float64)
     hoi = np.zeros((nh, L.NHI), np.int64)
+    # every daemon thread of every pool (the per-thread wakeup rule, CpuPool.run): one row each
+    threads = [th for h in hosts for th in h.cpu.threads]
+    throw = {id(th): r for r, th in enumerate(threads)}
+    thi = np.zeros((max(len(threads), 1), L.NTHI), np.int64)
+    thf = np.zeros((max(len(threads), 1), L.NTHF), np.float64)
+    for r, th in enumerate(threads):
+        thi[r] = (int(th.queued), th.jobs, th.wakes)
+        thf[r, L.THF_UNTIL] = th.until
     for i, h in enumerate(hosts):
         c = h.cpu
         ci[i, L.CI_SERVERS] = c.servers
@@ -114,6 +119,9 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         ci[i, L.CI_STALLS] = c.stalls
         ci[i, L.CI_PLAIN] = int(c._wake == 0.0 and c._stall_p == 0.0 and c._bg == 0.0 and c._fg_gap == 0.0)
         ci[i, L.CI_STREAM] = streams.row(c) if not ci[i, L.CI_PLAIN] and (c._stall_p or c._fg_gap) else -1
+        ci[i, L.CI_THREADED] = int(c.threaded)
+        cf[i, L.CF_TWCOST] = c._tw_cost
+        cf[i, L.CF_TWDELAY] = c._tw_delay
         cf[i, L.CF_INV] = c._inv
         cf[i, L.CF_WAKE] = c._wake
         cf[i, L.CF_STALLP] = c._stall_p
@@ -179,6 +187,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         oi[j, L.OI_SUBOPS] = o.subops
         oi[j, L.OI_REPLIES] = o.replies
         oi[j, L.OI_BS] = j
+        oi[j, L.OI_THMSGR] = throw[id(o.th_msgr)]
+        oi[j, L.OI_THFINAL] = throw[id(o.th_final)]
         of[j] = (c.read_cost, c.write_cost, c.subop_cost, c.reply_cost, c.commit_cost, c.msgr_send_cost,
                  c.msgr_recv_cost, c.msgr_cost_per_byte, o._ln_s, o._ln_mu)
         for sh in o.shards:
@@ -192,6 +202,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
                 shl[row, k] = t
                 shp[row, k] = pgrow[id(pg)]
             shf[row, L.SHF_WAKE_AT] = sh.wake_at
+            shi[row, L.SHI_TH] = throw[id(sh.th)]
             row += 1
     # ---- images
     imgs = list(cluster.images.values()) if images is None else list(images)
@@ -213,6 +224,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         imi[k, L.II_SIZE] = img.pool.size
         imi[k, L.II_KEY] = boff
         imi[k, L.II_KB] = img.key_base
+        imi[k, L.II_THSUB] = throw[id(img.th_submit)]
+        imi[k, L.II_THCOMP] = throw[id(img.th_complete)]
         imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost)
         ps_parts.append(np.asarray(img.obj_ps_array, np.int32))
         size = img.pool.size
@@ -249,6 +262,9 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     n_dr = 2 * n_ops + 4 * no + held
     bsi, bsf, osi, dvi, dvf, dev_objs, dev_st, dev_meta = _bluestore_tables(
         cluster, osds, npg, maxsize, streams, _run_osds(imgs), n_dr)
+    for j, o in enumerate(osds):
+        kv_th = o.bs._kv_th
+        bsi[j, L.BS_THKV] = throw[id(kv_th)] if kv_th is not None else -1
     n_tx = 2 * n_ops + held
     txi = np.zeros((n_tx, L.NTXI), np.int64)
     txfree = np.arange(n_tx - 1, -1, -1, dtype=np.int64)
@@ -265,7 +281,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         gi=gi, gf=gf,
         ht=np.zeros(hcap), hs=np.zeros(hcap, np.int64), hk=np.zeros(hcap, np.int64),
         hg=np.zeros(hcap, np.int64), ha=np.zeros(hcap, np.int64),
-        su=su, si=si, ci=ci, cf=cf, cfree=cfree, lf=lf, hoi=hoi, oi=oi, of=of,
+        su=su, si=si, ci=ci, cf=cf, cfree=cfree, thi=thi, thf=thf, lf=lf, hoi=hoi, oi=oi, of=of,
         shi=shi, shf=shf, shl=shl, shp=shp, pgi=pgi, pga=pga, pgb=pgb,
         imi=imi, imf=imf, obj_ps=obj_ps, obj_base=obj_base,
         opi=opi, opf=opf, opfree=opfree, rqi=rqi, rqf=rqf,
@@ -274,7 +290,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext,
         dc=_dcache.build(osds, _run_osds(imgs), n_tx, max((1 << img.order for img in imgs), default=1)),
     )  # fmt: skip
-    meta = {"hosts": hosts, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
+    meta = {"hosts": hosts, "threads": threads, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
             "core_devices": dev_meta}
     refill(st, meta)
     return st, meta
@@ -739,6 +755,10 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, repo
             link._free = float(st.lf[k, L.LF_FREE])
             link._busy = float(st.lf[k, L.LF_BUSY])
             link.bytes = int(st.lf[k, L.LF_BYTES])
+    for r, th in enumerate(meta["threads"]):
+        th.jobs = int(st.thi[r, L.THI_JOBS])
+        th.wakes = int(st.thi[r, L.THI_WAKES])
+        th.until = float(st.thf[r, L.THF_UNTIL])
     pgs = meta["pgs"]
     for j, o in enumerate(meta["osds"]):
         o.ops = [int(x) for x in st.oi[j, L.OI_OPS : L.OI_OPS + 4]]

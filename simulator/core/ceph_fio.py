@@ -297,6 +297,8 @@ def _reset_counters(st: Any) -> None:
     st.cf[:, L.CF_FGBUSY] = 0.0
     st.ci[:, L.CI_JOBS] = 0
     st.ci[:, L.CI_STALLS] = 0
+    st.thi[:, L.THI_JOBS] = 0  # CpuPool.reset_stats: its threads' jobs and wakes
+    st.thi[:, L.THI_WAKES] = 0
     st.lf[:, L.LF_BUSY] = 0.0
     st.lf[:, L.LF_BYTES] = 0
     st.oi[:, L.OI_OPS : L.OI_OPS + 4] = 0

@@ -109,7 +109,8 @@ CI_JOBS = 2
 CI_STALLS = 3
 CI_STREAM = 4  # random stream row, -1 = none
 CI_PLAIN = 5  # 1 = no wakeup, stall, background or foreign work (CpuPool._book_plain)
-NCI = 6
+CI_THREADED = 6  # 1 = the per-thread wakeup rule is on (CpuPool._run_threads; the jobs' thread rows in ``thi``)
+NCI = 7
 CF_INV = 0
 CF_WAKE = 1
 CF_STALLP = 2
@@ -120,7 +121,17 @@ CF_FGGAP = 6
 CF_FGNEXT = 7
 CF_BUSY = 8
 CF_FGBUSY = 9
-NCF = 10
+CF_TWCOST = 10  # thread_wakeup_cost, reference CPU seconds (divided by speed when booked)
+CF_TWDELAY = 11  # thread_wake_delay, s
+NCF = 12
+
+# ---- daemon threads (resources.CpuThread), for the per-thread wakeup rule: every thread of every host's pool
+THI_QUEUED = 0  # 1 = it sleeps on a queue (pays the wake delay)
+THI_JOBS = 1
+THI_WAKES = 2
+NTHI = 3
+THF_UNTIL = 0  # the thread is awake until then (its latest result, or when it last took queued work)
+NTHF = 1
 
 # ---- links (resources.Link): one direction of a NIC
 LF_BW = 0
@@ -147,7 +158,9 @@ OI_OPS = 7  # 4 columns: client ops by kind
 OI_SUBOPS = 11
 OI_REPLIES = 12
 OI_BS = 13  # BlueStore row (= the OSD's row), -1 = none
-NOI = 14
+OI_THMSGR = 14  # thread rows (``thi``): the messenger, the commit finisher
+OI_THFINAL = 15
+NOI = 16
 OF_READ = 0
 OF_WRITE = 1
 OF_SUBOP = 2
@@ -168,7 +181,8 @@ SHI_QHEAD = 3  # queued ops: singly linked through OPI_NEXT, -1 = empty
 SHI_QTAIL = 4
 SHI_QCNT = 5
 SHI_NLAZY = 6  # lazily finishing workers (rows of shl / shp)
-NSHI = 7
+SHI_TH = 7  # thread row of its workers (one wake state per shard)
+NSHI = 8
 SHF_WAKE_AT = 0  # -1 = no wake-up armed
 NSHF = 1
 
@@ -192,7 +206,9 @@ II_PS0 = 5  # offset of its objects in ``obj_ps`` / ``obj_base``
 II_SIZE = 6  # pool size (columns of its obj_base rows)
 II_KEY = 7  # offset of its rows in obj_base (flattened: object * size + position)
 II_KB = 8  # key_base (object key = key_base + object number)
-NII = 9
+II_THSUB = 9  # thread rows: fio's submit thread, librbd's completion thread
+II_THCOMP = 10
+NII = 11
 IF_SUBMIT = 0
 IF_COMPLETE = 1
 IF_PERBYTE = 2
@@ -317,7 +333,8 @@ BS_LOGW = 69  # bluefs_log_write
 BS_LOGBASE = 70  # log_base: BlueFS's log ring's device offset
 BS_LOGPOS = 71
 BS_LOGRING = 72
-NBSI = 73
+BS_THKV = 73  # thread row of kv_sync, -1 = none (the rule off)
+NBSI = 74
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -418,7 +435,7 @@ CephState = namedtuple(
         "gi", "gf",
         "ht", "hs", "hk", "hg", "ha",
         "su", "si",
-        "ci", "cf", "cfree",
+        "ci", "cf", "cfree", "thi", "thf",
         "lf", "hoi",
         "oi", "of",
         "shi", "shf", "shl", "shp",

@@ -110,6 +110,7 @@ from simulator.core.ceph_layout import (
     BS_TBPEAK,
     BS_TBW_H,
     BS_TBW_T,
+    BS_THKV,
     BS_THR_DEF,
     BS_THR_KV,
     BS_THROTTLED,
@@ -128,6 +129,8 @@ from simulator.core.ceph_layout import (
     CF_INV,
     CF_STALLMEAN,
     CF_STALLP,
+    CF_TWCOST,
+    CF_TWDELAY,
     CF_WAKE,
     CI_JOBS,
     CI_PLAIN,
@@ -135,6 +138,7 @@ from simulator.core.ceph_layout import (
     CI_STALLED,
     CI_STALLS,
     CI_STREAM,
+    CI_THREADED,
     CLIENT,
     DP_DATA_FLUSH,
     DP_DEFERRED,
@@ -230,6 +234,8 @@ from simulator.core.ceph_layout import (
     II_PG0,
     II_PS0,
     II_SIZE,
+    II_THCOMP,
+    II_THSUB,
     LF_BUSY,
     LF_BW,
     LF_BYTES,
@@ -253,6 +259,8 @@ from simulator.core.ceph_layout import (
     OI_SHARD0,
     OI_STREAM,
     OI_SUBOPS,
+    OI_THFINAL,
+    OI_THMSGR,
     OI_UP,
     ON_BLOCK,
     ON_DBBASE,
@@ -315,6 +323,7 @@ from simulator.core.ceph_layout import (
     SHI_QCNT,
     SHI_QHEAD,
     SHI_QTAIL,
+    SHI_TH,
     SI_LEN,
     SI_POS,
     SLOW,
@@ -325,6 +334,10 @@ from simulator.core.ceph_layout import (
     ST_STOP,
     ST_TIME,
     SUBOP,
+    THF_UNTIL,
+    THI_JOBS,
+    THI_QUEUED,
+    THI_WAKES,
     TX_BLEN,
     TX_CB,
     TX_COST,
@@ -547,6 +560,42 @@ def _book(sp, c, t, cost):
     return end
 
 
+@njit(cache=True, _nrt=False)
+def _run_threads(sp, c, th, t, cost):
+    """CpuPool._run_threads: a job of thread ``th`` (a row of ``thi``) under the per-thread wakeup rule."""
+    st = _ld(sp)
+    stall = st.cf[c, CF_STALLP] != 0.0
+    if th < 0:
+        end = _book(sp, c, t, cost)
+        if not stall:
+            st.ci[c, CI_STALLED] = 0
+        return end
+    st.thi[th, THI_JOBS] += 1
+    if t > st.thf[th, THF_UNTIL]:
+        st.thi[th, THI_WAKES] += 1
+        end = _book(sp, c, t, cost + st.cf[c, CF_TWCOST])
+        if st.cf[c, CF_TWDELAY] > 0.0 and st.thi[th, THI_QUEUED]:
+            end += st.cf[c, CF_TWDELAY]
+            st.ci[c, CI_STALLED] = 1
+        elif not stall:
+            st.ci[c, CI_STALLED] = 0
+    else:
+        end = _book(sp, c, t, cost)
+        if not stall:
+            st.ci[c, CI_STALLED] = 0
+    if end > st.thf[th, THF_UNTIL]:
+        st.thf[th, THF_UNTIL] = end
+    return end
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _run(sp, c, th, t, cost):
+    """CpuPool.run: a job of thread ``th`` on pool ``c`` (``_book`` unless the per-thread wakeup rule is on)."""
+    if _ld(sp).ci[c, CI_THREADED]:
+        return _run_threads(sp, c, th, t, cost)
+    return _book(sp, c, t, cost)
+
+
 @njit(cache=True, inline="always", _nrt=False)
 def _idle(sp, c, t):
     return _ld(sp).cfree[c, 0] <= t
@@ -718,7 +767,7 @@ def _then(sp, c, t, fn, op, check):
             if st.opi[op, OPI_KIND] == _READ:
                 cost += st.of[o, OF_PERBYTE] * st.opi[op, OPI_LEN]
             c = st.oi[o, OI_CPU]
-            t = _book(sp, c, t, cost)
+            t = _run(sp, c, st.oi[o, OI_THMSGR], t, cost)
             fn = FN_TO_CLIENT
         elif fn == FN_TO_CLIENT:  # Osd._to_client
             _client_reply(sp, st.oi[st.opi[op, OPI_OSD], OI_HOST], op, t)
@@ -775,8 +824,9 @@ def _img_start(sp, r, now):
     cost = st.imf[img, IF_SUBMIT]
     if kind == _WRITE:
         cost += st.imf[img, IF_PERBYTE] * size + st.imf[img, IF_WRITE]
+    th = st.imi[img, II_THSUB]
     if kind == _FLUSH or size <= 0:
-        t = _book(sp, c, now, cost)
+        t = _run(sp, c, th, now, cost)
         schedule(sp, now + (t - now), EV_REQ_DONE, r, 0)
         return
     order = st.imi[img, II_ORDER]
@@ -789,7 +839,7 @@ def _img_start(sp, r, now):
         op = _op_new(sp, kind, CLIENT, _pg_of(sp, img, first), img, first, off - (first << order), size)
         st.opi[op, OPI_REQ] = r
         st.opf[op, OPF_T0] = now
-        _then(sp, c, _book(sp, c, now, cost), FN_SEND_CLIENT_OP, op, 1)
+        _then(sp, c, _run(sp, c, th, now, cost), FN_SEND_CLIENT_OP, op, 1)
         return
     st.rqi[r, RQI_LEFT] = last - first + 1
     osz = 1 << order
@@ -800,7 +850,7 @@ def _img_start(sp, r, now):
         st.opi[op, OPI_REQ] = r
         st.opi[op, OPI_GROUP] = 1
         st.opf[op, OPF_T0] = now
-        _then(sp, c, _book(sp, c, now, cost), FN_SEND_CLIENT_OP, op, 1)
+        _then(sp, c, _run(sp, c, th, now, cost), FN_SEND_CLIENT_OP, op, 1)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -832,7 +882,8 @@ def _send_client_op(sp, op, t):
     if kind != _READ and st.opi[op, OPI_ROLE] == CLIENT:
         _deliver(sp, prim, t, op, st.of[prim, OF_RECV] + st.of[prim, OF_PERBYTE] * payload)
     else:
-        _post(sp, prim, _book(sp, st.oi[prim, OI_CPU], t, st.of[prim, OF_RECV] + st.of[prim, OF_PERBYTE] * payload), op)
+        _post(sp, prim, _run(sp, st.oi[prim, OI_CPU], st.oi[prim, OI_THMSGR], t,
+                             st.of[prim, OF_RECV] + st.of[prim, OF_PERBYTE] * payload), op)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -844,7 +895,7 @@ def _client_reply(sp, host, op, t):
     img = st.opi[op, OPI_IMG]
     ch = st.imi[img, II_CLIENT]
     t = _arrival(sp, host, ch, t, payload)
-    t = _book(sp, st.hoi[ch, HI_CPU], t, st.imf[img, IF_COMPLETE] + st.imf[img, IF_PERBYTE] * payload)
+    t = _run(sp, st.hoi[ch, HI_CPU], st.imi[img, II_THCOMP], t, st.imf[img, IF_COMPLETE] + st.imf[img, IF_PERBYTE] * payload)
     _complete_op(sp, op, t)
 
 
@@ -887,11 +938,11 @@ def _deliver(sp, o, t, op, recv_cost):
         _settle(sp, sh)
     if (st.shi[sh, SHI_FREE] > 0 and st.shi[sh, SHI_INFLIGHT] == 0 and st.shi[sh, SHI_QCNT] == 0
             and st.pgb[pg, _bpos(sp, pg, o)] == 0 and st.gi[GI_NOFOLD] == 0):
-        t = _book(sp, c, t, recv_cost)
+        t = _run(sp, c, st.oi[o, OI_THMSGR], t, recv_cost)
         if st.ci[c, CI_STALLED] == 0 and _idle(sp, c, st.gf[GF_NOW]):
             return _dispatch_at(sp, o, sh, op, t)
     else:
-        t = _book(sp, c, t, recv_cost)
+        t = _run(sp, c, st.oi[o, OI_THMSGR], t, recv_cost)
     st.shi[sh, SHI_INFLIGHT] += 1
     _at(sp, t, EV_OSD_OP, o, op)
     return 0
@@ -909,7 +960,7 @@ def _dispatch_at(sp, o, sh, op, t):
     c = st.oi[o, OI_CPU]
     if role == REPLY:
         st.oi[o, OI_REPLIES] += 1
-        t = _book(sp, c, t, _cost(sp, o, st.of[o, OF_REPLY]))
+        t = _run(sp, c, st.shi[sh, SHI_TH], t, _cost(sp, o, st.of[o, OF_REPLY]))
         st.gi[GI_RELSH] = sh
         st.gi[GI_RELPG] = pg
         st.gf[GF_RELT] = t
@@ -917,10 +968,10 @@ def _dispatch_at(sp, o, sh, op, t):
     _onode_prefetch(sp, op)
     if role == SUBOP:
         st.oi[o, OI_SUBOPS] += 1
-        _at(sp, _book(sp, c, t, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
+        _at(sp, _run(sp, c, st.shi[sh, SHI_TH], t, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
     else:
         st.oi[o, OI_OPS + st.opi[op, OPI_KIND]] += 1
-        _at(sp, _book(sp, c, t, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
+        _at(sp, _run(sp, c, st.shi[sh, SHI_TH], t, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
     return 0
 
 
@@ -999,6 +1050,9 @@ def _next(sp, sh):
     """Osd._next: workers take the oldest ops whose PG is not held."""
     st = _ld(sp)
     o = st.shi[sh, 0]
+    th = st.shi[sh, SHI_TH]
+    if st.ci[st.oi[o, OI_CPU], CI_THREADED] and st.thf[th, THF_UNTIL] < st.gf[GF_NOW]:  # the per-thread wakeup rule
+        st.thf[th, THF_UNTIL] = st.gf[GF_NOW]  # a worker just freed takes the queued op without going to sleep
     while st.shi[sh, SHI_FREE] > 0 and st.shi[sh, SHI_QCNT] > 0:
         prev = -1
         op = st.shi[sh, SHI_QHEAD]
@@ -1045,6 +1099,7 @@ def _dispatch(sp, o, sh, op):
     st.opi[op, OPI_SHARD] = sh
     now = st.gf[GF_NOW]
     c = st.oi[o, OI_CPU]
+    th = st.shi[sh, SHI_TH]
     kind = st.opi[op, OPI_KIND]
     img = st.opi[op, OPI_IMG]
     base = st.obj_base[st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]]
@@ -1052,7 +1107,7 @@ def _dispatch(sp, o, sh, op):
     if role == CLIENT and kind == _READ:
         st.oi[o, OI_OPS + kind] += 1
         if base < 0:  # object does not exist: zeros, no IO
-            t = _book(sp, c, now, _cost(sp, o, st.of[o, OF_READ]))
+            t = _run(sp, c, th, now, _cost(sp, o, st.of[o, OF_READ]))
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
             return
@@ -1067,22 +1122,22 @@ def _dispatch(sp, o, sh, op):
             cost += st.onf[o, ONF_COST]
             st.opi[op, OPI_ONODE] = 0
         if hit:
-            t = _book(sp, c, now, cost + st.dc.of[o])
+            t = _run(sp, c, th, now, cost + st.dc.of[o])
             _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
             _release_at(sp, sh, pg, t)
             return
-        _at(sp, _book(sp, c, now, cost), EV_READ_MISS, o, op)
+        _at(sp, _run(sp, c, th, now, cost), EV_READ_MISS, o, op)
     elif role == CLIENT:
         _onode_prefetch(sp, op)
         st.oi[o, OI_OPS + kind] += 1
-        _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
+        _at(sp, _run(sp, c, th, now, _cost(sp, o, st.of[o, OF_WRITE])), EV_PREPARED, o, op)
     elif role == SUBOP:
         _onode_prefetch(sp, op)
         st.oi[o, OI_SUBOPS] += 1
-        _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
+        _at(sp, _run(sp, c, th, now, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
     else:  # a replica's commit reply: the worker holds the PG for reply_cost
         st.oi[o, OI_REPLIES] += 1
-        t = _book(sp, c, now, _cost(sp, o, st.of[o, OF_REPLY]))
+        t = _run(sp, c, th, now, _cost(sp, o, st.of[o, OF_REPLY]))
         prim = st.opi[op, OPI_PRIM]
         _op_free(sp, op)
         _then(sp, c, t, FN_COMMIT_IN, prim, 1)
@@ -1649,9 +1704,9 @@ def _kv_start(sp, o):
         b[BS_IOSF] = 0
         b[BS_DATAFLUSH] += 1
     kvcpu = st.bsf[o, BF_KVCPU]
-    if kvcpu > 0.0:
+    if kvcpu > 0.0 or b[BS_THKV] >= 0:  # the cycle's own CPU (kv_commit_cost), or its thread's wakeup
         c = st.oi[o, OI_CPU]
-        _at(sp, _book(sp, c, st.gf[GF_NOW], kvcpu), EV_KV_IO, o, 1 if flush else 0)
+        _at(sp, _run(sp, c, b[BS_THKV], st.gf[GF_NOW], kvcpu), EV_KV_IO, o, 1 if flush else 0)
     elif flush:
         st.bsf[o, BF_FLUSHT0] = st.gf[GF_NOW]
         _dev_submit(sp, b[BS_DEV], _FLUSH, 0, 0, DP_DATA_FLUSH, 0, o)
@@ -1847,7 +1902,7 @@ def _send_repops(sp, o, op):
         st.opi[sub, OPI_PRIM] = op
         st.opi[sub, OPI_OSD] = r
         per_byte = st.of[o, OF_PERBYTE] * payload
-        t = _book(sp, c, now, st.of[o, OF_SEND] + per_byte)
+        t = _run(sp, c, st.oi[o, OI_THMSGR], now, st.of[o, OF_SEND] + per_byte)
         if st.ci[c, CI_STALLED]:
             _then(sp, c, t, FN_SEND_SUB, sub, 1)
         else:
@@ -1982,10 +2037,11 @@ def _kv_done(sp, o):
         nx = st.txi[x, TX_NEXT]
         op = st.txi[x, TX_OP]
         if st.txi[x, TX_CB] == CLIENT:  # Osd._local_committed
-            _then(sp, c, _book(sp, c, now, st.of[o, OF_COMMIT]), FN_COMMIT_IN, op, 1)
+            _then(sp, c, _run(sp, c, st.oi[o, OI_THFINAL], now, st.of[o, OF_COMMIT]), FN_COMMIT_IN, op, 1)
         else:  # Osd._subop_committed
             st.opi[op, OPI_ROLE] = REPLY
-            _then(sp, c, _book(sp, c, now, st.of[o, OF_COMMIT] + st.of[o, OF_SEND]), FN_SEND_REPLY, op, 1)
+            _then(sp, c, _run(sp, c, st.oi[o, OI_THFINAL], now, st.of[o, OF_COMMIT] + st.of[o, OF_SEND]), FN_SEND_REPLY,
+                  op, 1)
         osr = st.txi[x, TX_OSR]
         if st.txi[x, TX_DOFF] >= 0:  # joins the sequencer's pending deferred batch
             if st.osi[osr, OS_PH] < 0:
