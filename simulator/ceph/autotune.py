@@ -21,7 +21,8 @@ Defaults: osd_memory_target 4 GiB, osd_memory_base 768 MiB, osd_memory_expected_
 osd_memory_cache_min 128 MiB (src/common/options.cc), bluestore_cache_meta_ratio / kv_ratio 0.4 / 0.4
 (Nautilus; Pacific 0.45 / 0.45). ``onode_bytes`` (4 KiB: an onode with its extent map) is an estimate.
 The tuner runs on the client path (checked at each RBD request, no events of its own), so an idle
-cluster is not retuned.
+cluster is not retuned. The compiled Ceph core runs the same tuning (``ceph_loop._autotune_tick``, the
+arithmetic ``core.ceph_arith.autotune_split`` shared with :meth:`Autotuner._tune`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from simulator.ceph.cache import TwoQCache
+from simulator.core.ceph_arith import autotune_split
 
 if TYPE_CHECKING:
     from simulator.ceph.cluster import Cluster
@@ -82,20 +84,10 @@ class Autotuner:
         onode_b = int(cfg.onode_bytes)
         used = len(bs.cache) * unit + len(bs.onodes) * onode_b
         mapped = int(cfg.memory_base) + used + sum(b - a for runs in bs.writing.values() for a, b in runs) * unit
-        target = int(cfg.memory_target)
-        b = self.budget[id(bs)]
-        if mapped < target:
-            b += int((1.0 - mapped / target) * (self.max - b))
-        else:
-            b -= int((1.0 - target / mapped) * (b - self.min))
-        b = min(self.max, max(self.min, b))
+        # the arithmetic is written once (core.ceph_arith), the compiled core's tuning uses it too
+        b, kv, meta, data = autotune_split(self.budget[id(bs)], mapped, int(cfg.memory_target), self.max, self.min,
+                                           cfg.kv_ratio, cfg.meta_ratio, len(bs.onodes) * onode_b)
         self.budget[id(bs)] = b
-        kv = int(cfg.kv_ratio * b)
-        meta_cap = int(cfg.meta_ratio * b)
-        # the onode cache gets what it holds plus room to grow by a tenth of its share until the next
-        # interval, at most its share; the data cache gets the rest of the budget
-        meta = min(meta_cap, len(bs.onodes) * onode_b + meta_cap // 10)
-        data = max(0, b - kv - meta)
         cc = bs.cfg.cache
         resize_cache(bs.cache, data // unit, cc.kin_ratio, cc.kout_ratio)
         resize_cache(bs.onodes, meta // onode_b)

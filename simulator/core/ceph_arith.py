@@ -17,6 +17,8 @@ __all__ = [
     "align_up_nb",
     "alloc_offset",
     "alloc_offset_nb",
+    "autotune_split",
+    "autotune_split_nb",
     "lognormal_cost",
     "lognormal_cost_nb",
     "throttle_should_wait",
@@ -90,7 +92,28 @@ def lognormal_cost(mean: float, ln_mu: float, ln_s: float, u1: float, u2: float)
     return mean * math.exp(ln_mu + ln_s * z)
 
 
+def autotune_split(b: int, mapped: int, target: int, bmax: int, bmin: int, kv_ratio: float, meta_ratio: float,
+                   onodes_bytes: int) -> tuple[int, int, int, int]:
+    """One OSD's cache budget after a tuning (simulator.ceph.autotune, PriorityCache::Manager::tune_memory)
+    and its split: (budget, kv, meta, data) in bytes. ``b``: the budget before; ``mapped``: the OSD's mapped
+    memory estimate; ``target`` its osd_memory_target; ``bmax`` / ``bmin`` the budget's bounds; ``onodes_bytes``
+    what the onode cache holds. Toward ``bmax`` by (1 - mapped/target) of the distance below the target, toward
+    ``bmin`` by (1 - target/mapped) above it; RocksDB takes ``kv_ratio``, the onode cache what it holds plus a
+    tenth of its share (at most ``meta_ratio``), the data cache the rest."""
+    if mapped < target:
+        b += int((1.0 - mapped / target) * (bmax - b))
+    else:
+        b -= int((1.0 - target / mapped) * (b - bmin))
+    b = min(bmax, max(bmin, b))
+    kv = int(kv_ratio * b)
+    meta_cap = int(meta_ratio * b)
+    meta = min(meta_cap, onodes_bytes + meta_cap // 10)
+    data = max(0, b - kv - meta)
+    return b, kv, meta, data
+
+
 align_up_nb = njit(cache=True, inline="always")(align_up)
+autotune_split_nb = njit(cache=True, inline="always")(autotune_split)
 alloc_offset_nb = njit(cache=True, inline="always")(alloc_offset)
 txc_cost_nb = njit(cache=True, inline="always")(txc_cost)
 throttle_should_wait_nb = njit(cache=True, inline="always")(throttle_should_wait)

@@ -58,8 +58,6 @@ def unsupported(cluster: Any) -> str | None:
 
     if cluster.recovery is not None:
         return "failure/recovery events are configured (simulator.ceph.recovery is Python only)"
-    if cluster.autotune is not None:
-        return "bluestore.autotune is enabled (Python only)"
     if cluster.tracer is not None:
         return "a tracer is attached"
     for pool in cluster.pools.values():
@@ -255,6 +253,19 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     gf[L.GF_NOW] = env.now
     gf[L.GF_LAT] = cluster.net.latency
     gf[L.GF_LOOP] = cluster.net.loopback
+    tuner = cluster.autotune
+    gf[L.GF_NEXTTUNE] = cluster.next_tune if tuner is not None else np.inf
+    if tuner is not None:  # cache autotuning (Autotuner): its settings and state
+        acfg = tuner.cfg
+        gf[L.GF_TUNEINT] = tuner.interval
+        gf[L.GF_KVR] = acfg.kv_ratio
+        gf[L.GF_METAR] = acfg.meta_ratio
+        gi[L.GI_TICKS] = tuner.ticks
+        gi[L.GI_TTARGET] = int(acfg.memory_target)
+        gi[L.GI_TBASE] = int(acfg.memory_base)
+        gi[L.GI_TMAX] = tuner.max
+        gi[L.GI_TMIN] = tuner.min
+        gi[L.GI_ONODEB] = int(acfg.onode_bytes)
     # what an OSD can hold after its ops are gone: a pending deferred batch of up to deferred_batch_ops
     # txcs and a batch being applied (one device write each, unless merged); a small client QD spread
     # over many OSDs leaves most of them holding a partial batch (1,008 OSDs at QD64 ran out of rows)
@@ -262,9 +273,18 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     n_dr = 2 * n_ops + 4 * no + held
     bsi, bsf, osi, dvi, dvf, dev_objs, dev_st, dev_meta = _bluestore_tables(
         cluster, osds, npg, maxsize, streams, _run_osds(imgs), n_dr)
+    run_osds = _run_osds(imgs)
     for j, o in enumerate(osds):
-        kv_th = o.bs._kv_th
+        bs = o.bs
+        kv_th = bs._kv_th
         bsi[j, L.BS_THKV] = throw[id(kv_th)] if kv_th is not None else -1
+        bsf[j, L.BF_KINR] = bs.cfg.cache.kin_ratio
+        bsf[j, L.BF_KOUTR] = bs.cfg.cache.kout_ratio
+        if tuner is not None and j in run_osds:  # tuned in the core; the others replay its ticks (write_back)
+            last = tuner.last[id(bs)]
+            bsi[j, L.BS_TUNED] = 1
+            bsi[j, L.BS_TBUDGET] = tuner.budget[id(bs)]
+            bsi[j, L.BS_TKV : L.BS_TMAPPED + 1] = (last["kv"], last["meta"], last["data"], last["mapped"])
     n_tx = 2 * n_ops + held
     txi = np.zeros((n_tx, L.NTXI), np.int64)
     txfree = np.arange(n_tx - 1, -1, -1, dtype=np.int64)
@@ -288,7 +308,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         bsi=bsi, bsf=bsf, txi=txi, txfree=txfree, osi=osi, dvi=dvi, dvf=dvf, dri=dri, drfree=drfree,
         scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
         oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext,
-        dc=_dcache.build(osds, _run_osds(imgs), n_tx, max((1 << img.order for img in imgs), default=1)),
+        dc=_dcache.build(osds, run_osds, n_tx, max((1 << img.order for img in imgs), default=1),
+                         tuner.max if tuner is not None else 0),
     )  # fmt: skip
     meta = {"hosts": hosts, "threads": threads, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
             "core_devices": dev_meta}
@@ -794,10 +815,34 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, repo
     _write_back_core_devices(st, meta, report)
     ceph_onode_build.write_back(st, meta["osds"])
     _dcache.write_back(st.dc, meta["osds"])
+    _write_back_autotune(st, meta["osds"])
     if set_now:
         env = meta["osds"][0].env if meta["osds"] else None
         if env is not None and st.gf[L.GF_NOW] > env._now:
             env._now = float(st.gf[L.GF_NOW])
+
+
+def _write_back_autotune(st: L.CephState, osds: list[Any]) -> None:
+    """The autotuner's state (Cluster.next_tune, Autotuner ticks, budgets, last splits) after a run; the
+    OSDs outside the run (not tuned in the core: their caches did not change) replay the run's ticks."""
+    if not osds or osds[0].cluster.autotune is None:
+        return
+    cl = osds[0].cluster
+    tuner = cl.autotune
+    tuner.ticks = int(st.gi[L.GI_TICKS])
+    cl.next_tune = tuner.next = float(st.gf[L.GF_NEXTTUNE])
+    ticks = int(st.gi[L.GI_RUNTICKS])
+    st.gi[L.GI_RUNTICKS] = 0
+    for j, o in enumerate(osds):
+        bs = o.bs
+        b = st.bsi[j]
+        if b[L.BS_TUNED]:
+            tuner.budget[id(bs)] = int(b[L.BS_TBUDGET])
+            tuner.last[id(bs)] = {"budget": int(b[L.BS_TBUDGET]), "kv": int(b[L.BS_TKV]), "meta": int(b[L.BS_TMETA]),
+                                  "data": int(b[L.BS_TDATA]), "mapped": int(b[L.BS_TMAPPED])}
+        else:
+            for _ in range(ticks):
+                tuner._tune(bs)
 
 
 def run_kernel(kernel: Any, st: L.CephState, meta: dict[str, Any], n: int, *args: Any) -> None:

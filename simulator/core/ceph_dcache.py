@@ -50,6 +50,7 @@ from simulator.core.ceph_layout import (
     DC_TAIL,
     DC_UNIT,
     DC_UNITS,
+    DC_WU,
     DCG_FREE,
     DCG_MASK,
     DCG_OVER,
@@ -69,8 +70,8 @@ nbcache.invalidate_stale(__file__, _clayout.__file__, _pycache.__file__)
 #: the 2Q trim targets, written once in simulator.ceph.cache and compiled here
 _twoq_limits = njit(cache=True, nogil=True)(twoq_limits)
 
-__all__ = ["DCache", "build", "probe", "read_done", "reset_counters", "write", "write_back", "writing_add",
-           "writing_remove"]
+__all__ = ["DCache", "build", "held", "probe", "read_done", "reset_counters", "resize", "write", "write_back",
+           "writing_add", "writing_remove"]
 
 #: the cache arrays of one compiled run (a field of ``CephState``)
 DCache = namedtuple(
@@ -257,6 +258,34 @@ def _entries(dc, o):
 
 
 @njit(cache=True, _nrt=False)
+def resize(dc, o, cap, kin, kout):
+    """autotune.resize_cache on OSD ``o``'s data cache: the new capacity (units) and, for 2Q, its warm_in and
+    ghost limits; what no longer fits leaves in the cache's own order (2Q: its trim; a capacity of 0
+    clears it, ghosts too; LRU: the oldest units)."""
+    oi = dc.oi
+    cap = max(0, cap)
+    oi[o, DC_CAP] = cap
+    if oi[o, DC_POLICY] == POL_2Q:
+        oi[o, DC_KIN] = kin
+        oi[o, DC_KOUT] = kout
+        if cap == 0:
+            for lst in (DC_IN, DC_OUT, DC_HOT):
+                _trim_front(dc, o, lst, oi[o, DC_UNITS + lst], -1)
+        else:
+            _trim_2q(dc, o)
+    else:
+        over = oi[o, DC_UNITS + DC_IN] - cap
+        if over > 0:
+            _trim_front(dc, o, DC_IN, over, -1)
+
+
+@njit(cache=True, _nrt=False)
+def held(dc, o):
+    """len() of OSD ``o``'s data cache: the units it holds (not the 2Q ghosts)."""
+    return dc.oi[o, DC_UNITS + DC_IN] + dc.oi[o, DC_UNITS + DC_HOT]
+
+
+@njit(cache=True, _nrt=False)
 def _discard_range(dc, o, key, a, b):
     """discard_range: units [a, b) (and their ghosts) leave: the data was overwritten."""
     if _entries(dc, o) == 0:
@@ -377,6 +406,7 @@ def writing_add(dc, o, key, off, length):
     dc.wh[x] = dc.wbk[b]
     dc.wbk[b] = x + 1
     dc.oi[o, DC_NW] += 1
+    dc.oi[o, DC_WU] += dc.wb[x] - dc.wa[x]
 
 
 @njit(cache=True, _nrt=False)
@@ -398,6 +428,7 @@ def writing_remove(dc, o, key, off, length):
             dc.wfr[g[DCG_WFREE]] = x
             g[DCG_WFREE] += 1
             dc.oi[o, DC_NW] -= 1
+            dc.oi[o, DC_WU] -= wb - wa
             return
         prev = x
         x = dc.wh[x] - 1
@@ -433,10 +464,11 @@ def _pow2(n: int) -> int:
 RUN_BUCKETS = 1 << 22
 
 
-def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCache:
+def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to: int = 0) -> DCache:
     """The cache arrays of ``osds`` (BlueStore data caches of the OSDs in ``run_osds``, in their
     exact order, and every writing buffer); ``n_tx`` transaction rows bound the writing buffers a
-    run can add, ``max_obj`` (bytes) the units one insert adds before its trim."""
+    run can add, ``max_obj`` (bytes) the units one insert adds before its trim, ``grow_to`` (bytes) the
+    most an autotuned cache may grow to during the run (0: the caches keep their capacity)."""
     no = len(osds)
     oi = np.zeros((max(no, 1), NDC), np.int64)
     of = np.zeros(max(no, 1))
@@ -467,10 +499,11 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int) -> DCach
         oi[j, DC_HITS] = c.hits
         oi[j, DC_MISSES] = c.misses
         of[j] = bs.hit_cost
-        if c.capacity > 0:
+        cap = max(c.capacity, grow_to // bs.unit)
+        if cap > 0:
             held = sum(pl.units for pl in c.lists())
             live += held
-            pool += max(held, c.capacity + (c.kout if twoq else 0))
+            pool += max(held, cap + (int(cap * bs.cfg.cache.kout_ratio) if twoq else 0))
             slack = max(slack, max_obj // bs.unit + 2)
         cached.append((j, c))
     pool += slack
@@ -530,6 +563,10 @@ def write_back(dc: DCache, osds: list[Any]) -> None:
                     _dump(dc, j, lst, k, u)
                 parts.append((k, u))
             c.pack(parts)  # the runs are built only if a Python-engine run uses this cache
+            c.capacity = int(oi[j, DC_CAP])  # (the autotuner re-sizes it)
+            if oi[j, DC_POLICY] == POL_2Q:
+                c.kin = int(oi[j, DC_KIN])
+                c.kout = int(oi[j, DC_KOUT])
             c.hits = int(oi[j, DC_HITS])
             c.misses = int(oi[j, DC_MISSES])
         bs.writing = {}

@@ -69,7 +69,14 @@ GI_WHY = 19  # why the run was flagged void (GI_FULL): WHY_*
 GI_READ_WRITTEN_OK = 20  # 1 = reads of written objects run compiled on every OSD the run reaches (BlueStore on a
 # device the core runs: ceph_build._read_device_why is None); 0 = such a read voids the run (WHY_READ_WRITTEN)
 GI_CACHELESS = GI_READ_WRITTEN_OK  # its former name (it never meant 'without a data cache'), for code in flight
-NGI = 21
+GI_TICKS = 21  # cache autotuning (simulator.ceph.autotune, Autotuner): tunings so far (Autotuner.ticks)
+GI_RUNTICKS = 22  # tunings in this state (the OSDs tuned in Python, outside the run, replay them at write back)
+GI_TTARGET = 23  # osd_memory_target, bytes
+GI_TBASE = 24  # osd_memory_base, bytes
+GI_TMAX = 25  # the budget's bounds (Autotuner.max / min), bytes
+GI_TMIN = 26
+GI_ONODEB = 27  # onode_bytes
+NGI = 28
 WHY_POOL = 1  # the op, transaction or device-request rows or the heap ran out
 WHY_STREAM = 2  # a random stream ran dry
 WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
@@ -92,7 +99,11 @@ GF_NOW = 0
 GF_LAT = 1  # network latency, s
 GF_LOOP = 2  # loopback latency, s
 GF_RELT = 3  # scratch: the end of that commit reply's CPU job
-NGF = 4
+GF_NEXTTUNE = 4  # the next cache tuning is due (Cluster.next_tune; inf = no autotuning)
+GF_TUNEINT = 5  # its interval, s
+GF_KVR = 6  # kv_ratio, meta_ratio
+GF_METAR = 7
+NGF = 8
 
 # ---- random streams (one per Python component using ``self.rand``; rows of ``su``)
 SI_POS = 0
@@ -334,7 +345,13 @@ BS_LOGBASE = 70  # log_base: BlueFS's log ring's device offset
 BS_LOGPOS = 71
 BS_LOGRING = 72
 BS_THKV = 73  # thread row of kv_sync, -1 = none (the rule off)
-NBSI = 74
+BS_TUNED = 74  # 1 = the autotuner's tuning of this OSD runs in the core (an OSD of the run), 0 = replayed in Python
+BS_TBUDGET = 75  # Autotuner.budget and its last split (Autotuner.last: budget, kv, meta, data, mapped), bytes
+BS_TKV = 76
+BS_TMETA = 77
+BS_TDATA = 78
+BS_TMAPPED = 79
+NBSI = 80
 BF_KVCPU = 0
 BF_MAXINT = 1  # deferred_max_interval, -1 = none
 BF_TWAIT = 2  # throttle_wait
@@ -344,7 +361,9 @@ BF_KVTIME = 5
 BF_WALTIME = 6
 BF_FLUSHT0 = 7  # start of the cycle's data-device FLUSH (BlueStore._flush_t0)
 BF_FLUSHTIME = 8  # sum of the cycles' data-device FLUSH times (BlueStore.flush_time)
-NBSF = 9
+BF_KINR = 9  # the data cache's kin_ratio / kout_ratio (autotune re-sizes it)
+BF_KOUTR = 10
+NBSF = 11
 
 # ---- BlueStore transactions (bluestore.Txc), preallocated rows
 TX_OP = 0  # the op (until its commit callback)
@@ -494,7 +513,8 @@ DC_HEAD = 9  # 3 columns: first (oldest) entry of each list, -1 = empty
 DC_TAIL = 12  # 3 columns: last entry
 DC_UNITS = 15  # 3 columns: units on each list
 DC_NW = 18  # writing buffers of the OSD
-NDC = 19
+DC_WU = 19  # units in its writing buffers (the autotuner's mapped-memory estimate)
+NDC = 20
 DCG_TOP = 0  # entries ever used (the pool's untouched tail starts here)
 DCG_FREE = 1  # free-stack size
 DCG_MASK = 2  # hash buckets - 1

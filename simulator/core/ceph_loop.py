@@ -31,6 +31,7 @@ from simulator.core import loop as _loop
 from simulator.core.ceph_arith import (
     align_up_nb,
     alloc_offset_nb,
+    autotune_split_nb,
     lognormal_cost_nb,
     throttle_should_wait_nb,
     txc_cost_nb,
@@ -39,6 +40,8 @@ from simulator.core.ceph_arith import (
 from simulator.core.ceph_layout import (
     BF_FLUSHT0,
     BF_FLUSHTIME,
+    BF_KINR,
+    BF_KOUTR,
     BF_KVCPU,
     BF_KVT0,
     BF_KVTIME,
@@ -108,13 +111,19 @@ from simulator.core.ceph_layout import (
     BS_TBCUR,
     BS_TBMAX,
     BS_TBPEAK,
+    BS_TBUDGET,
     BS_TBW_H,
     BS_TBW_T,
+    BS_TDATA,
     BS_THKV,
     BS_THR_DEF,
     BS_THR_KV,
     BS_THROTTLED,
     BS_TIMER,
+    BS_TKV,
+    BS_TMAPPED,
+    BS_TMETA,
+    BS_TUNED,
     BS_UNIT,
     BS_WALBASE,
     BS_WALDEV,
@@ -140,6 +149,8 @@ from simulator.core.ceph_layout import (
     CI_STREAM,
     CI_THREADED,
     CLIENT,
+    DC_UNIT,
+    DC_WU,
     DP_DATA_FLUSH,
     DP_DEFERRED,
     DP_DIRECT,
@@ -197,10 +208,14 @@ from simulator.core.ceph_layout import (
     FN_SEND_REPLY,
     FN_SEND_SUB,
     FN_TO_CLIENT,
+    GF_KVR,
     GF_LAT,
     GF_LOOP,
+    GF_METAR,
+    GF_NEXTTUNE,
     GF_NOW,
     GF_RELT,
+    GF_TUNEINT,
     GI_CLOSED,
     GI_DEVFREE,
     GI_EVENTS,
@@ -211,13 +226,20 @@ from simulator.core.ceph_layout import (
     GI_NEXTREQ,
     GI_NOFOLD,
     GI_NREQ,
+    GI_ONODEB,
     GI_OPFREE,
     GI_OUT,
     GI_OVH,
     GI_READ_WRITTEN_OK,
     GI_RELPG,
     GI_RELSH,
+    GI_RUNTICKS,
     GI_SEQ,
+    GI_TBASE,
+    GI_TICKS,
+    GI_TMAX,
+    GI_TMIN,
+    GI_TTARGET,
     GI_TXFREE,
     GI_WHY,
     HI_CPU,
@@ -266,6 +288,7 @@ from simulator.core.ceph_layout import (
     ON_DBBASE,
     ON_DBN,
     ON_MREAD,
+    ON_N,
     ON_STREAM,
     ONF_COST,
     OPF_T0,
@@ -812,11 +835,43 @@ def _then(sp, c, t, fn, op, check):
         _release_at(sp, rel_sh, rel_pg, rel_t)
 
 
+# =============================================================================== cache autotuning (Autotuner)
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _autotune_tick(sp, now):
+    """Autotuner.tick: every BlueStore OSD of the run re-sizes its data and onode caches (Autotuner._tune,
+    its arithmetic ``ceph_arith.autotune_split``); the OSDs outside the run replay the tick in Python."""
+    st = _ld(sp)
+    st.gf[GF_NEXTTUNE] = now + st.gf[GF_TUNEINT]
+    st.gi[GI_TICKS] += 1
+    st.gi[GI_RUNTICKS] += 1
+    onode_b = st.gi[GI_ONODEB]
+    dc = st.dc
+    for o in range(st.bsi.shape[0]):
+        b = st.bsi[o]
+        if b[BS_TUNED] == 0:
+            continue
+        unit = dc.oi[o, DC_UNIT]
+        onodes = st.oni[o, ON_N] * onode_b
+        mapped = st.gi[GI_TBASE] + _DC.held(dc, o) * unit + onodes + dc.oi[o, DC_WU] * unit
+        bud, kv, meta, data = autotune_split_nb(b[BS_TBUDGET], mapped, st.gi[GI_TTARGET], st.gi[GI_TMAX], st.gi[GI_TMIN],
+                                                st.gf[GF_KVR], st.gf[GF_METAR], onodes)
+        cap = data // unit
+        _DC.resize(dc, o, cap, int(cap * st.bsf[o, BF_KINR]), int(cap * st.bsf[o, BF_KOUTR]))
+        _onode.resize(st.oni, st.oprev, st.onext, o, meta // onode_b)
+        b[BS_TBUDGET] = bud
+        b[BS_TKV] = kv
+        b[BS_TMETA] = (meta // onode_b) * onode_b
+        b[BS_TDATA] = cap * unit
+        b[BS_TMAPPED] = mapped
+
+
 # =============================================================================== librbd (RbdImage)
 @njit(cache=_CACHE_LOOP, _nrt=False)
 def _img_start(sp, r, now):
     """RbdImage._start: client CPU, then one object op per object the request spans."""
     st = _ld(sp)
+    if now >= st.gf[GF_NEXTTUNE]:  # BlueStore cache autotuning is due (never without autotune: inf)
+        _autotune_tick(sp, now)
     img = st.rqi[r, RQI_IMG]
     kind = st.rqi[r, RQI_KIND]
     size = st.rqi[r, RQI_SIZE]

@@ -30,7 +30,7 @@ from simulator.core.ceph_layout import ON_CAP, ON_HEAD, ON_HITS, ON_MISSES, ON_M
 # the kernels read the layout's constants: a change there recompiles them
 nbcache.invalidate_stale(__file__, _clayout.__file__)
 
-__all__ = ["OUT", "insert", "probe"]
+__all__ = ["OUT", "insert", "probe", "resize"]
 
 #: ``oprev`` of a node that is not cached
 OUT = -2
@@ -101,3 +101,21 @@ def insert(oni, oprev, onext, o, mi):
     else:
         oni[o, ON_N] = n + 1
     _append(oni, oprev, onext, o, mi)
+
+
+@njit(cache=True, _nrt=False)
+def resize(oni, oprev, onext, o, cap):
+    """autotune.resize_cache on OSD ``o``'s onode cache: the new capacity, and the oldest keys leave until the
+    rest fits (LruCache._evict). An eviction is recorded as a move past every entry (``ON_MOVES``), so the
+    write back reads the whole list (``ceph_onode_build.write_back``), not the youngest keys' replay."""
+    oni[o, ON_CAP] = cap
+    n = oni[o, ON_N]
+    if n <= cap:
+        return
+    while n > cap:
+        h = oni[o, ON_HEAD]
+        _unlink(oni, oprev, onext, o, h)
+        oprev[h] = OUT
+        n -= 1
+    oni[o, ON_N] = n
+    oni[o, ON_MOVES] = max(oni[o, ON_MOVES], 1 << 40)

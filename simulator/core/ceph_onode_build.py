@@ -284,11 +284,12 @@ def write_back(st: Any, osds: list[Any], share: int = REPLAY_SHARE) -> int:
     for j, o in enumerate(osds):
         o.bs.onodes.hits = int(oni[j, ON_HITS])
         o.bs.onodes.misses = int(oni[j, ON_MISSES])
+        o.bs.onodes.capacity = int(oni[j, ON_CAP])  # (the autotuner re-sizes it)
     n = oni[:no, ON_N]
     m = np.minimum(oni[:no, ON_MOVES], n)
-    moved = m > 0
-    part = np.flatnonzero(moved & (share * m <= n))
-    whole = np.flatnonzero(moved & (share * m > n))
+    moved = oni[:no, ON_MOVES] > 0  # (a list the autotuner emptied has moves and no entries: read whole)
+    part = np.flatnonzero(moved & (m > 0) & (share * m <= n))
+    whole = np.flatnonzero(moved & ~((m > 0) & (share * m <= n)))
     visited = 0
     if len(part):
         pos = np.zeros(len(part) + 1, np.int64)
