@@ -35,7 +35,7 @@ def test_measure_reports_gc_per_io() -> None:
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--ios", "0"], ["--hosts", "x"], ["--rw", "write"], ["--one", "1", "x", "randread"],
-                                  ["--one", "1", "10", "seqread"]])
+                                  ["--one", "1", "10", "seqread"], ["--one", "1", "-1", "randwrite"], ["--one", "0", "0", "randwrite"]])
 def test_scale_command_line_refuses_bad_flags_with_exit_2(args):
     """``python -m simulator.ceph.scale`` with a bad flag: one usage error, exit 2, nothing measured (it used to
     ignore unknown flags and start the whole default measurement)."""
@@ -45,3 +45,17 @@ def test_scale_command_line_refuses_bad_flags_with_exit_2(args):
     r = subprocess.run([sys.executable, "-m", "simulator.ceph.scale", *args], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "error:" in r.stderr and "Traceback" not in r.stderr and "load average" not in r.stdout
+
+
+def test_scale_one_with_zero_ios_measures_the_build_alone():
+    """``--one H 0 RW`` is what ``simrun bench``'s ceph-build-N cases run in a fresh process (the build alone): it
+    must be accepted (a usage check refused it, and those bench cases failed, from 2026-11-29 to its fix)."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "simulator.ceph.scale", "--one", "1", "0", "randwrite"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["osds"] == 24 and out["build_wall_s"] > 0 and out["peak_rss_build_mb"] > 0

@@ -389,8 +389,8 @@ def main(argv: list[str]) -> None:  # pragma: no cover - command line
             h, n, rw = int(a.one[0]), int(a.one[1]), a.one[2]
         except ValueError:
             ap.error(f"--one H N RW: H and N are integers, got {a.one[0]!r} {a.one[1]!r}")
-        if rw not in ("randwrite", "randread") or h < 1 or n < 1:
-            ap.error(f"--one H N RW: H, N >= 1 and RW randwrite or randread, got {a.one}")
+        if rw not in ("randwrite", "randread") or h < 1 or n < 0:  # N 0: the build alone (simrun bench's ceph-build-N)
+            ap.error(f"--one H N RW: H >= 1, N >= 0 and RW randwrite or randread, got {a.one}")
         print(json.dumps(measure(h, n, rw, qd=qd, compiled=a.compiled, phases=a.phases)))
         return
     ios, hosts, rws = a.ios, a.hosts, a.rw
