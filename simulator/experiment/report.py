@@ -12,7 +12,7 @@ from typing import Any
 from simulator.experiment.load import axis_names, label_of
 from simulator.experiment.references import norm as _norm
 from simulator.experiment.references import reference_rows
-from simulator.experiment.runner import ExperimentRun, _run_file, atomic_write_text
+from simulator.experiment.runner import ExperimentRun, atomic_write_text, run_file
 from simulator.experiment.summary import DIRS, PointSummary, combine, metric_names, point_summaries
 
 __all__ = [
@@ -213,6 +213,6 @@ def write_outputs(run: ExperimentRun, points: list[PointSummary], comparisons: l
     from simulator.ceph.recovery_plot import write_timeline
 
     runs = sorted(run.outputs, key=lambda o: (o.point, o.replication))
-    docs = [(_run_file(out, o.point, o.replication).stem, o.doc) for o in runs]
+    docs = [(run_file(out, o.point, o.replication).stem, o.doc) for o in runs]
     written.extend(write_timeline(out, docs))  # client latency over time around failures (clusters with events)
     return written

@@ -39,7 +39,8 @@ from simulator.errors import ConfigError, SimError
 from simulator.experiment.execute import RunOutput, execute_task, replication_seed
 from simulator.experiment.load import Experiment
 
-__all__ = ["ExperimentRun", "Interrupted", "OutputLock", "atomic_write_text", "execute_runs", "plan_tasks", "run_experiment"]
+__all__ = ["ExperimentRun", "Interrupted", "OutputLock", "atomic_write_text", "execute_runs", "plan_tasks", "run_experiment",
+           "run_file"]
 
 _RUN_FILE = re.compile(r"^p(\d{3,})_r(\d{2,})(\.timing)?\.json$")
 
@@ -143,7 +144,8 @@ def plan_tasks(exp: Experiment) -> list[dict[str, Any]]:
     return tasks
 
 
-def _run_file(out: Path, point: int, rep: int) -> Path:
+def run_file(out: Path, point: int, rep: int) -> Path:
+    """The JSON of point ``point``, replication ``rep`` in an experiment's output directory ``out``."""
     return out / "runs" / f"p{point:03d}_r{rep:02d}.json"
 
 
@@ -198,8 +200,8 @@ def _worker(task: dict[str, Any], queue: Any = None) -> list[RunOutput]:
 
 
 # ------------------------------------------------------------------------------------ run files
-def _wall_of(run_file: Path) -> float:
-    t = run_file.with_suffix(".timing.json")
+def _wall_of(path: Path) -> float:
+    t = path.with_suffix(".timing.json")
     try:
         return float(json.loads(t.read_text())["wall_seconds"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -432,7 +434,7 @@ def execute_runs(exp: Experiment, out: Path | None, workers: int | None = None, 
             {"point": o.point, "replication": o.replication, "seed": o.seed, "labels": o.labels,
              "summary": o.summary, "ios": o.ios, "experiment_digest": digest, "point_digest": points[o.point].digest}
         )
-        f = _run_file(out, o.point, o.replication)
+        f = run_file(out, o.point, o.replication)
         # wall-clock figures live beside the document, so the document itself is a pure function of the seed
         atomic_write_text(f.with_suffix(".timing.json"), json.dumps({"wall_seconds": o.wall_s, "ios": o.ios}) + "\n")
         atomic_write_text(f, json.dumps(o.doc, indent=1, default=float))
