@@ -464,11 +464,12 @@ def _pow2(n: int) -> int:
 RUN_BUCKETS = 1 << 22
 
 
-def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to: int = 0) -> DCache:
+def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to: Any = 0) -> DCache:
     """The cache arrays of ``osds`` (BlueStore data caches of the OSDs in ``run_osds``, in their
     exact order, and every writing buffer); ``n_tx`` transaction rows bound the writing buffers a
-    run can add, ``max_obj`` (bytes) the units one insert adds before its trim, ``grow_to`` (bytes) the
-    most an autotuned cache may grow to during the run (0: the caches keep their capacity)."""
+    run can add, ``max_obj`` (bytes) the units one insert adds before its trim, ``grow_to`` (bytes, one
+    number or one per OSD) the most an autotuned cache may come to hold during the run (0: the caches keep
+    their capacity)."""
     no = len(osds)
     oi = np.zeros((max(no, 1), NDC), np.int64)
     of = np.zeros(max(no, 1))
@@ -499,7 +500,7 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to:
         oi[j, DC_HITS] = c.hits
         oi[j, DC_MISSES] = c.misses
         of[j] = bs.hit_cost
-        cap = max(c.capacity, grow_to // bs.unit)
+        cap = max(c.capacity, int(grow_to if np.ndim(grow_to) == 0 else grow_to[j]) // bs.unit)
         if cap > 0:
             held = sum(pl.units for pl in c.lists())
             live += held
