@@ -82,11 +82,11 @@ class Autotuner:
         cfg = self.cfg
         unit = bs.unit
         onode_b = int(cfg.onode_bytes)
-        used = len(bs.cache) * unit + len(bs.onodes) * onode_b
-        mapped = int(cfg.memory_base) + used + sum(b - a for runs in bs.writing.values() for a, b in runs) * unit
+        writing = sum(b - a for runs in bs.writing.values() for a, b in runs) * unit
         # the arithmetic is written once (core.ceph_arith), the compiled core's tuning uses it too
-        b, kv, meta, data = autotune_split(self.budget[id(bs)], mapped, int(cfg.memory_target), self.max, self.min,
-                                           cfg.kv_ratio, cfg.meta_ratio, len(bs.onodes) * onode_b)
+        b, kv, meta, data, mapped = autotune_split(self.budget[id(bs)], int(cfg.memory_base), len(bs.cache) * unit,
+                                                   len(bs.onodes) * onode_b, writing, int(cfg.memory_target), self.max,
+                                                   self.min, cfg.kv_ratio, cfg.meta_ratio)
         self.budget[id(bs)] = b
         cc = bs.cfg.cache
         resize_cache(bs.cache, data // unit, cc.kin_ratio, cc.kout_ratio)

@@ -92,14 +92,16 @@ def lognormal_cost(mean: float, ln_mu: float, ln_s: float, u1: float, u2: float)
     return mean * math.exp(ln_mu + ln_s * z)
 
 
-def autotune_split(b: int, mapped: int, target: int, bmax: int, bmin: int, kv_ratio: float, meta_ratio: float,
-                   onodes_bytes: int) -> tuple[int, int, int, int]:
-    """One OSD's cache budget after a tuning (simulator.ceph.autotune, PriorityCache::Manager::tune_memory)
-    and its split: (budget, kv, meta, data) in bytes. ``b``: the budget before; ``mapped``: the OSD's mapped
-    memory estimate; ``target`` its osd_memory_target; ``bmax`` / ``bmin`` the budget's bounds; ``onodes_bytes``
-    what the onode cache holds. Toward ``bmax`` by (1 - mapped/target) of the distance below the target, toward
+def autotune_split(b: int, base: int, cache_bytes: int, onodes_bytes: int, writing_bytes: int, target: int, bmax: int,
+                   bmin: int, kv_ratio: float, meta_ratio: float) -> tuple[int, int, int, int, int]:
+    """One OSD's cache tuning (simulator.ceph.autotune, PriorityCache::Manager::tune_memory): (budget, kv, meta,
+    data, mapped) in bytes. ``b``: the budget before; the OSD's mapped memory is estimated as ``base``
+    (osd_memory_base) + what its data cache (``cache_bytes``) and onode cache (``onodes_bytes``) hold + the data of
+    writes in flight (``writing_bytes``); ``target`` its osd_memory_target; ``bmax`` / ``bmin`` the budget's
+    bounds. The budget moves toward ``bmax`` by (1 - mapped/target) of the distance below the target, toward
     ``bmin`` by (1 - target/mapped) above it; RocksDB takes ``kv_ratio``, the onode cache what it holds plus a
     tenth of its share (at most ``meta_ratio``), the data cache the rest."""
+    mapped = base + cache_bytes + onodes_bytes + writing_bytes
     if mapped < target:
         b += int((1.0 - mapped / target) * (bmax - b))
     else:
@@ -109,7 +111,7 @@ def autotune_split(b: int, mapped: int, target: int, bmax: int, bmin: int, kv_ra
     meta_cap = int(meta_ratio * b)
     meta = min(meta_cap, onodes_bytes + meta_cap // 10)
     data = max(0, b - kv - meta)
-    return b, kv, meta, data
+    return b, kv, meta, data, mapped
 
 
 align_up_nb = njit(cache=True, inline="always")(align_up)

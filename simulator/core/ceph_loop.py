@@ -851,10 +851,9 @@ def _autotune_tick(sp, now):
         if b[BS_TUNED] == 0:
             continue
         unit = dc.oi[o, DC_UNIT]
-        onodes = st.oni[o, ON_N] * onode_b
-        mapped = st.gi[GI_TBASE] + _DC.held(dc, o) * unit + onodes + dc.oi[o, DC_WU] * unit
-        bud, kv, meta, data = autotune_split_nb(b[BS_TBUDGET], mapped, st.gi[GI_TTARGET], st.gi[GI_TMAX], st.gi[GI_TMIN],
-                                                st.gf[GF_KVR], st.gf[GF_METAR], onodes)
+        bud, kv, meta, data, mapped = autotune_split_nb(
+            b[BS_TBUDGET], st.gi[GI_TBASE], _DC.held(dc, o) * unit, st.oni[o, ON_N] * onode_b, dc.oi[o, DC_WU] * unit,
+            st.gi[GI_TTARGET], st.gi[GI_TMAX], st.gi[GI_TMIN], st.gf[GF_KVR], st.gf[GF_METAR])
         cap = data // unit
         _DC.resize(dc, o, cap, int(cap * st.bsf[o, BF_KINR]), int(cap * st.bsf[o, BF_KOUTR]))
         _onode.resize(st.oni, st.oprev, st.onext, o, meta // onode_b)
