@@ -309,7 +309,8 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         scr=np.zeros((2, n_tx), np.int64), dev=dev_st,
         oni=oni, onf=onf, okey=okey, oprev=oprev, onext=onext,
         dc=_dcache.build(osds, run_osds, n_tx, max((1 << img.order for img in imgs), default=1),
-                         _tuned_growth(tuner, osds, imgs, imi, obj_ps, pga)),
+                         tuner.max if tuner is not None else 0,
+                         _run_reach(osds, imgs, imi, obj_ps, pga) if tuner is not None else None),
     )  # fmt: skip
     meta = {"hosts": hosts, "threads": threads, "osds": osds, "pgs": pg_list, "images": imgs, "streams": streams, "devices": dev_objs,
             "core_devices": dev_meta}
@@ -317,18 +318,12 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
     return st, meta
 
 
-def _tuned_growth(tuner: Any, osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray,
-                  pga: np.ndarray) -> np.ndarray | int:
-    """Per OSD, the bytes an autotuned data cache may come to hold during a run (0 without autotuning): the
-    tuner's largest budget, at most what the OSD caches now plus every byte of the run's objects on it (a unit
-    is cached once), so that the entry pool of a large cluster is not sized by budgets it cannot fill."""
-    if tuner is None:
-        return 0
+def _run_reach(osds: list[Any], imgs: list[Any], imi: np.ndarray, obj_ps: np.ndarray, pga: np.ndarray) -> np.ndarray:
+    """Per OSD, every byte of the run's objects on it (what a data cache could come to hold beyond its contents)."""
     reach = np.zeros(max(len(osds), 1), np.int64)
     for k, img in enumerate(imgs):
         reach += ceph_onode_build._run_counts([img], imi[k : k + 1], obj_ps, pga, len(reach)) << img.order
-    held = np.array([sum(pl.units for pl in o.bs.cache.lists()) * o.bs.unit for o in osds] or [0], np.int64)
-    return np.minimum(tuner.max, held + reach)
+    return reach
 
 
 def why_text(st: L.CephState) -> str:

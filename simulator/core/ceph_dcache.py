@@ -464,12 +464,14 @@ def _pow2(n: int) -> int:
 RUN_BUCKETS = 1 << 22
 
 
-def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to: Any = 0) -> DCache:
+def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to: int = 0,
+          reach: np.ndarray | None = None) -> DCache:
     """The cache arrays of ``osds`` (BlueStore data caches of the OSDs in ``run_osds``, in their
     exact order, and every writing buffer); ``n_tx`` transaction rows bound the writing buffers a
-    run can add, ``max_obj`` (bytes) the units one insert adds before its trim, ``grow_to`` (bytes, one
-    number or one per OSD) the most an autotuned cache may come to hold during the run (0: the caches keep
-    their capacity)."""
+    run can add, ``max_obj`` (bytes) the units one insert adds before its trim, ``grow_to`` (bytes) the
+    largest capacity an autotuned cache may be given during the run (0: the caches keep their capacity), and
+    ``reach`` (bytes per OSD) the run's objects on each OSD: a cache comes to hold at most what it holds now
+    plus those, so the entry pool of a large cluster is not sized by budgets it cannot fill."""
     no = len(osds)
     oi = np.zeros((max(no, 1), NDC), np.int64)
     of = np.zeros(max(no, 1))
@@ -500,9 +502,10 @@ def build(osds: list[Any], run_osds: set[int], n_tx: int, max_obj: int, grow_to:
         oi[j, DC_HITS] = c.hits
         oi[j, DC_MISSES] = c.misses
         of[j] = bs.hit_cost
-        cap = max(c.capacity, int(grow_to if np.ndim(grow_to) == 0 else grow_to[j]) // bs.unit)
+        held = sum(pl.units for pl in c.lists())
+        grow = grow_to if reach is None else min(grow_to, held * bs.unit + int(reach[j]))
+        cap = max(c.capacity, grow // bs.unit)
         if cap > 0:
-            held = sum(pl.units for pl in c.lists())
             live += held
             pool += max(held, cap + (int(cap * bs.cfg.cache.kout_ratio) if twoq else 0))
             slack = max(slack, max_obj // bs.unit + 2)
