@@ -18,6 +18,7 @@ ceph-build-N        croit host x4/x12/x42 (N = 96/288/1,008 OSDs, pre-filled): O
                     build seconds and peak RSS (fresh process)
 ceph-run-N          the same clusters, MACH.2 pool 4 KiB randwrite at QD64 per host; notes: CPU per IO,
                     events per IO, peak RSS (fresh process)
+ceph-ec-randwrite   an erasure-coded 4+2 pool, 4 KiB randwrite QD32 (every write a read-modify-write)
 ceph-chain-compiled four runs on one cluster that keeps its caches (a croit sweep's chain), compiled core
 *-compiled          hdd-sptf-qd32, hdd-fio-qd32, queue-fio-qd16, hdd-randrw-fsync, hdd-wc-* and hdd-blk-* through the compiled core
 Numba compilation is excluded (each case warms up first). Every case drives its device with the
@@ -353,6 +354,12 @@ def _ssd_case(compiled: bool) -> Callable[[int], Any]:
     return run
 
 
+CASES.update({
+    "ceph-ec-randwrite": ("Ceph EC 4+2 pool, stand-in queue devices, fio 4KiB randwrite QD32: read-modify-write (Python; "
+                          "client IOs)", _ceph_core_case("bench_ec_randwrite", False)),
+    "ceph-ec-randwrite-compiled": ("the same through the compiled Ceph core (identical results)",
+                                   _ceph_core_case("bench_ec_randwrite", True)),
+})  # fmt: skip
 CASES.update({
     "ssd-randwrite-qd32": ("SSD consumer SATA class (at 32 GB, MLC, no PLP, steady state: GC runs), 4KiB randwrite QD32 (Python; IO per CPU-s)",
                            _ssd_case(False)),

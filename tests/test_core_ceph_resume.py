@@ -184,3 +184,56 @@ def test_direct_callers_hand_the_held_state_over_by_draining(monkeypatch):
     assert held_state(cl) is not None
     build_state(cl, images=[cl.image("p", "img")])
     assert held_state(cl) is None
+
+
+def _marked_chain(engine: str, size: int, up_again: bool = False) -> tuple[list, list]:
+    """Two fio runs on a replicated pool with an OSD marked down between them (Cluster.mark_down; and up
+    again before the second run with ``up_again``); the results and whether a compiled state was held
+    before and after the mark."""
+    from simulator.ceph.cluster import Cluster
+    from simulator.core.ceph_fio import held_state
+    from simulator.devices.registry import resolve_params
+    from simulator.engine import Simulation
+    from simulator.workloads.runner import run_fio
+
+    dev = {"kind": "queue", "params": {"capacity": "16GiB", "servers": 1, "service": {"dist": "exponential", "mean": "0.3ms"}}}
+    params = {"hosts": [{"name": "h", "count": 3, "cpu": {"cores": 2}, "drives": [{"count": 1, "device": dev}]}],
+              "pools": [{"name": "p", "size": size, "min_size": 2, "pg_num": 16}],
+              "images": [{"pool": "p", "name": "img", "size": "512MiB"}],
+              "osd": {"cost_cv": 0.3}, "block_layer": {"enabled": False}}
+    _, cfg, _ = resolve_params({"kind": "ceph_cluster", "params": params})
+    sim = Simulation(3)
+    cl = Cluster(cfg, "cluster", sim.root)
+    img = cl.image("p", "img")
+    out, held = [], []
+    for n in range(2):
+        if n == 1:
+            held.append(held_state(cl) is not None)
+            cl.mark_down(cl.pools["p"].pgs[0].acting[1].id)
+            held.append(held_state(cl) is not None)
+            if up_again:
+                cl.mark_up(cl.pools["p"].pgs[0].acting[1].id)
+        job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "bs": 4096, "randseed": 3 + n, "rw": "randwrite",
+               "iodepth": 8, "time_based": 1, "runtime": "0.2s"}
+        res = run_fio(sim, [img], job, engine=engine)
+        out.append((repr(res[0]), [(tuple(o.ops), o.subops) for o in cl.osds], sim.env.now))
+    return out, held
+
+
+def test_an_osd_marked_down_between_runs_reaches_the_held_state():
+    """Cluster.mark_down between two compiled runs: the held state's OSD and PG rows follow it (before, the
+    second run still sent repops to the down OSD), and the chain equals the Python chain."""
+    py, _ = _marked_chain("python", 3)
+    cc, held = _marked_chain("auto", 3)
+    assert held == [True, True]
+    assert cc == py
+    down = py[1][1]
+    assert sum(1 for ops, sub in down if sub == 0 and ops == (0, 0, 0, 0)) == 1  # the down OSD got nothing
+
+
+def test_an_osd_marked_down_that_blocks_a_pg_hands_the_held_state_over():
+    """A PG that would go inactive (size = min_size = 2) cannot stay in the compiled core (blocked IO is Python
+    only): the held state is handed over before the OSD goes down (marked up again, the next run is built afresh)."""
+    out, held = _marked_chain("auto", 2, up_again=True)
+    assert held == [True, False]
+    assert out[1][2] > out[0][2]

@@ -530,12 +530,31 @@ class Cluster(Component):
 
     def mark_down(self, osd_id: int) -> None:
         """Mark an OSD down (no remapping: its PGs run degraded; below min_size they block)."""
-        self.osds[osd_id].up = False
-        self._repeer()
+        self._mark(osd_id, False)
 
     def mark_up(self, osd_id: int) -> None:
-        self.osds[osd_id].up = True
+        self._mark(osd_id, True)
+
+    def _mark(self, osd_id: int, up: bool) -> None:
+        """Set an OSD's up flag and re-peer. A compiled state held for this cluster between runs
+        (simulator.core.ceph_fio.Held) follows it; if a PG would go inactive (blocked IO is Python only)
+        the state is handed over to the Python objects first."""
+        from simulator.core.ceph_fio import held_state
+
+        held = held_state(self)
+        o = self.osds[osd_id]
+        if held is not None:
+            was = o.up
+            o.up = up
+            inactive = any(pg.primary_pos() < 0 for pool in self.pools.values() for pg in pool.pgs)
+            o.up = was
+            if inactive:
+                held.release()
+                held = None
+        o.up = up
         self._repeer()
+        if held is not None:
+            held.repeered()
 
     def _repeer(self) -> None:
         now = self.env._now

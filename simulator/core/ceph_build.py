@@ -61,8 +61,6 @@ def unsupported(cluster: Any) -> str | None:
     if cluster.tracer is not None:
         return "a tracer is attached"
     for pool in cluster.pools.values():
-        if pool.ec is not None:
-            return f"pool {pool.name}: erasure-coded pools are Python only"
         for pg in pool.pgs:
             if pg.ppos < 0:
                 return f"pool {pool.name}: PG {pg.pgid} is inactive (blocked IO is Python only)"
@@ -188,7 +186,7 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         oi[j, L.OI_THMSGR] = throw[id(o.th_msgr)]
         oi[j, L.OI_THFINAL] = throw[id(o.th_final)]
         of[j] = (c.read_cost, c.write_cost, c.subop_cost, c.reply_cost, c.commit_cost, c.msgr_send_cost,
-                 c.msgr_recv_cost, c.msgr_cost_per_byte, o._ln_s, o._ln_mu)
+                 c.msgr_recv_cost, c.msgr_cost_per_byte, o._ln_s, o._ln_mu, c.ec_subread_cost)
         for sh in o.shards:
             shi[row, L.SHI_OSD] = j
             shi[row, L.SHI_FREE] = sh.free
@@ -224,7 +222,17 @@ def build_state(cluster: Any, n_ops: int = 4096, n_req: int = 0, heap: int = 0,
         imi[k, L.II_KB] = img.key_base
         imi[k, L.II_THSUB] = throw[id(img.th_submit)]
         imi[k, L.II_THCOMP] = throw[id(img.th_complete)]
-        imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost)
+        imi[k, L.II_SHSIZE] = img.shard_size
+        ec = img.pool.ec
+        if ec is not None:  # simulator.ceph.ec: the pool's profile
+            imi[k, L.II_EC] = 1
+            imi[k, L.II_K] = ec.k
+            imi[k, L.II_M] = ec.m
+            imi[k, L.II_SU] = ec.stripe_unit
+            imi[k, L.II_PR] = int(ec.partial_reads)
+            imi[k, L.II_PW] = int(ec.partial_writes == "touched_chunks")
+        imf[k] = (cc.submit_cost, cc.complete_cost, cc.cost_per_byte, cc.write_cost,
+                  ec.encode_rate if ec is not None else 0.0, ec.decode_rate if ec is not None else 0.0)
         ps_parts.append(np.asarray(img.obj_ps_array, np.int32))
         size = img.pool.size
         for a in range(0, img.n_objects, OBJ_CHUNK):  # slice by slice: no whole-table temporaries
@@ -696,7 +704,12 @@ def unsupported_writes(cluster: Any, images: list[Any] | None = None) -> str | N
         if bs.kv_busy or bs.kv_queue or bs._tb_waiters or bs._dt_waiters or bs._timer_armed \
                 or any(x.running or x.q for x in bs.osrs.values()):
             return f"osd.{o.id}: BlueStore is mid-cycle (kv_sync, waiters, running IO: a run in progress)"
-    return _hdd_shapes_why(tops) or _onode_coverage(cluster)
+    why = _hdd_shapes_why(tops) or _onode_coverage(cluster)
+    if why is None and any(img.pool.ec is not None for img in (cluster.images.values() if images is None else images)):
+        dwhy = _read_device_why(cluster, images)  # an erasure-coded overwrite reads its partial stripes first
+        if dwhy:
+            return f"writes to an erasure-coded pool read shards (read-modify-write), and {dwhy}"
+    return why
 
 
 def _hdd_shapes_why(tops: list[Any]) -> str | None:
@@ -811,6 +824,11 @@ def write_back(st: L.CephState, meta: dict[str, Any], set_now: bool = True, repo
             if st.pgb[r, i]:
                 a.busy_pgs.add(pg)
     for k, img in enumerate(meta["images"]):
+        es = img.pool.ec_stats
+        if es is not None:  # the EC counters the run added (then zeroed: a later write back adds only what follows)
+            for c, name in enumerate(L.ECS_NAMES):
+                setattr(es, name, getattr(es, name) + int(st.imi[k, L.II_ECS + c]))
+            st.imi[k, L.II_ECS : L.II_ECS + len(L.ECS_NAMES)] = 0
         o0 = int(st.imi[k, L.II_KEY])
         n = img.n_objects * img.pool.size
         img.set_bases(slice(None), st.obj_base[o0 : o0 + n].reshape(img.n_objects, img.pool.size))

@@ -54,9 +54,12 @@ __all__ = ["Held", "held_state", "held_states", "rbd_targets", "release_held", "
 ROWS = 4096
 
 
-def _op_rows(depth: int) -> int:
-    """Object-op rows a run of ``depth`` client requests in flight is built with."""
-    return max(4096, 8 * depth)
+def _op_rows(depth: int, image: Any = None) -> int:
+    """Object-op rows a run of ``depth`` client requests in flight on ``image`` is built with (an erasure-coded
+    pool's op has up to 2k sub-reads and k+m shard writes in flight)."""
+    ec = getattr(getattr(image, "pool", None), "ec", None)
+    per = 8 if ec is None else max(8, 3 * ec.k + ec.m + 2)
+    return max(4096, per * depth)
 
 
 class Held:
@@ -78,7 +81,17 @@ class Held:
     def fits(self, image: Any, depth: int) -> bool:
         """Whether a run of ``depth`` requests in flight on ``image`` can resume this state (the same
         image, enough op rows)."""
-        return image is self.image and _op_rows(depth) <= self.n_ops
+        return image is self.image and _op_rows(depth, image) <= self.n_ops
+
+    def repeered(self) -> None:
+        """The cluster marked an OSD down or up (:meth:`Cluster.mark_down` / ``mark_up``: no remapping) while
+        this state is held: its OSDs' up flags and its PGs' acting primaries follow, which is all the
+        compiled core reads of them (a PG that went inactive is refused before: the cluster releases first)."""
+        st, meta = self.st, self.meta
+        for j, o in enumerate(meta["osds"]):
+            st.oi[j, L_.OI_UP] = int(o.up)
+        for r, pg in enumerate(meta["pgs"]):
+            st.pgi[r, L_.PGI_PPOS] = pg.ppos
 
     def release(self) -> None:
         """Hand the state over to the Python objects: drain (every pending event processed, as a
@@ -415,7 +428,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         if not ramp:  # the statistics restarted above (image.reset_stats): the arrays' counters too
             _reset_counters(st)
     else:
-        n_ops = _op_rows(depth)
+        n_ops = _op_rows(depth, image)
         verdicts = _verdicts(cluster, image)
         st, meta = build_state(cluster, n_ops=n_ops, n_req=0, images=[image])
     ev0 = int(st.gi[L.GI_EVENTS])

@@ -31,6 +31,9 @@ EV_DEFER_TIMER = 9  # target OSD: BlueStore's deferred_max_interval timer
 EV_READ_MISS = 10  # target OSD, argument op: a read's CPU job is over, its device read starts (Osd._read_miss)
 EV_STOP = 11  # the end of a run that stops at its last completion (GI_CLOSED 2): scheduled by that completion, as
 #             the Python runner's done event is (what was queued before it is processed, what comes after stays pending)
+EV_EC = 12  # target EC_STEP_*, argument op: an erasure-coded client op's next step (simulator.ceph.ec)
+EC_STEP_START = 0  # ec._read_start / ec._write_start (after the op's CPU job)
+EC_STEP_WAFTER = 1  # ec._write_after_reads (the partial stripes are read, and decoded if degraded)
 
 # ---- continuations of ``then`` (resources.then): what a stalled chain resumes with
 FN_SEND_CLIENT_OP = 0  # Cluster.send_client_op
@@ -39,11 +42,21 @@ FN_TO_CLIENT = 2  # Osd._to_client
 FN_COMMIT_IN = 3  # Osd._commit_in (argument: the primary op)
 FN_SEND_SUB = 4  # Osd._send_sub
 FN_SEND_REPLY = 5  # Osd._send_reply
+FN_EC_WRITE_SEND = 6  # ec._write_send (the stripes are encoded)
+FN_EC_DECODE = 7  # ec._decode (argument: the last sub-read reply, at the primary)
+FN_EC_REPLY_AT = 8  # ec._read_reply_at (a shard's data goes back to the primary)
+FN_EC_SUBREAD_OUT = 9  # ec._subread_out; this and the ones below end their chain (``ceph_loop._leaf``)
+FN_EC_SHARD_OUT = 10  # ec._shard_write_out
+FN_EC_REPLY_OUT = 11  # ec._read_reply_out
 
 # ---- op roles (simulator.ceph.osd)
 CLIENT = 0
 SUBOP = 1
 REPLY = 2
+EC_CLIENT = 3  # an erasure-coded pool's client op at its primary (ec.EC_CLIENT)
+EC_SUBREAD = 4  # its read of one shard (ec.EC_SUBREAD)
+EC_READREPLY = 5  # that read's reply at the primary (ec.EC_READREPLY)
+EC_LOCALW = 6  # its write of the primary's own shard (ec._local_write: no worker held, committed to the primary op)
 
 # ---- global integers / floats
 GI_SEQ = 0  # events scheduled so far (tie-break: SimPy's event id order)
@@ -182,7 +195,8 @@ OF_RECV = 6
 OF_PERBYTE = 7
 OF_LN_S = 8
 OF_LN_MU = 9
-NOF = 10
+OF_ECSUB = 10  # ec_subread_cost
+NOF = 11
 
 # ---- op-queue shards (osd._Shard)
 SHI_OSD = 0
@@ -219,12 +233,26 @@ II_KEY = 7  # offset of its rows in obj_base (flattened: object * size + positio
 II_KB = 8  # key_base (object key = key_base + object number)
 II_THSUB = 9  # thread rows: fio's submit thread, librbd's completion thread
 II_THCOMP = 10
-NII = 11
+II_SHSIZE = 11  # bytes of an object on each acting-set OSD (RbdImage.shard_size: the object, or one EC shard)
+II_EC = 12  # 1 = an erasure-coded data pool (its profile below; ec.py)
+II_K = 13
+II_M = 14
+II_SU = 15  # stripe_unit, bytes
+II_PR = 16  # 1 = partial_reads
+II_PW = 17  # partial_writes: 0 = full_stripe, 1 = touched_chunks
+II_ECS = 18  # 11 columns: the pool's EcStats counters run up by this image (added to pool.ec_stats at write back)
+NII = 29
+#: EcStats counters, in II_ECS's columns
+ECS_CREADS, ECS_CWRITES, ECS_DECB, ECS_DEGR, ECS_ENCB, ECS_FULL, ECS_RMW, ECS_SWB, ECS_SW, ECS_SRB, ECS_SR = range(11)
+ECS_NAMES = ("client_reads", "client_writes", "decode_bytes", "degraded_reads", "encode_bytes", "full_stripe_writes",
+             "rmw_writes", "shard_write_bytes", "shard_writes", "subread_bytes", "subreads")
 IF_SUBMIT = 0
 IF_COMPLETE = 1
 IF_PERBYTE = 2
 IF_WRITE = 3
-NIF = 4
+IF_ENC = 4  # erasure code encode_rate, decode_rate, bytes/s
+IF_DEC = 5
+NIF = 6
 
 # ---- object ops (osd.ObjOp), preallocated rows
 OPI_KIND = 0
@@ -251,7 +279,10 @@ OPI_DOFF = 20  # deferred data: device offset (-1 none)
 OPI_DLEN = 21
 OPI_WALB = 22  # WAL bytes of its transaction
 OPI_BASE = 23  # object's device offset on this OSD
-NOPI = 24
+OPI_DECODE = 24  # an EC op's bytes to decode (EcOp.decode)
+OPI_S0 = 25  # an EC op's stripes (EcOp.stripes)
+OPI_S1 = 26
+NOPI = 27
 OPF_T0 = 0
 OPF_TLOCAL = 1
 OPF_TFN = 2  # time argument of the stalled continuation

@@ -190,9 +190,27 @@ from simulator.core.ceph_layout import (
     DVF_P_QAREA,
     DVF_P_T0,
     DVF_P_TQ,
+    EC_CLIENT,
+    EC_LOCALW,
+    EC_READREPLY,
+    EC_STEP_START,
+    EC_STEP_WAFTER,
+    EC_SUBREAD,
+    ECS_CREADS,
+    ECS_CWRITES,
+    ECS_DECB,
+    ECS_DEGR,
+    ECS_ENCB,
+    ECS_FULL,
+    ECS_RMW,
+    ECS_SR,
+    ECS_SRB,
+    ECS_SW,
+    ECS_SWB,
     EV_ARRIVAL,
     EV_DEFER_TIMER,
     EV_DEV_DONE,
+    EV_EC,
     EV_EXTENT_DONE,
     EV_KV_IO,
     EV_OSD_OP,
@@ -203,6 +221,12 @@ from simulator.core.ceph_layout import (
     EV_STOP,
     EV_WAKE,
     FN_COMMIT_IN,
+    FN_EC_DECODE,
+    FN_EC_REPLY_AT,
+    FN_EC_REPLY_OUT,
+    FN_EC_SHARD_OUT,
+    FN_EC_SUBREAD_OUT,
+    FN_EC_WRITE_SEND,
     FN_REPLY_CLIENT,
     FN_SEND_CLIENT_OP,
     FN_SEND_REPLY,
@@ -246,16 +270,26 @@ from simulator.core.ceph_layout import (
     HI_RX,
     HI_TX,
     IF_COMPLETE,
+    IF_DEC,
+    IF_ENC,
     IF_PERBYTE,
     IF_SUBMIT,
     IF_WRITE,
     II_CLIENT,
+    II_EC,
+    II_ECS,
+    II_K,
     II_KB,
     II_KEY,
+    II_M,
     II_ORDER,
     II_PG0,
+    II_PR,
     II_PS0,
+    II_PW,
+    II_SHSIZE,
     II_SIZE,
+    II_SU,
     II_THCOMP,
     II_THSUB,
     LF_BUSY,
@@ -263,6 +297,7 @@ from simulator.core.ceph_layout import (
     LF_BYTES,
     LF_FREE,
     OF_COMMIT,
+    OF_ECSUB,
     OF_LN_MU,
     OF_LN_S,
     OF_PERBYTE,
@@ -295,6 +330,7 @@ from simulator.core.ceph_layout import (
     OPF_TLOCAL,
     OPF_TWAIT,
     OPI_COST,
+    OPI_DECODE,
     OPI_DEFER,
     OPI_DOFF,
     OPI_GROUP,
@@ -313,6 +349,8 @@ from simulator.core.ceph_layout import (
     OPI_PRIM,
     OPI_REQ,
     OPI_ROLE,
+    OPI_S0,
+    OPI_S1,
     OPI_SHARD,
     OS_DQNEXT,
     OS_DQPREV,
@@ -811,6 +849,30 @@ def _then(sp, c, t, fn, op, check):
             t = _arrival(sp, st.oi[src, OI_HOST], st.oi[r, OI_HOST], t, payload)
             _deliver(sp, r, t, op, st.of[src, OF_RECV] + st.of[src, OF_PERBYTE] * payload)
             break
+        elif fn == FN_EC_WRITE_SEND:
+            _ec_write_send(sp, op, t)
+            break
+        elif fn == FN_EC_REPLY_AT:  # ec._read_reply_at (op: the sub-read, at its shard's OSD)
+            _ec_read_reply(sp, st.opi[op, OPI_OSD], op, t)
+            break
+        elif fn == FN_EC_DECODE:  # ec._decode (op: the last sub-read reply, whose worker decodes)
+            prim = st.opi[op, OPI_PRIM]
+            img = st.opi[prim, OPI_IMG]
+            st.imi[img, II_ECS + ECS_DECB] += st.opi[prim, OPI_DECODE]
+            c = st.oi[st.opi[prim, OPI_OSD], OI_CPU]
+            t = _book(sp, c, t, st.opi[prim, OPI_DECODE] / st.imf[img, IF_DEC])
+            rel_sh = st.opi[op, OPI_SHARD]  # the worker is released after what follows (ec._decode's _release_at)
+            rel_pg = st.opi[op, OPI_PG]
+            rel_t = t
+            _op_free(sp, op)
+            op = prim
+            if st.opi[prim, OPI_KIND] != _READ:
+                _at(sp, t, EV_EC, EC_STEP_WAFTER, prim)
+                break
+            fn = FN_REPLY_CLIENT
+        elif fn >= FN_EC_SUBREAD_OUT:
+            _leaf(sp, fn, op, t)
+            break
         elif fn == FN_SEND_REPLY:  # Osd._send_reply (op: the repop turned reply, at its replica)
             r = st.opi[op, OPI_OSD]
             prim = st.opi[op, OPI_PRIM]
@@ -884,13 +946,14 @@ def _img_start(sp, r, now):
         schedule(sp, now + (t - now), EV_REQ_DONE, r, 0)
         return
     order = st.imi[img, II_ORDER]
+    role = EC_CLIENT if st.imi[img, II_EC] else CLIENT  # RbdImage.client_role
     off = st.rqi[r, RQI_OFF]
     end = off + size
     first = off >> order
     last = (end - 1) >> order
     if first == last:
         st.rqi[r, RQI_LEFT] = 1
-        op = _op_new(sp, kind, CLIENT, _pg_of(sp, img, first), img, first, off - (first << order), size)
+        op = _op_new(sp, kind, role, _pg_of(sp, img, first), img, first, off - (first << order), size)
         st.opi[op, OPI_REQ] = r
         st.opf[op, OPF_T0] = now
         _then(sp, c, _run(sp, c, th, now, cost), FN_SEND_CLIENT_OP, op, 1)
@@ -900,7 +963,7 @@ def _img_start(sp, r, now):
     for objno in range(first, last + 1):
         lo = max(off, objno << order)
         hi = min(end, (objno << order) + osz)
-        op = _op_new(sp, kind, CLIENT, _pg_of(sp, img, objno), img, objno, lo - (objno << order), hi - lo)
+        op = _op_new(sp, kind, role, _pg_of(sp, img, objno), img, objno, lo - (objno << order), hi - lo)
         st.opi[op, OPI_REQ] = r
         st.opi[op, OPI_GROUP] = 1
         st.opf[op, OPF_T0] = now
@@ -1189,6 +1252,14 @@ def _dispatch(sp, o, sh, op):
         _onode_prefetch(sp, op)
         st.oi[o, OI_SUBOPS] += 1
         _at(sp, _run(sp, c, th, now, _cost(sp, o, st.of[o, OF_SUBOP])), EV_PREPARED, o, op)
+    elif role == EC_CLIENT:  # ec._dispatch_client
+        st.oi[o, OI_OPS + kind] += 1
+        _at(sp, _book(sp, c, now, _cost(sp, o, st.of[o, OF_READ] if kind == _READ else st.of[o, OF_WRITE])), EV_EC,
+            EC_STEP_START, op)
+    elif role == EC_SUBREAD:
+        _ec_dispatch_subread(sp, o, sh, op, base)
+    elif role == EC_READREPLY:
+        _ec_dispatch_readreply(sp, o, sh, op)
     else:  # a replica's commit reply: the worker holds the PG for reply_cost
         st.oi[o, OI_REPLIES] += 1
         t = _run(sp, c, th, now, _cost(sp, o, st.of[o, OF_REPLY]))
@@ -1267,8 +1338,16 @@ def run_until(st, t_end):
                 _dev_submit(sp, st.bsi[target, BS_DEV], _FLUSH, 0, 0, DP_DATA_FLUSH, 0, target)
             else:
                 _kv_write(sp, target)
-        elif kind == EV_READ_MISS:  # Osd._read_miss -> BlueStore.read
+        elif kind == EV_READ_MISS:  # Osd._read_miss -> BlueStore.read (ec._subread_miss too)
             _read_miss(sp, target, arg)
+        elif kind == EV_EC:
+            if target == EC_STEP_START:
+                if st.opi[arg, OPI_KIND] == _READ:
+                    _ec_read_start(sp, arg)
+                else:
+                    _ec_write_start(sp, arg)
+            else:  # ec._write_after_reads
+                _ec_write_phase(sp, arg)
         elif kind == EV_DEFER_TIMER:  # BlueStore._deferred_timer
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
@@ -1893,7 +1972,7 @@ def _bs_txc(sp, o, op, base, cb):
     else:
         new = _alloc(sp, o, length)
         img = st.opi[op, OPI_IMG]
-        if off == 0 and length >= (1 << st.imi[img, II_ORDER]):  # ObjOp.relocate
+        if off == 0 and length >= st.imi[img, II_SHSIZE]:  # ObjOp.relocate (op.obj_size: the object, or its EC shard)
             st.obj_base[st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]] = new
         st.txi[x, TX_WALB] = b[BS_KVTXCB]
         st.txi[x, TX_HADIO] = 1
@@ -1917,7 +1996,7 @@ def _base(sp, o, op):
     k = st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE] + st.opi[op, OPI_POS]
     bb = st.obj_base[k]
     if bb < 0:
-        bb = _alloc(sp, o, 1 << st.imi[img, II_ORDER])
+        bb = _alloc(sp, o, st.imi[img, II_SHSIZE])
         st.obj_base[k] = bb
     return bb
 
@@ -1976,7 +2055,8 @@ def _write_admitted(sp, o, op):
         _send_repops(sp, o, op)
     if _bs_txc(sp, o, op, _base(sp, o, op), role):
         _kv_start(sp, o)
-    _free(sp, o, sh, pg)
+    if role != EC_LOCALW:  # ec._local_admitted: no worker to free
+        _free(sp, o, sh, pg)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
@@ -1990,7 +2070,8 @@ def _write_admitted_in(sp, o, op):
         _send_repops(sp, o, op)
     if _bs_txc(sp, o, op, _base(sp, o, op), role):
         _void(sp, WHY_KV_INNER)  # cannot happen: kv_sync is busy while it wakes waiters
-    _free(sp, o, sh, pg)
+    if role != EC_LOCALW:
+        _free(sp, o, sh, pg)
 
 
 @njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
@@ -2090,8 +2171,13 @@ def _kv_done(sp, o):
     while x >= 0:
         nx = st.txi[x, TX_NEXT]
         op = st.txi[x, TX_OP]
-        if st.txi[x, TX_CB] == CLIENT:  # Osd._local_committed
+        cb = st.txi[x, TX_CB]
+        if cb == CLIENT:  # Osd._local_committed
             _then(sp, c, _run(sp, c, st.oi[o, OI_THFINAL], now, st.of[o, OF_COMMIT]), FN_COMMIT_IN, op, 1)
+        elif cb == EC_LOCALW:  # ec._local_committed: the primary's own shard
+            prim = st.opi[op, OPI_PRIM]
+            _op_free(sp, op)
+            _then(sp, c, _book(sp, c, now, st.of[o, OF_COMMIT]), FN_COMMIT_IN, prim, 1)
         else:  # Osd._subop_committed
             st.opi[op, OPI_ROLE] = REPLY
             _then(sp, c, _run(sp, c, st.oi[o, OI_THFINAL], now, st.of[o, OF_COMMIT] + st.of[o, OF_SEND]), FN_SEND_REPLY,
@@ -2225,7 +2311,10 @@ def _dev_done(sp, d, r):
                       st.opi[arg, OPI_LEN])
         sh = st.opi[arg, OPI_SHARD]
         pg = st.opi[arg, OPI_PG]
-        _then(sp, 0, st.gf[GF_NOW], FN_REPLY_CLIENT, arg, 0)
+        if st.opi[arg, OPI_ROLE] == EC_SUBREAD:  # ec._subread_done
+            _ec_read_reply(sp, o, arg, st.gf[GF_NOW])
+        else:
+            _then(sp, 0, st.gf[GF_NOW], FN_REPLY_CLIENT, arg, 0)
         _free(sp, o, sh, pg)
     elif purp == DP_DEFERRED:
         _deferred_io_done(sp, o, arg)
@@ -2338,6 +2427,411 @@ def _read_miss(sp, o, op):
             _onode_db_read(sp, o, op, DP_ONODE_READ)
             return
     _read_data(sp, o, op)
+
+
+# =============================================================================== erasure-coded pools (ceph.ec)
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _stalled(sp, c, t, fn, op):
+    """The stall test of resources.then: 1 when the job just booked on pool ``c`` stalled, and ``fn(op, t)``
+    is then called from an event at ``t`` (EV_RESUME) instead of at once."""
+    st = _ld(sp)
+    if st.ci[c, CI_STALLED] == 0:
+        return 0
+    st.ci[c, CI_STALLED] = 0
+    if t < st.gf[GF_NOW]:
+        _void(sp, WHY_RESUME_PAST)
+    _at(sp, t, EV_RESUME, fn, op)
+    return 1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _leaf(sp, fn, sub, t):
+    """The continuations that end their chain (a message leaves: network, the receiver's CPU, its queue):
+    ec._subread_out, ec._shard_write_out, ec._read_reply_out. ``sub``: the sub-op."""
+    st = _ld(sp)
+    r = st.opi[sub, OPI_OSD]
+    prim = st.opi[st.opi[sub, OPI_PRIM], OPI_OSD]
+    if fn == FN_EC_SUBREAD_OUT:  # the sub-read request leaves the primary
+        t = _arrival(sp, st.oi[prim, OI_HOST], st.oi[r, OI_HOST], t, 0)
+        _post(sp, r, _book(sp, st.oi[r, OI_CPU], t, st.of[prim, OF_RECV]), sub)
+    elif fn == FN_EC_SHARD_OUT:  # the shard write leaves the primary
+        n = st.opi[sub, OPI_LEN]
+        t = _arrival(sp, st.oi[prim, OI_HOST], st.oi[r, OI_HOST], t, n)
+        _post(sp, r, _book(sp, st.oi[r, OI_CPU], t, st.of[prim, OF_RECV] + st.of[prim, OF_PERBYTE] * n), sub)
+    else:  # FN_EC_REPLY_OUT: the shard's data leaves for the primary
+        n = st.opi[sub, OPI_LEN]
+        t = _arrival(sp, st.oi[r, OI_HOST], st.oi[prim, OI_HOST], t, n)
+        _post(sp, prim, _book(sp, st.oi[prim, OI_CPU], t, st.of[r, OF_RECV] + st.of[r, OF_PERBYTE] * n), sub)
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _ec_up(sp, pg, pos):
+    """ec._up: the OSD at acting position ``pos`` is up."""
+    st = _ld(sp)
+    return st.oi[st.pga[pg, pos], OI_UP] != 0
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _ec_span(off, end, s0, s1, sw, su, i):
+    """The first and last stripe in [s0, s1] whose data chunk ``i`` overlaps [off, end) (-1, -1: none)."""
+    first = -1
+    last = -1
+    for s in range(s0, s1 + 1):
+        a = s * sw + i * su
+        if a < end and a + su > off:
+            if first < 0:
+                first = s
+            last = s
+    return first, last
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_kup(sp, pg, k, m, want):
+    """ec._k_up counted: how many of the positions it returns for the positions in bit mask ``want`` (at most k)."""
+    cnt = 0
+    for p in range(k + m):
+        if (want >> p) & 1 and _ec_up(sp, pg, p):
+            cnt += 1
+    for p in range(k + m):
+        if cnt >= k:
+            break
+        if not (want >> p) & 1 and _ec_up(sp, pg, p):
+            cnt += 1
+    return min(cnt, k)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_read(sp, o, op, pos, off, n):
+    """ec._issue_reads for one sub-read: the primary's own shard through its own queue, another by message."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    pg = st.opi[op, OPI_PG]
+    st.imi[img, II_ECS + ECS_SRB] += n
+    sub = _op_new(sp, _READ, EC_SUBREAD, pg, img, st.opi[op, OPI_OBJNO], off, n)
+    st.opi[sub, OPI_POS] = pos
+    st.opi[sub, OPI_PRIM] = op
+    r = st.pga[pg, pos]
+    st.opi[sub, OPI_OSD] = r
+    now = st.gf[GF_NOW]
+    if r == o:
+        _post(sp, r, now, sub)
+        return
+    c = st.oi[o, OI_CPU]
+    t = _book(sp, c, now, st.of[o, OF_SEND])
+    if not _stalled(sp, c, t, FN_EC_SUBREAD_OUT, sub):
+        _leaf(sp, FN_EC_SUBREAD_OUT, sub, t)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_read_kup(sp, o, op, want, off, n):
+    """The sub-reads of ec._k_up(want) in its order: the wanted up positions, then the other up ones, k in all."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    pg = st.opi[op, OPI_PG]
+    k = st.imi[img, II_K]
+    m = st.imi[img, II_M]
+    cnt = 0
+    for p in range(k + m):
+        if cnt >= k:
+            return
+        if (want >> p) & 1 and _ec_up(sp, pg, p):
+            _ec_read(sp, o, op, p, off, n)
+            cnt += 1
+    for p in range(k + m):
+        if cnt >= k:
+            return
+        if not (want >> p) & 1 and _ec_up(sp, pg, p):
+            _ec_read(sp, o, op, p, off, n)
+            cnt += 1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_read_start(sp, op):
+    """ec._read_start: the data shards covering the range (the whole stripes, or with partial_reads the
+    chunks), or, when one of them is down, whole stripes from k up shards and a decode."""
+    st = _ld(sp)
+    o = st.opi[op, OPI_OSD]
+    img = st.opi[op, OPI_IMG]
+    pg = st.opi[op, OPI_PG]
+    st.imi[img, II_ECS + ECS_CREADS] += 1
+    k = st.imi[img, II_K]
+    su = st.imi[img, II_SU]
+    sw = k * su
+    pr = st.imi[img, II_PR]
+    off = st.opi[op, OPI_OFF]
+    end = off + st.opi[op, OPI_LEN]
+    s0 = off // sw
+    s1 = (end - 1) // sw
+    st.opi[op, OPI_S0] = s0
+    st.opi[op, OPI_S1] = s1
+    need = 0
+    nneed = 0
+    healthy = True
+    for i in range(k):
+        if pr:
+            first, _last = _ec_span(off, end, s0, s1, sw, su, i)
+            if first < 0:
+                continue
+        need |= 1 << i
+        nneed += 1
+        if not _ec_up(sp, pg, i):
+            healthy = False
+    if healthy:
+        st.opi[op, OPI_PENDING] = nneed
+        st.imi[img, II_ECS + ECS_SR] += nneed
+        for i in range(k):
+            if not (need >> i) & 1:
+                continue
+            if pr:
+                first, last = _ec_span(off, end, s0, s1, sw, su, i)
+                _ec_read(sp, o, op, i, first * su, (last - first + 1) * su)
+            else:
+                _ec_read(sp, o, op, i, s0 * su, (s1 - s0 + 1) * su)
+    else:  # degraded
+        st.imi[img, II_ECS + ECS_DEGR] += 1
+        st.opi[op, OPI_DECODE] = (s1 - s0 + 1) * sw
+        n = _ec_kup(sp, pg, k, st.imi[img, II_M], need)
+        st.opi[op, OPI_PENDING] = n
+        st.imi[img, II_ECS + ECS_SR] += n
+        _ec_read_kup(sp, o, op, need, s0 * su, (s1 - s0 + 1) * su)
+    _free(sp, o, st.opi[op, OPI_SHARD], pg)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_want(sp, img, off, end, s):
+    """The data chunks of partial stripe ``s`` ec._write_start reads (bit mask): every one (full_stripe), or
+    those the write does not fully cover (touched_chunks)."""
+    st = _ld(sp)
+    k = st.imi[img, II_K]
+    su = st.imi[img, II_SU]
+    want = 0
+    for i in range(k):
+        a = s * k * su + i * su
+        if st.imi[img, II_PW] == 0 or not (off <= a and end >= a + su):
+            want |= 1 << i
+    return want
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_write_start(sp, op):
+    """ec._write_start: a write covering whole stripes (or a trim, or a new object) is encoded and written at
+    once; otherwise the partial head/tail stripes are read first (read-modify-write)."""
+    st = _ld(sp)
+    o = st.opi[op, OPI_OSD]
+    img = st.opi[op, OPI_IMG]
+    pg = st.opi[op, OPI_PG]
+    st.imi[img, II_ECS + ECS_CWRITES] += 1
+    k = st.imi[img, II_K]
+    m = st.imi[img, II_M]
+    su = st.imi[img, II_SU]
+    sw = k * su
+    off = st.opi[op, OPI_OFF]
+    end = off + st.opi[op, OPI_LEN]
+    s0 = off // sw
+    s1 = (end - 1) // sw
+    st.opi[op, OPI_S0] = s0
+    st.opi[op, OPI_S1] = s1
+    p0 = s0 if off % sw else -1  # stripe_plan's partial stripes, in its order
+    p1 = s1 if end % sw and s1 != p0 else -1
+    row = st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE]
+    exists = False
+    for p in range(st.imi[img, II_SIZE]):  # RbdImage.exists
+        if st.obj_base[row + p] >= 0:
+            exists = True
+    if st.opi[op, OPI_KIND] == 2 or (p0 < 0 and p1 < 0) or not exists:
+        st.imi[img, II_ECS + ECS_FULL] += 1
+        _ec_write_phase(sp, op)
+        _free(sp, o, st.opi[op, OPI_SHARD], pg)
+        return
+    st.imi[img, II_ECS + ECS_RMW] += 1
+    n = 0
+    for s in (p0, p1):
+        if s < 0:
+            continue
+        want = _ec_want(sp, img, off, end, s)
+        ok = True
+        cnt = 0
+        for i in range(k):
+            if (want >> i) & 1:
+                cnt += 1
+                if not _ec_up(sp, pg, i):
+                    ok = False
+        if ok:
+            n += cnt
+        else:
+            n += _ec_kup(sp, pg, k, m, want)
+            st.opi[op, OPI_DECODE] += sw
+    if n == 0:
+        _ec_write_phase(sp, op)
+        _free(sp, o, st.opi[op, OPI_SHARD], pg)
+        return
+    st.opi[op, OPI_PENDING] = n
+    st.imi[img, II_ECS + ECS_SR] += n
+    for s in (p0, p1):
+        if s < 0:
+            continue
+        want = _ec_want(sp, img, off, end, s)
+        ok = True
+        for i in range(k):
+            if (want >> i) & 1 and not _ec_up(sp, pg, i):
+                ok = False
+        if ok:
+            for i in range(k):
+                if (want >> i) & 1:
+                    _ec_read(sp, o, op, i, s * su, su)
+        else:
+            _ec_read_kup(sp, o, op, want, s * su, su)
+    _free(sp, o, st.opi[op, OPI_SHARD], pg)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_write_phase(sp, op):
+    """ec._write_phase: encode the touched stripes on the primary's CPU, then send the shard writes."""
+    st = _ld(sp)
+    o = st.opi[op, OPI_OSD]
+    img = st.opi[op, OPI_IMG]
+    enc = (st.opi[op, OPI_S1] - st.opi[op, OPI_S0] + 1) * st.imi[img, II_K] * st.imi[img, II_SU]
+    st.imi[img, II_ECS + ECS_ENCB] += enc
+    c = st.oi[o, OI_CPU]
+    _then(sp, c, _book(sp, c, st.gf[GF_NOW], enc / st.imf[img, IF_ENC]), FN_EC_WRITE_SEND, op, 1)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_shard_write(sp, o, op, pos, off, n, t):
+    """One shard write of ec._write_send: the primary's own shard as a local transaction at ``t`` (EC_LOCALW,
+    through Osd._write_prepared's onode and throttle steps), another as a message."""
+    st = _ld(sp)
+    img = st.opi[op, OPI_IMG]
+    pg = st.opi[op, OPI_PG]
+    st.imi[img, II_ECS + ECS_SW] += 1
+    st.imi[img, II_ECS + ECS_SWB] += n
+    sub = _op_new(sp, st.opi[op, OPI_KIND], SUBOP, pg, img, st.opi[op, OPI_OBJNO], off, n)
+    st.opi[sub, OPI_POS] = pos
+    st.opi[sub, OPI_PRIM] = op
+    r = st.pga[pg, pos]
+    st.opi[sub, OPI_OSD] = r
+    if r == o:
+        st.opi[sub, OPI_ROLE] = EC_LOCALW
+        _at(sp, t, EV_PREPARED, r, sub)
+        return
+    c = st.oi[o, OI_CPU]
+    t = _book(sp, c, t, st.of[o, OF_SEND] + st.of[o, OF_PERBYTE] * n)
+    if not _stalled(sp, c, t, FN_EC_SHARD_OUT, sub):
+        _leaf(sp, FN_EC_SHARD_OUT, sub, t)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_write_send(sp, op, t):
+    """ec._write_send: the stripes are encoded at ``t``; every up shard's write goes out (full_stripe or a trim:
+    all k+m shards over the touched stripes; touched_chunks: the data chunks written and the m coding shards)."""
+    st = _ld(sp)
+    o = st.opi[op, OPI_OSD]
+    img = st.opi[op, OPI_IMG]
+    pg = st.opi[op, OPI_PG]
+    k = st.imi[img, II_K]
+    m = st.imi[img, II_M]
+    su = st.imi[img, II_SU]
+    sw = k * su
+    s0 = st.opi[op, OPI_S0]
+    s1 = st.opi[op, OPI_S1]
+    nst = s1 - s0 + 1
+    off = st.opi[op, OPI_OFF]
+    end = off + st.opi[op, OPI_LEN]
+    full = st.imi[img, II_PW] == 0 or st.opi[op, OPI_KIND] == 2
+    n = 0
+    for p in range(k + m):
+        if not _ec_up(sp, pg, p):
+            continue
+        if full or p >= k:
+            n += 1
+        else:
+            first, _last = _ec_span(off, end, s0, s1, sw, su, p)
+            if first >= 0:
+                n += 1
+    st.opi[op, OPI_PENDING] = n
+    if full:
+        for p in range(k + m):
+            if _ec_up(sp, pg, p):
+                _ec_shard_write(sp, o, op, p, s0 * su, nst * su, t)
+        return
+    for i in range(k):
+        first, last = _ec_span(off, end, s0, s1, sw, su, i)
+        if first >= 0 and _ec_up(sp, pg, i):
+            _ec_shard_write(sp, o, op, i, first * su, (last - first + 1) * su, t)
+    for p in range(k, k + m):
+        if _ec_up(sp, pg, p):
+            _ec_shard_write(sp, o, op, p, s0 * su, nst * su, t)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_dispatch_subread(sp, o, sh, sub, base):
+    """ec._dispatch_subread: a shard's read (ec_subread_cost); a cache hit replies after the worker's job, a
+    miss keeps the worker through the device read (EV_READ_MISS, as a client read's)."""
+    st = _ld(sp)
+    pg = st.opi[sub, OPI_PG]
+    now = st.gf[GF_NOW]
+    c = st.oi[o, OI_CPU]
+    cost = _cost(sp, o, st.of[o, OF_ECSUB])
+    if base < 0:  # the object does not exist: zeros, no IO
+        t = _book(sp, c, now, cost)
+        if not _stalled(sp, c, t, FN_EC_REPLY_AT, sub):
+            _ec_read_reply(sp, o, sub, t)
+        _release_at(sp, sh, pg, t)
+        return
+    if st.gi[GI_READ_WRITTEN_OK] == 0:
+        _void(sp, WHY_READ_WRITTEN)
+        return
+    img = st.opi[sub, OPI_IMG]
+    hit = _DC.probe(st.dc, o, st.imi[img, II_KB] + st.opi[sub, OPI_OBJNO], st.opi[sub, OPI_OFF], st.opi[sub, OPI_LEN])
+    if not _onode_probe(sp, o, sub):
+        cost += st.onf[o, ONF_COST]
+        st.opi[sub, OPI_ONODE] = 0
+    if hit:
+        t = _book(sp, c, now, cost + st.dc.of[o])
+        if not _stalled(sp, c, t, FN_EC_REPLY_AT, sub):
+            _ec_read_reply(sp, o, sub, t)
+        _release_at(sp, sh, pg, t)
+        return
+    _at(sp, _book(sp, c, now, cost), EV_READ_MISS, o, sub)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_read_reply(sp, o, sub, t):
+    """ec._read_reply: the shard's data goes back to the primary (through its queue; a message unless the shard
+    is the primary's own)."""
+    st = _ld(sp)
+    prim = st.opi[st.opi[sub, OPI_PRIM], OPI_OSD]
+    st.opi[sub, OPI_ROLE] = EC_READREPLY
+    if prim == o:
+        _post(sp, prim, t, sub)
+        return
+    c = st.oi[o, OI_CPU]
+    t = _book(sp, c, t, st.of[o, OF_SEND] + st.of[o, OF_PERBYTE] * st.opi[sub, OPI_LEN])
+    if not _stalled(sp, c, t, FN_EC_REPLY_OUT, sub):
+        _leaf(sp, FN_EC_REPLY_OUT, sub, t)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_dispatch_readreply(sp, o, sh, sub):
+    """ec._dispatch_readreply: the primary's worker takes a sub-read's reply (reply_cost); the last one
+    decodes (degraded), answers the read or goes on with the write."""
+    st = _ld(sp)
+    c = st.oi[o, OI_CPU]
+    pg = st.opi[sub, OPI_PG]
+    t = _book(sp, c, st.gf[GF_NOW], _cost(sp, o, st.of[o, OF_REPLY]))
+    op = st.opi[sub, OPI_PRIM]
+    st.opi[op, OPI_PENDING] -= 1
+    last = st.opi[op, OPI_PENDING] == 0
+    if last and st.opi[op, OPI_DECODE]:  # the worker goes on to decode (after the reply job's stall, if any)
+        _then(sp, c, t, FN_EC_DECODE, sub, 1)
+        return
+    _op_free(sp, sub)
+    if last:  # ec._gathered
+        if st.opi[op, OPI_KIND] == _READ:
+            _then(sp, c, t, FN_REPLY_CLIENT, op, 1)
+        else:
+            _at(sp, t, EV_EC, EC_STEP_WAFTER, op)
+    _release_at(sp, sh, pg, t)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
