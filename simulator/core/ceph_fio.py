@@ -150,12 +150,17 @@ def release_held(sim: Any, cluster: Any | None = None) -> None:
 
 def unsupported_job(th: Any) -> str | None:
     """Why the compiled Ceph core cannot run job thread ``th`` (None = it can)."""
+    from simulator.workloads.offsets import RandomOffsets
+
     job = th.job
     limited = th._ios_limit != math.inf or th._bytes_limit != math.inf
     checks = (
         (th._nfiles != 1, "several files"),
         (th._streams is not None or th._app is not None, "sim_mix / application IO"),
-        (th._mixed or len(job.ddirs) != 1, f"rw={job.rw} (one direction only)"),
+        (not th._mixed and len(job.ddirs) != 1, f"rw={job.rw} (one direction, or random reads and writes mixed)"),
+        (th._mixed and (tuple(job.ddirs) != (0, 1) or type(th.files[0].gen) is not RandomOffsets),
+         f"rw={job.rw} (a mix of random reads and writes only: {job.random_distribution} offsets)"),
+        (th._mixed and th._bs[0] != th._bs[1], "a mixed job with different read and write block sizes"),
         (th._ddir0 not in (0, 1), f"rw={job.rw}"),
         (th._varbs, "bssplit/bsrange"),
         (th._rate is not None, "rate_iops (open loop)"),
@@ -169,7 +174,7 @@ def unsupported_job(th: Any) -> str | None:
     )
     for bad, what in checks:
         if bad:
-            return f"job {job.name!r}: {what} (the compiled Ceph core runs closed-loop jobs of one direction)"
+            return f"job {job.name!r}: {what} (the compiled Ceph core runs closed-loop jobs of one direction or randrw)"
     return None
 
 
@@ -181,7 +186,10 @@ def rbd_targets(wl: Any) -> bool:
 
 
 def _run_kind(th: Any) -> str:
-    """Which check a run of job thread ``th`` needs: "write", "read" (of written objects), "new"."""
+    """Which check a run of job thread ``th`` needs: "write", "mixed" (writes and reads of written
+    objects), "read" (of written objects), "new"."""
+    if th._mixed:
+        return "mixed"
     if th._ddir0 == 1:
         return "write"
     return "read" if th.files[0].dev.base_table.any_allocated() else "new"
@@ -191,8 +199,8 @@ def _verdicts(cluster: Any, image: Any) -> dict[str, str | None]:
     """What ``ceph_build`` says of runs of each kind on ``image`` (see :class:`Held`)."""
     from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
 
-    return {"write": unsupported_writes(cluster, [image]), "read": unsupported_reads(cluster, [image]),
-            "new": unsupported(cluster)}
+    w, r = unsupported_writes(cluster, [image]), unsupported_reads(cluster, [image])
+    return {"write": w, "read": r, "mixed": w or r, "new": unsupported(cluster)}
 
 
 def _unsupported_cluster(th: Any) -> str | None:
@@ -208,6 +216,8 @@ def _unsupported_cluster(th: Any) -> str | None:
     kind = _run_kind(th)
     if kind == "write":  # only the driven image's tables (another pool on other drives may differ in shape)
         return unsupported_writes(image.cluster, [image])
+    if kind == "mixed":
+        return unsupported_writes(image.cluster, [image]) or unsupported_reads(image.cluster, [image])
     if kind == "read":
         return unsupported_reads(image.cluster, [image])
     return unsupported(image.cluster)
@@ -280,8 +290,62 @@ def _drop_inert(env: Any) -> None:
         heapq.heapify(q)
 
 
-def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int) -> Any:
-    """``n`` more request rows (the thread's next offsets, in issue order) after the state's ``k``."""
+class _Mix:
+    """The directions of a randrw job's requests, decided in issue order as JobThread._next_ddir decides
+    them (fio's get_rw_ddir: rwmixread, the rwmix stream), ahead of the compiled run that issues them.
+    Each decided row keeps the state before its decision and the uniform it drew, so that the rows not
+    issued yet can be decided again from the ramp's end, where fio restarts its issue counters
+    (JobThread._ramp_end): their uniforms go back to the stream."""
+
+    def __init__(self, th: Any):
+        self.th = th
+        self.ddir = th._rwmix_ddir
+        self.target = th._rwmix_issues
+        self.issues = list(th._issues[:2])
+        self.before: list[tuple[int, int, int, int]] = []
+        self.drawn: list[float] = []  # per row: the uniform drawn, or -1.0
+
+    def decide(self, n: int) -> np.ndarray:
+        """The next ``n`` directions."""
+        th = self.th
+        rnd = th._rw_rand
+        mix = th._mix_read
+        out = np.empty(n, np.int64)
+        cur, target, iss = self.ddir, self.target, self.issues
+        for i in range(n):
+            self.before.append((cur, target, iss[0], iss[1]))
+            u = -1.0
+            if iss[cur] >= target:
+                u = rnd.random()
+                ddir = 0 if 1 + int(u * 100.0) <= mix else 1
+                if ddir != cur:
+                    target = iss[cur] * (mix if cur == 1 else 100 - mix) // 100
+                cur = ddir
+            self.drawn.append(u)
+            iss[cur] += 1
+            out[i] = cur
+        self.ddir, self.target = cur, target
+        return out
+
+    def restart(self, j: int) -> int:
+        """fio's issue counters restart before row ``j`` (the ramp's end): the rows from ``j`` on are
+        undone (their uniforms back to the stream, in order); returns how many there were."""
+        n = len(self.before) - j
+        if n <= 0:
+            return 0
+        # the stream pops from the end of its buffer: the last drawn goes back first
+        self.th._rw_rand._buf.extend(u for u in reversed(self.drawn[j:]) if u >= 0.0)
+        self.ddir = self.before[j][0]
+        del self.before[j:]
+        del self.drawn[j:]
+        self.target = 0
+        self.issues = [0, 0]
+        return n
+
+
+def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int, mix: _Mix | None = None) -> Any:
+    """``n`` more request rows (the thread's next offsets, in issue order) after the state's ``k``;
+    with ``mix`` their directions are decided (a randrw job), else they are all ``ddir``."""
     from simulator.core import ceph_layout as L
 
     rqi = np.zeros((k + n, L.NRQI), np.int64)
@@ -289,7 +353,7 @@ def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int) -> Any:
     rqi[:k] = st.rqi[:k]
     rqf[:k] = st.rqf[:k]
     rqi[k:, L.RQI_IMG] = rqi[0, L.RQI_IMG] if k else 0
-    rqi[k:, L.RQI_KIND] = ddir
+    rqi[k:, L.RQI_KIND] = ddir if mix is None else mix.decide(n)
     rqi[k:, L.RQI_OFF] = _offsets(gen, ddir, bs, n)
     rqi[k:, L.RQI_SIZE] = bs
     st = st._replace(rqi=rqi, rqf=rqf)
@@ -331,7 +395,7 @@ def _reset_counters(st: Any) -> None:
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
-def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddir: int, bs: int) -> None:
+def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddirs: np.ndarray, bs: int) -> None:
     """The image's own statistics (Device.submit / Device._finish) for the window that began at
     ``t_rec``, from the completion times in completion order, with Python's float operations in
     Python's order: before the k-th completion ``min(n, depth + k) - k`` requests are inside (each
@@ -351,8 +415,10 @@ def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec:
         image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
         image._tq = float(t[-1])
     image._inside = 0
-    image.completed[ddir] += m
-    image.bytes[ddir] += m * bs
+    for d in (0, 1):
+        c = int(np.count_nonzero(ddirs[t_done >= t_rec] == d)) if m else 0
+        image.completed[d] += c
+        image.bytes[d] += c * bs
 
 
 def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
@@ -418,6 +484,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         image.reset_stats()
         wl._phase_devs.add(id(image))
     rows = int(min(n_lim, max(ROWS, 8 * depth)))
+    mix = _Mix(th) if th._mixed else None
     if held is not None:
         del _registry(sim)[id(cluster)]  # resumed: held again at the end
         st, meta, verdicts, n_ops = held.st, held.meta, held.verdicts, held.n_ops
@@ -435,7 +502,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.gi[L.GI_OUT] = 0
     st.gi[L.GI_NCOMP] = 0
-    st = _add_rows(st, gen, ddir, bs, 0, rows)
+    st = _add_rows(st, gen, ddir, bs, 0, rows, mix)
     st.rqi[:, L.RQI_IMG] = k
     st.gi[L.GI_CLOSED] = 2 if keep else 1  # 2: the last completion schedules the run's end (EV_STOP)
     first = min(depth, rows)
@@ -458,7 +525,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
                 refill(st, meta)
                 nreq = int(st.gi[L.GI_NREQ])
                 if st.gi[L.GI_NEXTREQ] >= nreq and nreq < n_lim:  # every row issued: as many again
-                    st = _add_rows(st, gen, ddir, bs, nreq, int(min(nreq, n_lim - nreq)))
+                    st = _add_rows(st, gen, ddir, bs, nreq, int(min(nreq, n_lim - nreq)), mix)
                 continue
             break
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
@@ -476,6 +543,11 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             st.gf[L.GF_NOW] = t_rec  # the devices' windows restart at the ramp's end (the next event is not earlier)
             _reset_counters(st)
             wl._phase_devs.add(id(image))
+            if mix is not None:  # the issue counters restart: the rows not issued yet are decided again
+                j = int(st.gi[L.GI_NEXTREQ])
+                m_undo = mix.restart(j)
+                if m_undo:
+                    st.rqi[j : j + m_undo, L.RQI_KIND] = mix.decide(m_undo)
         elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
             nxt = int(st.gi[L.GI_NEXTREQ])
             st.gi[L.GI_OUT] -= int(st.gi[L.GI_NREQ]) - nxt
@@ -503,8 +575,10 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     t_done_o = t_done[order]
     keep = t_done_o >= t_rec  # JobThread._on_done records completions from the ramp's end on
     m = int(keep.sum())
+    kinds = st.rqi[:n, L.RQI_KIND]
+    kinds_o = kinds[order]
     rows_out = np.empty((m, 5))
-    rows_out[:, 0] = ddir
+    rows_out[:, 0] = kinds_o[keep]
     rows_out[:, 1] = t_done_o[keep]
     rows_out[:, 2] = 0.0  # slat: no submission latency
     rows_out[:, 3] = (t_done - t_issue)[order][keep]
@@ -513,14 +587,20 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     t_end = float(t_done.max()) if n else t0
     th._c_ios = m
     th._c_bytes = m * bs
-    th._issues[ddir] = int((t_issue >= t_rec).sum()) if ramp else n
+    counted = t_issue >= t_rec if ramp else np.ones(n, bool)
+    for d in ((0, 1) if mix is not None else (ddir,)):
+        th._issues[d] = int(np.count_nonzero(counted & (kinds == d)))
+    if mix is not None and n < len(mix.before):  # the rwmix state after the last issued request
+        th._rwmix_ddir, th._rwmix_issues = mix.before[n][0], mix.before[n][1]
+    elif mix is not None:
+        th._rwmix_ddir, th._rwmix_issues = mix.ddir, mix.target
     th._inflight = 0
     th._if_bytes = 0
     th._issuing = False
     th.done = True
     th._t_end = t_end
     th.stats.set_window(t_rec, max(t_end, t_rec))
-    _image_accounting(image, t_done_o, n, depth, t_rec, ddir, bs)
+    _image_accounting(image, t_done_o, n, depth, t_rec, kinds_o, bs)
     if env._now < t_end:
         env._now = t_end
     wl._remaining = 0
