@@ -160,9 +160,8 @@ def unsupported_job(th: Any) -> str | None:
         (not th._mixed and len(job.ddirs) != 1, f"rw={job.rw} (one direction, or random reads and writes mixed)"),
         (th._mixed and (tuple(job.ddirs) != (0, 1) or type(th.files[0].gen) is not RandomOffsets),
          f"rw={job.rw} (a mix of random reads and writes only: {job.random_distribution} offsets)"),
-        (th._mixed and th._bs[0] != th._bs[1], "a mixed job with different read and write block sizes"),
         (th._ddir0 not in (0, 1), f"rw={job.rw}"),
-        (th._varbs, "bssplit/bsrange"),
+
         (th._rate is not None, "rate_iops (open loop)"),
         (th._slat != 0.0, "a submission latency (sim_slat)"),
         (th._tt > 0.0, "thinktime"),
@@ -291,56 +290,75 @@ def _drop_inert(env: Any) -> None:
 
 
 class _Mix:
-    """The directions of a randrw job's requests, decided in issue order as JobThread._next_ddir decides
-    them (fio's get_rw_ddir: rwmixread, the rwmix stream), ahead of the compiled run that issues them.
-    Each decided row keeps the state before its decision and the uniform it drew, so that the rows not
-    issued yet can be decided again from the ramp's end, where fio restarts its issue counters
-    (JobThread._ramp_end): their uniforms go back to the stream."""
+    """The directions and sizes of a job's requests (randrw: fio's get_rw_ddir; bssplit / bsrange: its
+    get_next_buflen), decided in issue order by the thread's own rules (``JobThread._next_ddir``,
+    ``_bsvar``) ahead of the compiled run that issues them. Each decided row keeps the thread's rwmix state
+    before its decision and the uniforms it drew, so that the rows not issued yet can be decided again
+    from the ramp's end, where fio restarts its issue counters (JobThread._ramp_end): their uniforms go
+    back to their streams."""
 
     def __init__(self, th: Any):
         self.th = th
-        self.ddir = th._rwmix_ddir
-        self.target = th._rwmix_issues
-        self.issues = list(th._issues[:2])
+        #: JobThread._issue's byte limit (issued bytes, from the job's start: a ramp with a limit is not covered)
+        self.limit = th._bytes_limit
+        self.issued = 0
         self.before: list[tuple[int, int, int, int]] = []
-        self.drawn: list[float] = []  # per row: the uniform drawn, or -1.0
+        self.drawn: list[tuple[float, float]] = []  # per row: the rwmix and the size uniform drawn, or -1.0
 
-    def decide(self, n: int) -> np.ndarray:
-        """The next ``n`` directions."""
+    @staticmethod
+    def _take(rnd: Any, draw: Any) -> tuple[Any, float]:
+        """``draw()`` and the uniform of ``rnd`` it consumed (-1.0: none)."""
+        if rnd is None:
+            return draw(), -1.0
+        u = rnd.peek()
+        n = len(rnd._buf)
+        out = draw()
+        return out, (u if len(rnd._buf) < n else -1.0)
+
+    def decide(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next ``n`` directions and sizes (fewer once the byte limit is reached)."""
         th = self.th
-        rnd = th._rw_rand
-        mix = th._mix_read
-        out = np.empty(n, np.int64)
-        cur, target, iss = self.ddir, self.target, self.issues
+        kinds = np.empty(n, np.int64)
+        sizes = np.empty(n, np.int64)
+        mixed = th._mixed
         for i in range(n):
-            self.before.append((cur, target, iss[0], iss[1]))
-            u = -1.0
-            if iss[cur] >= target:
-                u = rnd.random()
-                ddir = 0 if 1 + int(u * 100.0) <= mix else 1
-                if ddir != cur:
-                    target = iss[cur] * (mix if cur == 1 else 100 - mix) // 100
-                cur = ddir
-            self.drawn.append(u)
-            iss[cur] += 1
-            out[i] = cur
-        self.ddir, self.target = cur, target
-        return out
+            if self.issued >= self.limit:
+                return kinds[:i], sizes[:i]
+            iss = th._issues
+            self.before.append((th._rwmix_ddir, th._rwmix_issues, iss[0], iss[1]))
+            d, u = self._take(th._rw_rand, th._next_ddir) if mixed else (th._ddir0, -1.0)
+            iss[d] += 1
+            bv = th._bsvar[d]
+            b, ub = self._take(th._bs_rand, bv) if bv is not None else (th._bs[d], -1.0)
+            self.drawn.append((u, ub))
+            self.issued += b
+            kinds[i] = d
+            sizes[i] = b
+        return kinds, sizes
 
     def restart(self, j: int) -> int:
         """fio's issue counters restart before row ``j`` (the ramp's end): the rows from ``j`` on are
-        undone (their uniforms back to the stream, in order); returns how many there were."""
+        undone (their uniforms back to their streams, in order); returns how many there were."""
         n = len(self.before) - j
         if n <= 0:
             return 0
-        # the stream pops from the end of its buffer: the last drawn goes back first
-        self.th._rw_rand._buf.extend(u for u in reversed(self.drawn[j:]) if u >= 0.0)
-        self.ddir = self.before[j][0]
+        th = self.th
+        for k, rnd in ((0, th._rw_rand), (1, th._bs_rand)):
+            if rnd is not None:  # the stream pops from the end of its buffer: the last drawn goes back first
+                rnd._buf.extend(x[k] for x in reversed(self.drawn[j:]) if x[k] >= 0.0)
+        th._rwmix_ddir = self.before[j][0]
         del self.before[j:]
         del self.drawn[j:]
-        self.target = 0
-        self.issues = [0, 0]
+        self.issued = 0  # (no byte limit with a ramp)
+        th._issues = [0, 0, 0]  # JobThread._ramp_end
+        th._rwmix_issues = 0
         return n
+
+    def settle(self, n: int) -> None:
+        """The run issued ``n`` rows: the thread's rwmix state is the one after the last (rows decided beyond
+        it are dropped)."""
+        if n < len(self.before):
+            self.th._rwmix_ddir, self.th._rwmix_issues = self.before[n][0], self.before[n][1]
 
 
 def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int, mix: _Mix | None = None) -> Any:
@@ -348,14 +366,20 @@ def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int, mix: _Mix |
     with ``mix`` their directions are decided (a randrw job), else they are all ``ddir``."""
     from simulator.core import ceph_layout as L
 
+    if mix is not None:
+        kinds, sizes = mix.decide(n)
+        n = len(kinds)
     rqi = np.zeros((k + n, L.NRQI), np.int64)
     rqf = np.zeros((k + n, L.NRQF))
     rqi[:k] = st.rqi[:k]
     rqf[:k] = st.rqf[:k]
     rqi[k:, L.RQI_IMG] = rqi[0, L.RQI_IMG] if k else 0
-    rqi[k:, L.RQI_KIND] = ddir if mix is None else mix.decide(n)
+    if mix is None:
+        rqi[k:, L.RQI_KIND] = ddir
+        rqi[k:, L.RQI_SIZE] = bs
+    else:
+        rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
     rqi[k:, L.RQI_OFF] = _offsets(gen, ddir, bs, n)
-    rqi[k:, L.RQI_SIZE] = bs
     st = st._replace(rqi=rqi, rqf=rqf)
     st.gi[L.GI_NREQ] = k + n
     st.gi[L.GI_OUT] += n
@@ -395,7 +419,8 @@ def _reset_counters(st: Any) -> None:
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
-def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddirs: np.ndarray, bs: int) -> None:
+def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddirs: np.ndarray,
+                      sizes: np.ndarray) -> None:
     """The image's own statistics (Device.submit / Device._finish) for the window that began at
     ``t_rec``, from the completion times in completion order, with Python's float operations in
     Python's order: before the k-th completion ``min(n, depth + k) - k`` requests are inside (each
@@ -415,10 +440,11 @@ def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec:
         image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
         image._tq = float(t[-1])
     image._inside = 0
+    kept = t_done >= t_rec
     for d in (0, 1):
-        c = int(np.count_nonzero(ddirs[t_done >= t_rec] == d)) if m else 0
-        image.completed[d] += c
-        image.bytes[d] += c * bs
+        sel = kept & (ddirs == d)
+        image.completed[d] += int(np.count_nonzero(sel))
+        image.bytes[d] += int(sizes[sel].sum())
 
 
 def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
@@ -476,15 +502,15 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     if job.time_based:
         th.stats.set_window(t_rec, t_stop)
     n_lim = th._ios_limit
-    if th._bytes_limit != math.inf:
-        n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))
+    if th._bytes_limit != math.inf and not (th._varbs or th._bs[0] != th._bs[1]):
+        n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))  # (variable sizes: _Mix stops at the limit)
     ramp = job.ramp_time > 0
     if not ramp:  # JobThread._ramp_end at the start: the image's (and cluster's) statistics restart
         th._limits_on = True
         image.reset_stats()
         wl._phase_devs.add(id(image))
     rows = int(min(n_lim, max(ROWS, 8 * depth)))
-    mix = _Mix(th) if th._mixed else None
+    mix = _Mix(th) if th._mixed or th._varbs else None
     if held is not None:
         del _registry(sim)[id(cluster)]  # resumed: held again at the end
         st, meta, verdicts, n_ops = held.st, held.meta, held.verdicts, held.n_ops
@@ -505,7 +531,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     st = _add_rows(st, gen, ddir, bs, 0, rows, mix)
     st.rqi[:, L.RQI_IMG] = k
     st.gi[L.GI_CLOSED] = 2 if keep else 1  # 2: the last completion schedules the run's end (EV_STOP)
-    first = min(depth, rows)
+    first = min(depth, int(st.gi[L.GI_NREQ]))  # (fewer rows than asked: a byte limit reached)
     st.gi[L.GI_NEXTREQ] = first
     w0 = time.perf_counter()
     c0 = time.process_time()
@@ -526,6 +552,8 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
                 nreq = int(st.gi[L.GI_NREQ])
                 if st.gi[L.GI_NEXTREQ] >= nreq and nreq < n_lim:  # every row issued: as many again
                     st = _add_rows(st, gen, ddir, bs, nreq, int(min(nreq, n_lim - nreq)), mix)
+                    if int(st.gi[L.GI_NREQ]) == nreq:  # the byte limit: no more rows
+                        n_lim = nreq
                 continue
             break
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
@@ -543,11 +571,11 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             st.gf[L.GF_NOW] = t_rec  # the devices' windows restart at the ramp's end (the next event is not earlier)
             _reset_counters(st)
             wl._phase_devs.add(id(image))
-            if mix is not None:  # the issue counters restart: the rows not issued yet are decided again
+            if th._mixed:  # the issue counters restart: the rows not issued yet are decided again
                 j = int(st.gi[L.GI_NEXTREQ])
                 m_undo = mix.restart(j)
                 if m_undo:
-                    st.rqi[j : j + m_undo, L.RQI_KIND] = mix.decide(m_undo)
+                    st.rqi[j : j + m_undo, L.RQI_KIND], st.rqi[j : j + m_undo, L.RQI_SIZE] = mix.decide(m_undo)
         elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
             nxt = int(st.gi[L.GI_NEXTREQ])
             st.gi[L.GI_OUT] -= int(st.gi[L.GI_NREQ]) - nxt
@@ -582,25 +610,24 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     rows_out[:, 1] = t_done_o[keep]
     rows_out[:, 2] = 0.0  # slat: no submission latency
     rows_out[:, 3] = (t_done - t_issue)[order][keep]
-    rows_out[:, 4] = bs
+    sizes_o = st.rqi[:n, L.RQI_SIZE][order]
+    rows_out[:, 4] = sizes_o[keep]
     th.stats.add_many(rows_out)
     t_end = float(t_done.max()) if n else t0
     th._c_ios = m
-    th._c_bytes = m * bs
+    th._c_bytes = int(sizes_o[keep].sum())
     counted = t_issue >= t_rec if ramp else np.ones(n, bool)
     for d in ((0, 1) if mix is not None else (ddir,)):
         th._issues[d] = int(np.count_nonzero(counted & (kinds == d)))
-    if mix is not None and n < len(mix.before):  # the rwmix state after the last issued request
-        th._rwmix_ddir, th._rwmix_issues = mix.before[n][0], mix.before[n][1]
-    elif mix is not None:
-        th._rwmix_ddir, th._rwmix_issues = mix.ddir, mix.target
+    if mix is not None:
+        mix.settle(n)
     th._inflight = 0
     th._if_bytes = 0
     th._issuing = False
     th.done = True
     th._t_end = t_end
     th.stats.set_window(t_rec, max(t_end, t_rec))
-    _image_accounting(image, t_done_o, n, depth, t_rec, kinds_o, bs)
+    _image_accounting(image, t_done_o, n, depth, t_rec, kinds_o, sizes_o)
     if env._now < t_end:
         env._now = t_end
     wl._remaining = 0

@@ -182,6 +182,7 @@ class JobThread(Component):
         bs_rand = None
         if any(spec[d][0] != "fixed" for d in job.ddirs):
             bs_rand = self._stream(_S_BS, "bs")
+        self._bs_rand = bs_rand  # the sizes' stream (the compiled Ceph core draws ahead of issue: ceph_fio._Mix)
         self._bsvar = tuple(_size_drawer(sp, bs_rand) for sp in spec)
         self._varbs = any(self._bsvar[d] is not None for d in job.ddirs)
         self._ddirs = job.ddirs
@@ -814,6 +815,14 @@ class _Uniforms:
         if not buf:
             buf = self._buf = self._gen.random(4096)[::-1].tolist()
         return buf.pop()
+
+    def peek(self) -> float:
+        """The next uniform, not consumed (the buffer holds it afterwards: a draw then takes it without a
+        refill; ``_buf.append(u)`` gives back a drawn ``u``)."""
+        buf = self._buf
+        if not buf:
+            buf = self._buf = self._gen.random(4096)[::-1].tolist()
+        return buf[-1]
 
     def integers(self, n: int) -> int:
         return min(int(self.random() * n), n - 1)
