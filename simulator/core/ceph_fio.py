@@ -71,17 +71,22 @@ class Held:
     state was built from clean Python objects (per kind of run: writes, reads of written objects,
     reads of new objects); the Python objects' state is not read again while the state is held."""
 
-    __slots__ = ("cluster", "image", "meta", "n_ops", "sim", "st", "verdicts")
+    __slots__ = ("cluster", "images", "meta", "n_ops", "sim", "st", "verdicts")
 
-    def __init__(self, sim: Any, cluster: Any, image: Any, st: Any, meta: dict[str, Any], n_ops: int,
+    def __init__(self, sim: Any, cluster: Any, images: list[Any], st: Any, meta: dict[str, Any], n_ops: int,
                  verdicts: dict[str, str | None]):
-        self.sim, self.cluster, self.image, self.st, self.meta = sim, cluster, image, st, meta
+        self.sim, self.cluster, self.images, self.st, self.meta = sim, cluster, list(images), st, meta
         self.n_ops, self.verdicts = n_ops, verdicts
 
-    def fits(self, image: Any, depth: int) -> bool:
-        """Whether a run of ``depth`` requests in flight on ``image`` can resume this state (the same
-        image, enough op rows)."""
-        return image is self.image and _op_rows(depth, image) <= self.n_ops
+    @property
+    def image(self) -> Any:
+        return self.images[0]
+
+    def fits(self, images: list[Any], depth: int) -> bool:
+        """Whether a run of ``depth`` requests in flight (all threads) on ``images`` can resume this state
+        (images it was built for, enough op rows)."""
+        return (all(any(i is h for h in self.images) for i in images)
+                and max(_op_rows(depth, i) for i in images) <= self.n_ops)
 
     def repeered(self) -> None:
         """The cluster marked an OSD down or up (:meth:`Cluster.mark_down` / ``mark_up``: no remapping) while
@@ -194,32 +199,44 @@ def _run_kind(th: Any) -> str:
     return "read" if th.files[0].dev.base_table.any_allocated() else "new"
 
 
-def _verdicts(cluster: Any, image: Any) -> dict[str, str | None]:
-    """What ``ceph_build`` says of runs of each kind on ``image`` (see :class:`Held`)."""
+def _verdicts(cluster: Any, images: list[Any]) -> dict[str, str | None]:
+    """What ``ceph_build`` says of runs of each kind on ``images`` (see :class:`Held`)."""
     from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
 
-    w, r = unsupported_writes(cluster, [image]), unsupported_reads(cluster, [image])
+    w, r = unsupported_writes(cluster, images), unsupported_reads(cluster, images)
     return {"write": w, "read": r, "mixed": w or r, "new": unsupported(cluster)}
 
 
-def _unsupported_cluster(th: Any) -> str | None:
+def _wl_kind(wl: Any) -> str:
+    """Which check a run of ``wl``'s threads needs (as :func:`_run_kind`; several threads: a writer makes
+    every thread's reads reads of written objects, so writes and reads are both checked)."""
+    kinds = {_run_kind(th) for th in wl.threads}
+    if len(kinds) == 1:
+        return kinds.pop()
+    if kinds & {"write", "mixed"}:
+        return "mixed"
+    return "read"
+
+
+def _unsupported_cluster(wl: Any) -> str | None:
     from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
 
-    image = th.files[0].dev
-    held = held_state(image.cluster)
+    images = _images_of(wl)
+    cluster = images[0].cluster
+    held = held_state(cluster)
+    kind = _wl_kind(wl)
     if held is not None:
-        if held.fits(image, th._depth):  # the held state is the compiled core's own: its verdicts
-            return held.verdicts[_run_kind(th)]
-        return (f"its compiled state is held for a run of {held.image.path} with at most {held.n_ops // 8} "
-                "requests in flight (the hand-over to this run drains it)")
-    kind = _run_kind(th)
-    if kind == "write":  # only the driven image's tables (another pool on other drives may differ in shape)
-        return unsupported_writes(image.cluster, [image])
+        if held.fits(images, _total_depth(wl)):  # the held state is the compiled core's own: its verdicts
+            return held.verdicts[kind]
+        return (f"its compiled state is held for a run of {', '.join(i.path for i in held.images)} with at most "
+                f"{held.n_ops // 8} requests in flight (the hand-over to this run drains it)")
+    if kind == "write":  # only the driven images' tables (another pool on other drives may differ in shape)
+        return unsupported_writes(cluster, images)
     if kind == "mixed":
-        return unsupported_writes(image.cluster, [image]) or unsupported_reads(image.cluster, [image])
+        return unsupported_writes(cluster, images) or unsupported_reads(cluster, images)
     if kind == "read":
-        return unsupported_reads(image.cluster, [image])
-    return unsupported(image.cluster)
+        return unsupported_reads(cluster, images)
+    return unsupported(cluster)
 
 
 def unsupported_workload(sim: Any, wl: Any) -> str | None:
@@ -230,18 +247,29 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
         return "the workload was already started"
     if getattr(wl, "io_source", None) is not None:
         return "an application workload (io_source)"
+    if not wl.threads:
+        return "no job thread"
     if not all(isinstance(f.dev, RbdImage) for th in wl.threads for f in th.files):
         return "RBD images and other devices in one run (the Ceph core drives RBD images only)"
-    if len(wl.threads) != 1:
-        return (f"{len(wl.threads)} job threads (several jobs or numjobs > 1): the compiled Ceph core "
-                "drives one thread")
-    th = wl.threads[0]
-    why = unsupported_job(th)
-    if why:
-        return why
+    for th in wl.threads:
+        why = unsupported_job(th)
+        if why:
+            return why
+    if len(wl.threads) > 1:  # several threads run as one phase from one start, ramp and stop
+        th0 = wl.threads[0]
+        if len(wl._phases) != 1:
+            return "stonewall phases (the compiled Ceph core runs the threads of one phase)"
+        if len({id(th.files[0].dev.cluster) for th in wl.threads}) != 1:
+            return "images of several clusters in one run"
+        for th in wl.threads[1:]:
+            j, j0 = th.job, th0.job
+            if (j.startdelay != j0.startdelay or j.ramp_time != j0.ramp_time or th._runtime != th0._runtime
+                    or j.time_based != j0.time_based):
+                return (f"jobs {j0.name!r} and {j.name!r} differ in startdelay, ramp_time or runtime (the compiled Ceph "
+                        "core runs several threads from one start, ramp and stop)")
     if _pending(sim.env):
         return "events are pending in the Python engine (the cluster is in the middle of a Python run's work)"
-    why = _unsupported_cluster(th)
+    why = _unsupported_cluster(wl)
     return f"the cluster: {why}" if why else None
 
 
@@ -419,40 +447,114 @@ def _reset_counters(st: Any) -> None:
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
-def _image_accounting(image: Any, t_done: np.ndarray, n: int, depth: int, t_rec: float, ddirs: np.ndarray,
-                      sizes: np.ndarray) -> None:
-    """The image's own statistics (Device.submit / Device._finish) for the window that began at
-    ``t_rec``, from the completion times in completion order, with Python's float operations in
-    Python's order: before the k-th completion ``min(n, depth + k) - k`` requests are inside (each
-    completion issues the next at its own instant, which adds ``inside x 0``); the queue-depth area
-    grows by inside x (t_k - t_previous) from the window's start."""
-    t = t_done[t_done >= t_rec]
-    m = len(t)
-    if m:
-        k = np.arange(n - m, n)
-        inside = np.minimum(n, depth + k) - k
-        prev = np.empty(m)
-        prev[0] = image._tq
-        prev[1:] = t[:-1]
-        terms = np.empty(m + 1)
-        terms[0] = image._qarea
-        terms[1:] = inside * (t - prev)
-        image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
-        image._tq = float(t[-1])
-    image._inside = 0
+def _image_accounting(image: Any, t_done: np.ndarray, thr: np.ndarray, depth: np.ndarray, n: np.ndarray, t_rec: float,
+                      ddirs: np.ndarray, sizes: np.ndarray, mine: list[int]) -> None:
+    """The image's own statistics (Device.submit / Device._finish) for the window that began at ``t_rec``,
+    from its requests' completion times in completion order (``thr``: each one's job thread; ``depth`` /
+    ``n``: per thread its depth and requests issued; ``mine``: the threads on this image), with Python's
+    float operations in Python's order: before a completion, thread j has issued min(n_j, depth_j +
+    its completions so far) requests (each completion issues the next at its own instant, which adds
+    ``inside x 0``); the queue-depth area grows by inside x (t_k - t_previous) from the window's start."""
     kept = t_done >= t_rec
+    if len(t_done):
+        k_all = np.arange(len(t_done))
+        issued = np.zeros(len(t_done), np.int64)
+        for j in mine:
+            c = np.cumsum(thr == j) - (thr == j)  # thread j's completions before each one
+            issued += np.minimum(n[j], depth[j] + c)
+        inside_all = issued - k_all
+        t = t_done[kept]
+        m = len(t)
+        if m:
+            inside = inside_all[kept]
+            prev = np.empty(m)
+            prev[0] = image._tq
+            prev[1:] = t[:-1]
+            terms = np.empty(m + 1)
+            terms[0] = image._qarea
+            terms[1:] = inside * (t - prev)
+            image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
+            image._tq = float(t[-1])
+    image._inside = 0
     for d in (0, 1):
         sel = kept & (ddirs == d)
         image.completed[d] += int(np.count_nonzero(sel))
         image.bytes[d] += int(sizes[sel].sum())
 
 
+class _Thr:
+    """One job thread of a compiled run: its rows (a chain through RQI_LINK, in issue order), its limit."""
+
+    __slots__ = ("depth", "gen", "img", "last", "mix", "n_lim", "rows", "th")
+
+    def __init__(self, th: Any, img: int, n_lim: float):
+        self.th, self.img, self.n_lim = th, img, n_lim
+        self.gen = th.files[0].gen
+        self.depth = th._depth
+        self.mix = _Mix(th) if th._mixed or th._varbs else None
+        self.rows = 0  # rows added
+        self.last = -1  # its last row
+
+
+def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int) -> Any:
+    """``n`` more rows of job thread ``t`` (its next offsets, directions and sizes) at the end of the table,
+    linked after its last row (and queued in ``trn`` when none was)."""
+    from simulator.core import ceph_layout as L
+
+    th = thr.th
+    ddir = th._ddir0
+    bs = th._bs[ddir]
+    k = int(st.gi[L.GI_NREQ])
+    if thr.mix is not None:
+        kinds, sizes = thr.mix.decide(n)
+        n = len(kinds)
+    if n == 0:
+        return st
+    rqi = np.zeros((k + n, L.NRQI), np.int64)
+    rqf = np.zeros((k + n, L.NRQF))
+    rqi[:k] = st.rqi[:k]
+    rqf[:k] = st.rqf[:k]
+    rqi[k:, L.RQI_IMG] = thr.img
+    if thr.mix is None:
+        rqi[k:, L.RQI_KIND] = ddir
+        rqi[k:, L.RQI_SIZE] = bs
+    else:
+        rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
+    rqi[k:, L.RQI_OFF] = _offsets(thr.gen, ddir, bs, n)
+    rqi[k:, L.RQI_DSEQ] = -1
+    rqi[k:, L.RQI_THR] = t
+    rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
+    rqi[k + n - 1, L.RQI_LINK] = -1
+    if thr.last >= 0:
+        rqi[thr.last, L.RQI_LINK] = k
+    if st.trn[t] < 0:
+        st.trn[t] = k
+    thr.last = k + n - 1
+    thr.rows += n
+    st = st._replace(rqi=rqi, rqf=rqf)
+    st.gi[L.GI_NREQ] = k + n
+    st.gi[L.GI_OUT] += n
+    return st
+
+
+def _queued(st: Any, t: int) -> list[int]:
+    """The rows of job thread ``t`` not issued yet, in order."""
+    from simulator.core import ceph_layout as L
+
+    out = []
+    r = int(st.trn[t])
+    while r >= 0:
+        out.append(r)
+        r = int(st.rqi[r, L.RQI_LINK])
+    return out
+
+
 def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
-    """Run the not-started Workload ``wl`` (one thread on an RBD image, as :func:`unsupported_workload`
-    allows) through the compiled Ceph core, leaving its thread, statistics and the cluster as the
-    Python model would for reporting. Returns run figures (events, loop wall and CPU seconds).
-    The run resumes the cluster's held state if it fits (:class:`Held`), else builds one; it stops at
-    its last completion and keeps the state held (``keep``; False: drain and write back at once,
+    """Run the not-started Workload ``wl`` (job threads on RBD images of one cluster, as
+    :func:`unsupported_workload` allows) through the compiled Ceph core, leaving its threads, statistics
+    and the cluster as the Python model would for reporting. Returns run figures (events, loop wall and
+    CPU seconds). The run resumes the cluster's held state if it fits (:class:`Held`), else builds one; it
+    stops at its last completion and keeps the state held (``keep``; False: drain and write back at once,
     as before held states — the differential tests' mutation)."""
     from simulator.core import ceph_layout as L
     from simulator.core import ceph_loop as K
@@ -465,55 +567,51 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         write_back_bluestore,
     )
 
-    if len(wl.threads) == 1 and rbd_targets(wl):
-        img = wl.threads[0].files[0].dev
-        held = held_state(img.cluster)
-        if held is not None and not held.fits(img, wl.threads[0]._depth):
-            held.release()  # a run of another image or depth: hand over (drain), then build afresh
+    if wl.threads and rbd_targets(wl):
+        imgs = _images_of(wl)
+        held = held_state(imgs[0].cluster)
+        if held is not None and not held.fits(imgs, _total_depth(wl)):
+            held.release()  # a run of other images or a deeper one: hand over (drain), then build afresh
     why = unsupported_workload(sim, wl)
     if why:
         from simulator.core.run import Unsupported
 
         raise Unsupported(why)
-    th = wl.threads[0]
-    job = th.job
-    image = th.files[0].dev
-    cluster = image.cluster
-    gen = th.files[0].gen
-    ddir = th._ddir0
-    bs = th._bs[ddir]
-    depth = th._depth
+    threads = wl.threads
+    th0 = threads[0]
+    job0 = th0.job
+    images = _images_of(wl)
+    cluster = images[0].cluster
     env = sim.env
     held = held_state(cluster)
     _drop_inert(env)
-    # Workload.start -> JobThread.start / _begin (after a fixed startdelay; nothing else is pending)
-    t0 = env.now + job.startdelay[0]
+    # Workload.start -> JobThread.start / _begin of each thread in order (after one fixed startdelay;
+    # nothing else is pending)
+    t0 = env.now + job0.startdelay[0]
     if t0 > env._now:
         env._now = t0
     wl._started = True
     wl._phase_devs = set()
-    t_rec = t0 + job.ramp_time
-    t_stop = t_rec + th._runtime
-    th._t0 = t0
-    th._tt_last = t0
-    th._t_rec = t_rec
-    th._t_stop = t_stop
-    th._cpu_free = t0
-    if job.time_based:
-        th.stats.set_window(t_rec, t_stop)
-    n_lim = th._ios_limit
-    if th._bytes_limit != math.inf and not (th._varbs or th._bs[0] != th._bs[1]):
-        n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))  # (variable sizes: _Mix stops at the limit)
-    ramp = job.ramp_time > 0
-    if not ramp:  # JobThread._ramp_end at the start: the image's (and cluster's) statistics restart
-        th._limits_on = True
-        image.reset_stats()
-        wl._phase_devs.add(id(image))
-    rows = int(min(n_lim, max(ROWS, 8 * depth)))
-    mix = _Mix(th) if th._mixed or th._varbs else None
+    t_rec = t0 + job0.ramp_time
+    t_stop = t_rec + th0._runtime
+    ramp = job0.ramp_time > 0
+    for th in threads:
+        th._t0 = t0
+        th._tt_last = t0
+        th._t_rec = t_rec
+        th._t_stop = t_stop
+        th._cpu_free = t0
+        if th.job.time_based:
+            th.stats.set_window(t_rec, t_stop)
+        if not ramp:
+            th._limits_on = True
+    if not ramp:  # JobThread._ramp_end at the first thread's start: its image's (and cluster's) statistics restart
+        images[0].reset_stats()
+        wl._phase_devs.add(id(images[0]))
     if held is not None:
         del _registry(sim)[id(cluster)]  # resumed: held again at the end
         st, meta, verdicts, n_ops = held.st, held.meta, held.verdicts, held.n_ops
+        state_images = held.images  # the images its tables hold
         refill(st, meta)  # the streams went back to the Python components at the write-back
         if t0 > st.gf[L.GF_NOW]:  # a startdelay: the pending work before the job's start
             run_refilling(st, meta, np.nextafter(t0, -np.inf))
@@ -521,26 +619,46 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         if not ramp:  # the statistics restarted above (image.reset_stats): the arrays' counters too
             _reset_counters(st)
     else:
-        n_ops = _op_rows(depth, image)
-        verdicts = _verdicts(cluster, image)
-        st, meta = build_state(cluster, n_ops=n_ops, n_req=0, images=[image])
+        n_ops = max(_op_rows(_total_depth(wl), img) for img in images)
+        verdicts = _verdicts(cluster, images)
+        st, meta = build_state(cluster, n_ops=n_ops, n_req=0, images=images)
+        state_images = images
     ev0 = int(st.gi[L.GI_EVENTS])
-    k = next(i for i, img in enumerate(meta["images"]) if img is image)
     st.gi[L.GI_OUT] = 0
     st.gi[L.GI_NCOMP] = 0
-    st = _add_rows(st, gen, ddir, bs, 0, rows, mix)
-    st.rqi[:, L.RQI_IMG] = k
+    st.gi[L.GI_NREQ] = 0
+    st = st._replace(trn=np.full(len(threads), -1, np.int64))
+    st.gi[L.GI_NTHR] = len(threads)
+    thrs = []
+    for t, th in enumerate(threads):
+        k = next(i for i, img in enumerate(meta["images"]) if img is th.files[0].dev)
+        n_lim = th._ios_limit
+        bs = th._bs[th._ddir0]
+        if th._bytes_limit != math.inf and not (th._varbs or th._bs[0] != th._bs[1]):
+            n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))  # (variable sizes: _Mix stops at the limit)
+        thr = _Thr(th, k, n_lim)
+        thrs.append(thr)
+        st = _add_thread_rows(st, t, thr, int(min(n_lim, max(ROWS, 8 * th._depth))))
     st.gi[L.GI_CLOSED] = 2 if keep else 1  # 2: the last completion schedules the run's end (EV_STOP)
-    first = min(depth, int(st.gi[L.GI_NREQ]))  # (fewer rows than asked: a byte limit reached)
-    st.gi[L.GI_NEXTREQ] = first
+    st.gi[L.GI_NEXTREQ] = 0
     w0 = time.perf_counter()
     c0 = time.process_time()
-    for r in range(first):
-        K.issue_now(st, r)
+    for t, thr in enumerate(thrs):  # each thread fills its depth at its start, thread by thread
+        img = thr.th.files[0].dev
+        if not ramp and id(img) not in wl._phase_devs:  # the first thread on another image: its _ramp_end resets
+            img.reset_stats()  # it and the cluster, after the earlier threads' first issues
+            wl._phase_devs.add(id(img))
+            _reset_counters(st)
+        for _ in range(min(thr.depth, thr.rows)):
+            r = int(st.trn[t])
+            st.trn[t] = st.rqi[r, L.RQI_LINK]
+            st.gi[L.GI_NEXTREQ] += 1
+            K.issue_now(st, r)
+    issued_any = int(st.gi[L.GI_NEXTREQ]) > 0
     # control points: the ramp's end (statistics restart), the runtime's end (no more issues)
     points = ([(t_rec, "ramp")] if ramp else []) + ([(t_stop, "stop")] if t_stop != math.inf else [])
     points.append((math.inf, "end"))
-    if first == 0:
+    if not issued_any:
         points = []
     for t_point, what in points:
         # the events before the point (a timer set at the job's start comes before IO events at its instant)
@@ -549,11 +667,11 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             status = K.run_until(st, limit)
             if status == L.ST_REFILL:
                 refill(st, meta)
-                nreq = int(st.gi[L.GI_NREQ])
-                if st.gi[L.GI_NEXTREQ] >= nreq and nreq < n_lim:  # every row issued: as many again
-                    st = _add_rows(st, gen, ddir, bs, nreq, int(min(nreq, n_lim - nreq)), mix)
-                    if int(st.gi[L.GI_NREQ]) == nreq:  # the byte limit: no more rows
-                        n_lim = nreq
+                for t, thr in enumerate(thrs):
+                    if st.trn[t] < 0 and thr.rows < thr.n_lim:  # every row of the thread issued: as many again
+                        st = _add_thread_rows(st, t, thr, int(min(thr.rows, thr.n_lim - thr.rows)))
+                        if st.trn[t] < 0:  # the byte limit: no more rows
+                            thr.n_lim = thr.rows
                 continue
             break
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
@@ -562,34 +680,36 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         if status == L.ST_STOP:  # the last completion (and what was queued before it): the run is over
             break
         if what == "ramp":
-            # JobThread._ramp_end: limits on, the image's and the cluster's statistics restart
-            th._limits_on = True
+            # JobThread._ramp_end of each thread: limits on, its images' and the cluster's statistics restart
             now_py = env._now
             env._now = t_rec
-            image.reset_stats()
+            for th in threads:
+                th._limits_on = True
+                th.files[0].dev.reset_stats()
+                wl._phase_devs.add(id(th.files[0].dev))
             env._now = now_py
             st.gf[L.GF_NOW] = t_rec  # the devices' windows restart at the ramp's end (the next event is not earlier)
             _reset_counters(st)
-            wl._phase_devs.add(id(image))
-            if th._mixed:  # the issue counters restart: the rows not issued yet are decided again
-                j = int(st.gi[L.GI_NEXTREQ])
-                m_undo = mix.restart(j)
-                if m_undo:
-                    st.rqi[j : j + m_undo, L.RQI_KIND], st.rqi[j : j + m_undo, L.RQI_SIZE] = mix.decide(m_undo)
+            for t, thr in enumerate(thrs):
+                if thr.th._mixed:  # the issue counters restart: the rows not issued yet are decided again
+                    q = _queued(st, t)
+                    m_undo = thr.mix.restart(thr.rows - len(q))
+                    if m_undo:
+                        st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE] = thr.mix.decide(m_undo)
         elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
-            nxt = int(st.gi[L.GI_NEXTREQ])
-            st.gi[L.GI_OUT] -= int(st.gi[L.GI_NREQ]) - nxt
-            st.gi[L.GI_NREQ] = nxt
-            n_lim = nxt
+            for t, thr in enumerate(thrs):
+                q = _queued(st, t)
+                st.gi[L.GI_OUT] -= len(q)
+                st.trn[t] = -1
+                thr.n_lim = thr.rows - len(q)
     wall = time.perf_counter() - w0
     cpu = time.process_time() - c0
     if st.gi[L.GI_OUT]:
         raise RuntimeError(f"compiled Ceph core: {st.gi[L.GI_OUT]} requests outstanding at the end: {why_text(st)}")
-    n = int(st.gi[L.GI_NEXTREQ])
     if keep:  # held: the figures for reporting; the state stays in the arrays for the next run
         write_back_bluestore(st, meta, report=True)
         write_back(st, meta, set_now=False, report=True)
-        _registry(sim)[id(cluster)] = Held(sim, cluster, image, st, meta, n_ops, verdicts)
+        _registry(sim)[id(cluster)] = Held(sim, cluster, state_images, st, meta, n_ops, verdicts)
     else:
         write_back_bluestore(st, meta)  # a read run too: its devices' busy time (BlueStore's state round-trips)
         write_back(st, meta, set_now=False)
@@ -597,42 +717,72 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     # loop's own queue-device rows (device-core devices keep theirs)
     for _k, q in meta["devices"]:
         q.counts_untracked = True
-    t_issue = st.rqf[:n, L.RQF_TISSUE]
-    t_done = st.rqf[:n, L.RQF_TDONE]
-    order = np.argsort(st.rqi[:n, L.RQI_DSEQ], kind="stable")
-    t_done_o = t_done[order]
-    keep = t_done_o >= t_rec  # JobThread._on_done records completions from the ramp's end on
-    m = int(keep.sum())
-    kinds = st.rqi[:n, L.RQI_KIND]
-    kinds_o = kinds[order]
-    rows_out = np.empty((m, 5))
-    rows_out[:, 0] = kinds_o[keep]
-    rows_out[:, 1] = t_done_o[keep]
-    rows_out[:, 2] = 0.0  # slat: no submission latency
-    rows_out[:, 3] = (t_done - t_issue)[order][keep]
-    sizes_o = st.rqi[:n, L.RQI_SIZE][order]
-    rows_out[:, 4] = sizes_o[keep]
-    th.stats.add_many(rows_out)
-    t_end = float(t_done.max()) if n else t0
-    th._c_ios = m
-    th._c_bytes = int(sizes_o[keep].sum())
-    counted = t_issue >= t_rec if ramp else np.ones(n, bool)
-    for d in ((0, 1) if mix is not None else (ddir,)):
-        th._issues[d] = int(np.count_nonzero(counted & (kinds == d)))
-    if mix is not None:
-        mix.settle(n)
-    th._inflight = 0
-    th._if_bytes = 0
-    th._issuing = False
-    th.done = True
-    th._t_end = t_end
-    th.stats.set_window(t_rec, max(t_end, t_rec))
-    _image_accounting(image, t_done_o, n, depth, t_rec, kinds_o, sizes_o)
-    if env._now < t_end:
-        env._now = t_end
+    nreq = int(st.gi[L.GI_NREQ])
+    dseq = st.rqi[:nreq, L.RQI_DSEQ]
+    issued = np.flatnonzero(dseq >= 0)  # every issued row completed (the run drained its requests)
+    order = issued[np.argsort(dseq[issued], kind="stable")]  # the issued rows in completion order
+    t_issue_o = st.rqf[order, L.RQF_TISSUE]
+    t_done_o = st.rqf[order, L.RQF_TDONE]
+    kinds_o = st.rqi[order, L.RQI_KIND]
+    sizes_o = st.rqi[order, L.RQI_SIZE]
+    thr_o = st.rqi[order, L.RQI_THR]
+    keep_o = t_done_o >= t_rec  # JobThread._on_done records completions from the ramp's end on
+    t_end_all = t0
+    for t, thr in enumerate(thrs):
+        th = thr.th
+        mine = thr_o == t
+        sel = mine & keep_o
+        m = int(sel.sum())
+        rows_out = np.empty((m, 5))
+        rows_out[:, 0] = kinds_o[sel]
+        rows_out[:, 1] = t_done_o[sel]
+        rows_out[:, 2] = 0.0  # slat: no submission latency
+        rows_out[:, 3] = (t_done_o - t_issue_o)[sel]
+        rows_out[:, 4] = sizes_o[sel]
+        th.stats.add_many(rows_out)
+        n_t = int(mine.sum())
+        t_end = float(t_done_o[mine].max()) if n_t else t0
+        t_end_all = max(t_end_all, t_end)
+        th._c_ios = m
+        th._c_bytes = int(sizes_o[sel].sum())
+        counted = mine & ((t_issue_o >= t_rec) if ramp else True)
+        for d in ((0, 1) if thr.mix is not None and th._mixed else (th._ddir0,)):
+            th._issues[d] = int(np.count_nonzero(counted & (kinds_o == d)))
+        if thr.mix is not None:
+            thr.mix.settle(n_t)
+        th._inflight = 0
+        th._if_bytes = 0
+        th._issuing = False
+        th.done = True
+        th._t_end = t_end
+        th.stats.set_window(t_rec, max(t_end, t_rec))
+    for k, img in enumerate(meta["images"]):
+        on = st.rqi[order, L.RQI_IMG] == k
+        if not any(thr.img == k for thr in thrs):
+            continue
+        depth_of = np.array([thr.depth for thr in thrs])
+        n_of = np.array([int((thr_o == t).sum()) for t in range(len(thrs))])
+        _image_accounting(img, t_done_o[on], thr_o[on], depth_of, n_of, t_rec, kinds_o[on], sizes_o[on],
+                          [t for t, thr in enumerate(thrs) if thr.img == k])
+    if env._now < t_end_all:
+        env._now = t_end_all
     wl._remaining = 0
     wl._phase = len(wl._phases)
-    return {"events": int(st.gi[L.GI_EVENTS]) - ev0, "wall_s": wall, "cpu_s": cpu, "ios": n}
+    return {"events": int(st.gi[L.GI_EVENTS]) - ev0, "wall_s": wall, "cpu_s": cpu, "ios": int(len(order))}
+
+
+def _images_of(wl: Any) -> list[Any]:
+    """The RBD images of ``wl``'s threads, in first use."""
+    out: list[Any] = []
+    for th in wl.threads:
+        img = th.files[0].dev
+        if all(img is not x for x in out):
+            out.append(img)
+    return out
+
+
+def _total_depth(wl: Any) -> int:
+    return sum(th._depth for th in wl.threads)
 
 
 def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "run_fio_ceph") -> list:

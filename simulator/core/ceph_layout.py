@@ -89,7 +89,8 @@ GI_TBASE = 24  # osd_memory_base, bytes
 GI_TMAX = 25  # the budget's bounds (Autotuner.max / min), bytes
 GI_TMIN = 26
 GI_ONODEB = 27  # onode_bytes
-NGI = 28
+GI_NTHR = 28  # closed loop of several job threads: their number (each completion issues its thread's next row, ``trn``); 0 = rows in order (GI_NEXTREQ)
+NGI = 29
 WHY_POOL = 1  # the op, transaction or device-request rows or the heap ran out
 WHY_STREAM = 2  # a random stream ran dry
 WHY_READ_WRITTEN = 3  # a read of an object that exists (not compiled yet)
@@ -296,7 +297,9 @@ RQI_OFF = 2
 RQI_SIZE = 3
 RQI_LEFT = 4  # object ops not completed (multi-object)
 RQI_DSEQ = 5  # its rank in completion order
-NRQI = 6
+RQI_THR = 6  # its job thread (GI_NTHR > 0)
+RQI_LINK = 7  # the next row of its thread in issue order, -1 = none yet
+NRQI = 8
 RQF_TISSUE = 0
 RQF_TDONE = 1
 NRQF = 2
@@ -492,7 +495,7 @@ CephState = namedtuple(
         "pgi", "pga", "pgb",
         "imi", "imf", "obj_ps", "obj_base",
         "opi", "opf", "opfree",
-        "rqi", "rqf",
+        "rqi", "rqf", "trn",  # trn: per job thread its next row to issue (-1 = none queued), GI_NTHR > 0
         "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
         "dev",  # the device core's State (core.layout) of the HDDs / block layers below BlueStore
         "oni", "onf", "okey", "oprev", "onext",  # the onode caches (ceph_onode, ON_* below)

@@ -250,6 +250,7 @@ from simulator.core.ceph_layout import (
     GI_NEXTREQ,
     GI_NOFOLD,
     GI_NREQ,
+    GI_NTHR,
     GI_ONODEB,
     GI_OPFREE,
     GI_OUT,
@@ -375,8 +376,10 @@ from simulator.core.ceph_layout import (
     RQI_IMG,
     RQI_KIND,
     RQI_LEFT,
+    RQI_LINK,
     RQI_OFF,
     RQI_SIZE,
+    RQI_THR,
     SHF_WAKE_AT,
     SHI_FREE,
     SHI_INFLIGHT,
@@ -1324,7 +1327,17 @@ def run_until(st, t_end):
             st.gi[GI_OUT] -= 1
             if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
                 schedule(sp, t, EV_STOP, 0, 0)
-            if st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
+            if st.gi[GI_CLOSED] and st.gi[GI_NTHR]:  # several job threads: the completion issues its thread's next
+                thr = st.rqi[target, RQI_THR]
+                nxt = st.trn[thr]
+                if nxt >= 0:
+                    st.trn[thr] = st.rqi[nxt, RQI_LINK]
+                    st.gi[GI_NEXTREQ] += 1  # (rows issued)
+                    st.rqf[nxt, RQF_TISSUE] = t
+                    _img_start(sp, nxt, t)
+                    if st.trn[thr] < 0:  # its last queued row is out: Python may add rows (ceph_fio)
+                        st.gi[GI_LOW] = 1
+            elif st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
                 nxt = st.gi[GI_NEXTREQ]
                 if nxt < st.gi[GI_NREQ]:
                     st.gi[GI_NEXTREQ] = nxt + 1
