@@ -2558,25 +2558,33 @@ def _ec_read_kup(sp, o, op, want, off, n):
             cnt += 1
 
 
-@njit(cache=_CACHE_LOOP, _nrt=False)
-def _ec_read_start(sp, op):
-    """ec._read_start: the data shards covering the range (the whole stripes, or with partial_reads the
-    chunks), or, when one of them is down, whole stripes from k up shards and a decode."""
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _ec_begin(sp, op, counter):
+    """What ec._read_start and ec._write_start begin with: the pool's ``counter`` counts the op, its stripes
+    (stripe_plan's first and last) are kept; returns (OSD, image, PG, k, stripe unit, stripe width, range
+    start, range end, first stripe, last stripe)."""
     st = _ld(sp)
-    o = st.opi[op, OPI_OSD]
     img = st.opi[op, OPI_IMG]
-    pg = st.opi[op, OPI_PG]
-    st.imi[img, II_ECS + ECS_CREADS] += 1
+    st.imi[img, II_ECS + counter] += 1
     k = st.imi[img, II_K]
     su = st.imi[img, II_SU]
     sw = k * su
-    pr = st.imi[img, II_PR]
     off = st.opi[op, OPI_OFF]
     end = off + st.opi[op, OPI_LEN]
     s0 = off // sw
     s1 = (end - 1) // sw
     st.opi[op, OPI_S0] = s0
     st.opi[op, OPI_S1] = s1
+    return st.opi[op, OPI_OSD], img, st.opi[op, OPI_PG], k, su, sw, off, end, s0, s1
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _ec_read_start(sp, op):
+    """ec._read_start: the data shards covering the range (the whole stripes, or with partial_reads the
+    chunks), or, when one of them is down, whole stripes from k up shards and a decode."""
+    st = _ld(sp)
+    o, img, pg, k, su, sw, off, end, s0, s1 = _ec_begin(sp, op, ECS_CREADS)
+    pr = st.imi[img, II_PR]
     need = 0
     nneed = 0
     healthy = True
@@ -2630,20 +2638,8 @@ def _ec_write_start(sp, op):
     """ec._write_start: a write covering whole stripes (or a trim, or a new object) is encoded and written at
     once; otherwise the partial head/tail stripes are read first (read-modify-write)."""
     st = _ld(sp)
-    o = st.opi[op, OPI_OSD]
-    img = st.opi[op, OPI_IMG]
-    pg = st.opi[op, OPI_PG]
-    st.imi[img, II_ECS + ECS_CWRITES] += 1
-    k = st.imi[img, II_K]
+    o, img, pg, k, su, sw, off, end, s0, s1 = _ec_begin(sp, op, ECS_CWRITES)
     m = st.imi[img, II_M]
-    su = st.imi[img, II_SU]
-    sw = k * su
-    off = st.opi[op, OPI_OFF]
-    end = off + st.opi[op, OPI_LEN]
-    s0 = off // sw
-    s1 = (end - 1) // sw
-    st.opi[op, OPI_S0] = s0
-    st.opi[op, OPI_S1] = s1
     p0 = s0 if off % sw else -1  # stripe_plan's partial stripes, in its order
     p1 = s1 if end % sw and s1 != p0 else -1
     row = st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE]
