@@ -389,31 +389,6 @@ class _Mix:
             self.th._rwmix_ddir, self.th._rwmix_issues = self.before[n][0], self.before[n][1]
 
 
-def _add_rows(st: Any, gen: Any, ddir: int, bs: int, k: int, n: int, mix: _Mix | None = None) -> Any:
-    """``n`` more request rows (the thread's next offsets, in issue order) after the state's ``k``;
-    with ``mix`` their directions are decided (a randrw job), else they are all ``ddir``."""
-    from simulator.core import ceph_layout as L
-
-    if mix is not None:
-        kinds, sizes = mix.decide(n)
-        n = len(kinds)
-    rqi = np.zeros((k + n, L.NRQI), np.int64)
-    rqf = np.zeros((k + n, L.NRQF))
-    rqi[:k] = st.rqi[:k]
-    rqf[:k] = st.rqf[:k]
-    rqi[k:, L.RQI_IMG] = rqi[0, L.RQI_IMG] if k else 0
-    if mix is None:
-        rqi[k:, L.RQI_KIND] = ddir
-        rqi[k:, L.RQI_SIZE] = bs
-    else:
-        rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
-    rqi[k:, L.RQI_OFF] = _offsets(gen, ddir, bs, n)
-    st = st._replace(rqi=rqi, rqf=rqf)
-    st.gi[L.GI_NREQ] = k + n
-    st.gi[L.GI_OUT] += n
-    return st
-
-
 def _reset_counters(st: Any) -> None:
     """Cluster.reset_stats on the compiled state (fio's statistics restart at the end of ramp_time):
     the counters BlueStore, OSD, CpuPool and Link reset, as their reset_stats do (the Python objects'
