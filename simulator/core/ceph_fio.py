@@ -78,10 +78,6 @@ class Held:
         self.sim, self.cluster, self.images, self.st, self.meta = sim, cluster, list(images), st, meta
         self.n_ops, self.verdicts = n_ops, verdicts
 
-    @property
-    def image(self) -> Any:
-        return self.images[0]
-
     def fits(self, images: list[Any], depth: int) -> bool:
         """Whether a run of ``depth`` requests in flight (all threads) on ``images`` can resume this state
         (images it was built for, enough op rows)."""
@@ -330,7 +326,7 @@ class _Mix:
         #: JobThread._issue's byte limit (issued bytes, from the job's start: a ramp with a limit is not covered)
         self.limit = th._bytes_limit
         self.issued = 0
-        self.before: list[tuple[int, int, int, int]] = []
+        self.before: list[tuple[int, int]] = []  # per row: the thread's rwmix direction and share before it
         self.drawn: list[tuple[float, float]] = []  # per row: the rwmix and the size uniform drawn, or -1.0
 
     @staticmethod
@@ -353,7 +349,7 @@ class _Mix:
             if self.issued >= self.limit:
                 return kinds[:i], sizes[:i]
             iss = th._issues
-            self.before.append((th._rwmix_ddir, th._rwmix_issues, iss[0], iss[1]))
+            self.before.append((th._rwmix_ddir, th._rwmix_issues))
             d, u = self._take(th._rw_rand, th._next_ddir) if mixed else (th._ddir0, -1.0)
             iss[d] += 1
             bv = th._bsvar[d]

@@ -2499,21 +2499,6 @@ def _ec_span(off, end, s0, s1, sw, su, i):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _ec_kup(sp, pg, k, m, want):
-    """ec._k_up counted: how many of the positions it returns for the positions in bit mask ``want`` (at most k)."""
-    cnt = 0
-    for p in range(k + m):
-        if (want >> p) & 1 and _ec_up(sp, pg, p):
-            cnt += 1
-    for p in range(k + m):
-        if cnt >= k:
-            break
-        if not (want >> p) & 1 and _ec_up(sp, pg, p):
-            cnt += 1
-    return min(cnt, k)
-
-
-@njit(cache=_CACHE_LOOP, _nrt=False)
 def _ec_read(sp, o, op, pos, off, n):
     """ec._issue_reads for one sub-read: the primary's own shard through its own queue, another by message."""
     st = _ld(sp)
@@ -2536,26 +2521,24 @@ def _ec_read(sp, o, op, pos, off, n):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _ec_read_kup(sp, o, op, want, off, n):
-    """The sub-reads of ec._k_up(want) in its order: the wanted up positions, then the other up ones, k in all."""
+def _ec_read_kup(sp, o, op, want, off, n, issue):
+    """ec._k_up(want) in its order (the wanted up positions, then the other up ones, k in all): how many, and
+    with ``issue`` their sub-reads of [off, off + n)."""
     st = _ld(sp)
     img = st.opi[op, OPI_IMG]
     pg = st.opi[op, OPI_PG]
     k = st.imi[img, II_K]
     m = st.imi[img, II_M]
     cnt = 0
-    for p in range(k + m):
-        if cnt >= k:
-            return
-        if (want >> p) & 1 and _ec_up(sp, pg, p):
-            _ec_read(sp, o, op, p, off, n)
-            cnt += 1
-    for p in range(k + m):
-        if cnt >= k:
-            return
-        if not (want >> p) & 1 and _ec_up(sp, pg, p):
-            _ec_read(sp, o, op, p, off, n)
-            cnt += 1
+    for other in range(2):
+        for p in range(k + m):
+            if cnt >= k:
+                return cnt
+            if ((want >> p) & 1) != other and _ec_up(sp, pg, p):
+                if issue:
+                    _ec_read(sp, o, op, p, off, n)
+                cnt += 1
+    return cnt
 
 
 @njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
@@ -2611,10 +2594,10 @@ def _ec_read_start(sp, op):
     else:  # degraded
         st.imi[img, II_ECS + ECS_DEGR] += 1
         st.opi[op, OPI_DECODE] = (s1 - s0 + 1) * sw
-        n = _ec_kup(sp, pg, k, st.imi[img, II_M], need)
+        n = _ec_read_kup(sp, o, op, need, 0, 0, False)
         st.opi[op, OPI_PENDING] = n
         st.imi[img, II_ECS + ECS_SR] += n
-        _ec_read_kup(sp, o, op, need, s0 * su, (s1 - s0 + 1) * su)
+        _ec_read_kup(sp, o, op, need, s0 * su, (s1 - s0 + 1) * su, True)
     _free(sp, o, st.opi[op, OPI_SHARD], pg)
 
 
@@ -2639,7 +2622,6 @@ def _ec_write_start(sp, op):
     once; otherwise the partial head/tail stripes are read first (read-modify-write)."""
     st = _ld(sp)
     o, img, pg, k, su, sw, off, end, s0, s1 = _ec_begin(sp, op, ECS_CWRITES)
-    m = st.imi[img, II_M]
     p0 = s0 if off % sw else -1  # stripe_plan's partial stripes, in its order
     p1 = s1 if end % sw and s1 != p0 else -1
     row = st.imi[img, II_KEY] + st.opi[op, OPI_OBJNO] * st.imi[img, II_SIZE]
@@ -2668,7 +2650,7 @@ def _ec_write_start(sp, op):
         if ok:
             n += cnt
         else:
-            n += _ec_kup(sp, pg, k, m, want)
+            n += _ec_read_kup(sp, o, op, want, 0, 0, False)
             st.opi[op, OPI_DECODE] += sw
     if n == 0:
         _ec_write_phase(sp, op)
@@ -2689,7 +2671,7 @@ def _ec_write_start(sp, op):
                 if (want >> i) & 1:
                     _ec_read(sp, o, op, i, s * su, su)
         else:
-            _ec_read_kup(sp, o, op, want, s * su, su)
+            _ec_read_kup(sp, o, op, want, s * su, su, True)
     _free(sp, o, st.opi[op, OPI_SHARD], pg)
 
 
