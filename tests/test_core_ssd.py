@@ -9,7 +9,10 @@ statistics (FTL counters, WAF, forced flushes, die utilisation, queue depth) and
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+from resident import resident_bytes
 
 from simulator.core import run_fio_compiled, unsupported
 from simulator.devices.blocklayer import BlockLayer, BlockLayerConfig
@@ -214,3 +217,20 @@ def test_mutation_no_hand_over_is_seen(monkeypatch):
     monkeypatch.setattr(R, "ssd_hand_over", lambda st, devs: None)
     with pytest.raises((AssertionError, RuntimeError)):
         test_python_continues_after_a_compiled_run({"rw": "randwrite", "iodepth": 32, "number_ios": 3000}, True)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page residency is read from Linux's pagemap")
+def test_terabyte_drive_costs_memory_only_where_written():
+    """A fresh 1.92 TB drive's FTL tables (l2p, p2l, dirty: ~6 GB of address space) stay unmapped through a compiled run
+    and its write-back: the build and the write-back copy only the pieces in use. (The tables used to be shared
+    mappings, where the copy's read of every piece took ~4 GB of memory per drive: six drives of a plan probe, 24 GB.)
+    The run's writes reach the drive's own tables."""
+    sim = Simulation(3)
+    dev = build_device({"profile": "ssd/samsung_pm9a3_1.92tb"}, "dev", sim.root)
+    res = run_fio_compiled(sim, [dev], {**_BASE, "rw": "randwrite", "iodepth": 8, "size": "64GiB", "number_ios": 2000})
+    assert res[0].write.total_ios == 2000
+    mapped = int((dev.ftl.l2p[: 64 * 2**30 // 4096] != 0).sum())  # reads only the written 64 GiB's 64 MB of l2p
+    assert mapped == 2000  # distinct 4 KiB LBAs of the run (fio's randommap: no repeats)
+    for name, a in (("l2p", dev.ftl.l2p), ("p2l", dev.ftl.p2l), ("dirty", dev._S.dirty)):
+        assert a.nbytes > 1.8e9
+        assert resident_bytes(a) < 200 * 2**20, (name, resident_bytes(a))

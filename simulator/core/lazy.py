@@ -17,13 +17,14 @@ memory of the compiled core at 1,008 OSDs".)
 from __future__ import annotations
 
 import mmap
+import os
 import platform
 import sys
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MAP_NORESERVE", "lazy_zeros"]
+__all__ = ["MAP_NORESERVE", "lazy_zeros", "touched_chunks"]
 
 #: the mmap flag; Python's mmap module has it only from 3.13, so on Linux the kernel's value is used where
 #: the module lacks it (0x4000 on x86-64, arm64, riscv, s390, loongarch: the generic mman.h; the other
@@ -46,4 +47,46 @@ def lazy_zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
     # without the flag one mapping larger than the machine's memory is refused)
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
     buf = mmap.mmap(-1, n, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    if hasattr(buf, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):  # where THP is "always": 4 KiB pages all the same
+        buf.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(buf, dt).reshape(shape)
+
+
+#: bit 63 of a /proc/self/pagemap entry: the page is present; bit 62: it is swapped out
+_PM_PRESENT_OR_SWAPPED = np.uint64(3 << 62)
+
+
+def touched_chunks(a: np.ndarray, chunk: int) -> np.ndarray:
+    """For a 1-d C-contiguous array, which ``chunk``-element pieces may hold something other than zeros: those with a
+    page present or swapped out (Linux's /proc/self/pagemap). A page of a :func:`lazy_zeros` table never touched is
+    neither, so that a copy of a mostly untouched terabyte drive's FTL table visits only where it was written, without
+    reading (and mapping) the rest. Pages only read count too (they map the zero page): the answer is a superset.
+    Where the map cannot be read (other systems, arrays not in their own pages), every piece may hold something."""
+    n = a.shape[0]
+    k = -(-n // chunk)
+    every = np.ones(k, bool)
+    if n == 0 or a.ndim != 1 or not a.flags.c_contiguous or not sys.platform.startswith("linux"):
+        return every
+    ps = mmap.PAGESIZE
+    addr = a.__array_interface__["data"][0]
+    p0, p1 = addr // ps, (addr + a.nbytes + ps - 1) // ps
+    try:
+        fd = os.open("/proc/self/pagemap", os.O_RDONLY)
+    except OSError:
+        return every
+    try:
+        raw = b"".join(os.pread(fd, min(1 << 24, (p1 - p) * 8), p * 8) for p in range(p0, p1, 1 << 21))
+    except OSError:
+        return every
+    finally:
+        os.close(fd)
+    if len(raw) != (p1 - p0) * 8:
+        return every
+    used = (np.frombuffer(raw, np.uint64) & _PM_PRESENT_OR_SWAPPED) != 0
+    page = np.nonzero(used)[0] + p0  # the pages in use, as page numbers
+    first = np.maximum(page * ps - addr, 0) // a.itemsize  # the element range each used page covers
+    last = np.minimum((page + 1) * ps - addr, a.nbytes) // a.itemsize - 1
+    edge = np.zeros(k + 1, np.int64)  # +1 where a page's range of chunks starts, -1 after it ends
+    np.add.at(edge, first // chunk, 1)
+    np.add.at(edge, last // chunk + 1, -1)
+    return np.cumsum(edge[:k]) > 0

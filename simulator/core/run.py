@@ -13,6 +13,7 @@ are left as the Python engine would leave them for reporting: ``Workload.results
 from __future__ import annotations
 
 import math
+import mmap
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ import numpy as np
 
 from simulator.core import layout as L
 from simulator.core import loop
-from simulator.core.lazy import lazy_zeros
+from simulator.core.lazy import lazy_zeros, touched_chunks
 from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
@@ -505,12 +506,19 @@ SSD_READ_UNITS = 4096
 _SSD_SPARSE = ("l2p", "p2l", "dirty")
 
 
-def _copy_sparse(dst: np.ndarray, src: np.ndarray, both: bool = False, chunk: int = 1 << 22) -> None:
-    """``dst[:] = src`` for 1-d tables, writing only the chunks where ``src`` (or, ``both``, ``dst``)
-    holds something, so that untouched zero pages of either stay unmapped."""
+def _copy_sparse(dst: np.ndarray, src: np.ndarray, both: bool = False) -> None:
+    """``dst[:] = src`` for 1-d tables of anonymous memory (lazy_zeros), writing only the runs of pages where ``src``
+    (or, ``both``, ``dst``) holds something, so that untouched zero pages of either stay unmapped. Only pages in use
+    are read (lazy.touched_chunks): reading a fresh 1.92 TB drive's 4 GB of tables would map them, and copying
+    them in pieces larger than a page would fill ``dst``'s pages around a few written slots (a run's first
+    writes land in every plane's first block, spread over the whole p2l table)."""
     n = src.shape[0]
-    for a in range(0, n, chunk):
-        b = min(n, a + chunk)
+    page = max(1, mmap.PAGESIZE // src.itemsize)
+    visit = touched_chunks(src, page)
+    if both:
+        visit |= touched_chunks(dst, page)
+    edge = np.flatnonzero(np.diff(np.concatenate(([0], visit.view(np.int8), [0]))))
+    for a, b in zip((edge[0::2] * page).tolist(), np.minimum(edge[1::2] * page, n).tolist(), strict=True):
         s = src[a:b]
         if s.any() or (both and dst[a:b].any()):
             dst[a:b] = s
@@ -522,7 +530,6 @@ def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
     with tables for ``R`` requests. Each SSD remembers its rows' shapes for the write-back."""
     from simulator.devices.ssd import kernels as SK
     from simulator.devices.ssd.device import txn_margin
-    from simulator.devices.ssd.ftl import _lazy_zeros
 
     states = []
     for d in ssds:  # the per-LPN / per-slot tables are copied below, chunk by chunk where written
@@ -536,8 +543,7 @@ def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
         arrs = [getattr(c, f) for c in states]
         shape = tuple(max(a.shape[i] for a in arrs) for i in range(ndim)) if arrs else (1,) * ndim
         n = max(len(arrs), 1)
-        size = n * int(np.prod(shape))
-        stack = _lazy_zeros(size, dtype).reshape((n, *shape)) if f in ("l2p", "p2l", "dirty") else np.zeros((n, *shape), dtype)
+        stack = lazy_zeros((n, *shape), dtype) if f in _SSD_SPARSE else np.zeros((n, *shape), dtype)
         for i, a in enumerate(arrs):
             if f in _SSD_SPARSE:
                 _copy_sparse(stack[i][: a.shape[0]], a)

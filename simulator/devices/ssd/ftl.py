@@ -20,7 +20,6 @@ part of a large drive that is actually written.
 from __future__ import annotations
 
 import math
-import mmap
 
 import numpy as np
 from numba import njit
@@ -221,18 +220,6 @@ def precondition_kernel(n_lpn, fill, n_random, seed, order, rr0, geo, l2p, p2l, 
     return rr
 
 
-def _lazy_zeros(n: int, dtype: type) -> np.ndarray:
-    """Zero-filled array whose memory is committed only where written (anonymous mmap without
-    transparent huge pages, so a sparse write does not fault in and clear 2 MiB at a time)."""
-    nbytes = n * np.dtype(dtype).itemsize
-    if nbytes < 64 * 2**20:
-        return np.zeros(n, dtype)
-    m = mmap.mmap(-1, nbytes)
-    if hasattr(m, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
-        m.madvise(mmap.MADV_NOHUGEPAGE)
-    return np.frombuffer(m, dtype=dtype, count=n)
-
-
 class FTL:
     """Page-level FTL state of one drive (arrays + geometry). Timing lives in the device."""
 
@@ -245,8 +232,11 @@ class FTL:
         self.n_lpn = n_lpn
         nb = n_planes * blocks_per_plane
         self.geo = np.array([blocks_per_plane, slots_per_block, slots_per_page, gc_threshold, n_planes], np.int64)
-        self.l2p = _lazy_zeros(n_lpn, np.int32)
-        self.p2l = _lazy_zeros(nb * slots_per_block, np.int32)
+        from simulator.core.lazy import lazy_zeros
+
+        # memory only where written: a terabyte drive's tables are GBs of address space
+        self.l2p = lazy_zeros(n_lpn, np.int32)
+        self.p2l = lazy_zeros(nb * slots_per_block, np.int32)
         self.bvalid = np.zeros(nb, np.int32)
         self.bstate = np.zeros(nb, np.int8)
         self.berase = np.zeros(nb, np.int32)

@@ -285,12 +285,12 @@ def make_state(cfg, ftl, order: np.ndarray, rr: int, n_req: int, n_txn: int, n_s
     _link_free(tx, TX_NEXT, 0)
     si[SI_TX_FREE] = 0
     si[SI_TX_NFREE] = n_txn
-    from simulator.devices.ssd.ftl import _lazy_zeros
+    from simulator.core.lazy import lazy_zeros
 
     return SSDState(
         si=si, sf=sf, die=die, dief=dief, pg=pg, pgf=np.zeros((npg, NPF)), tx=tx, txf=np.zeros(n_txn),
         rq=np.zeros((n_req, NRQ), np.int64), rqf=np.zeros((n_req, NQF)), scr=np.zeros(n_scr, np.int64),
-        ev=np.zeros((n_events(cfg, n_req), 3)), order=order, dirty=_lazy_zeros(cfg.n_lpn, np.int32),
+        ev=np.zeros((n_events(cfg, n_req), 3)), order=order, dirty=lazy_zeros(cfg.n_lpn, np.int32),
         geo=ftl.geo, l2p=ftl.l2p, p2l=ftl.p2l, bvalid=ftl.bvalid, bstate=ftl.bstate, berase=ftl.berase,
         free_stack=ftl.free_stack, free_top=ftl.free_top, front=ftl.front, cnt=ftl.cnt, gcout=ftl._gc_out,
     )  # fmt: skip
