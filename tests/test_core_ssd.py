@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from resident import resident_bytes
 
 from simulator.core import run_fio_compiled, unsupported
@@ -234,3 +236,33 @@ def test_terabyte_drive_costs_memory_only_where_written():
     for name, a in (("l2p", dev.ftl.l2p), ("p2l", dev.ftl.p2l), ("dirty", dev._S.dirty)):
         assert a.nbytes > 1.8e9
         assert resident_bytes(a) < 200 * 2**20, (name, resident_bytes(a))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["new", "free", "grow"]), st.integers(0, 10**6)), max_size=120))
+def test_free_stacks_pop_as_an_explicit_chain(ops):
+    """The page and transaction tables' free stacks (linked implicitly, kernels._link_free) hand out rows in the
+    order of the explicit chain they replaced: rows 0, 1, 2 ... at first, a freed row first, a grown table's new
+    rows on top in order. The reference is that chain as a list."""
+    sim = Simulation(1)
+    dev = build_device(_spec("ssd/class/enterprise_plp_nvme"), "dev", sim.root)
+    S = dev._S
+    ref = list(range(S.tx.shape[0]))  # the free rows, top first
+    held = []
+    for op, k in ops:
+        if op == "new" and ref:
+            x = SK._txn_new(S, 0, 0, 0.0, -1, 0, 0, 0)
+            assert x == ref.pop(0)
+            held.append(x)
+        elif op == "free" and held:
+            x = held.pop(k % len(held))
+            SK._txn_free(S, x)
+            ref.insert(0, x)
+        elif op == "grow":
+            n0 = S.tx.shape[0]
+            S = SK.grow(S, dev.cfg, n_txn=n0 + 1 + k % 50)
+            ref[:0] = range(n0, S.tx.shape[0])
+        assert int(S.si[SK.SI_TX_NFREE]) == len(ref)
+    while ref:  # the rest, to the end of the stack
+        assert SK._txn_new(S, 0, 0, 0.0, -1, 0, 0, 0) == ref.pop(0)
+    assert SK._txn_new(S, 0, 0, 0.0, -1, 0, 0, 0) == -1 and S.si[SK.SI_ERR] == SK.ERR_TXNS

@@ -13,7 +13,6 @@ are left as the Python engine would leave them for reporting: ``Workload.results
 from __future__ import annotations
 
 import math
-import mmap
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,7 +21,7 @@ import numpy as np
 
 from simulator.core import layout as L
 from simulator.core import loop
-from simulator.core.lazy import lazy_zeros, touched_chunks
+from simulator.core.lazy import copy_touched, copy_touched_table, lazy_zeros
 from simulator.devices.hdd import wcache_kernels as W
 
 __all__ = ["ENGINES", "CompiledRun", "Unsupported", "choose", "run_fio_compiled", "run_with", "run_workload", "unsupported"]
@@ -504,24 +503,9 @@ SSD_READ_UNITS = 4096
 
 #: SSD tables with a row per LPN or NAND slot (lazily zeroed: a large drive costs memory only where written)
 _SSD_SPARSE = ("l2p", "p2l", "dirty")
-
-
-def _copy_sparse(dst: np.ndarray, src: np.ndarray, both: bool = False) -> None:
-    """``dst[:] = src`` for 1-d tables of anonymous memory (lazy_zeros), writing only the runs of pages where ``src``
-    (or, ``both``, ``dst``) holds something, so that untouched zero pages of either stay unmapped. Only pages in use
-    are read (lazy.touched_chunks): reading a fresh 1.92 TB drive's 4 GB of tables would map them, and copying
-    them in pieces larger than a page would fill ``dst``'s pages around a few written slots (a run's first
-    writes land in every plane's first block, spread over the whole p2l table)."""
-    n = src.shape[0]
-    page = max(1, mmap.PAGESIZE // src.itemsize)
-    visit = touched_chunks(src, page)
-    if both:
-        visit |= touched_chunks(dst, page)
-    edge = np.flatnonzero(np.diff(np.concatenate(([0], visit.view(np.int8), [0]))))
-    for a, b in zip((edge[0::2] * page).tolist(), np.minimum(edge[1::2] * page, n).tolist(), strict=True):
-        s = src[a:b]
-        if s.any() or (both and dst[a:b].any()):
-            dst[a:b] = s
+#: SSD tables sized for the worst case and used from their start (page and transaction rows: lazily zeroed, their
+#: free stacks written only where used, kernels._link_free)
+_SSD_LAZY = ("tx", "txf", "pg", "pgf", "rq", "rqf", "ev")
 
 
 def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
@@ -532,21 +516,21 @@ def _ssd_arrays(ssds: Sequence[Any], R: int) -> dict[str, np.ndarray]:
     from simulator.devices.ssd.device import txn_margin
 
     states = []
-    for d in ssds:  # the per-LPN / per-slot tables are copied below, chunk by chunk where written
-        c = SK.SSDState(*[a if f in _SSD_SPARSE else np.array(a, copy=True) for f, a in zip(SK.SSDState._fields, d._S, strict=True)])
-        c = SK.grow(c, d.cfg, n_req=R, n_txn=2 * txn_margin(d.cfg) + 16 * R, n_scr=SSD_READ_UNITS)
+    for d in ssds:  # grow changes only ``si`` of the state it is given; every table is copied into the stacks below
+        c = SK.grow(d._S._replace(si=d._S.si.copy()), d.cfg, n_req=R, n_txn=2 * txn_margin(d.cfg) + 16 * R, n_scr=SSD_READ_UNITS)
         d._core_shapes = {f: getattr(c, f).shape for f in SK.SSDState._fields}
-        states.append(c)
+        states.append(c._asdict())
     out = {}
     for f in SK.SSDState._fields:
         dtype, ndim = SK.FIELD_TYPES[f]
-        arrs = [getattr(c, f) for c in states]
+        arrs = [c.pop(f) for c in states]  # (each drive's grown table is freed once stacked)
         shape = tuple(max(a.shape[i] for a in arrs) for i in range(ndim)) if arrs else (1,) * ndim
         n = max(len(arrs), 1)
-        stack = lazy_zeros((n, *shape), dtype) if f in _SSD_SPARSE else np.zeros((n, *shape), dtype)
+        lazy = f in _SSD_SPARSE or f in _SSD_LAZY
+        stack = lazy_zeros((n, *shape), dtype) if lazy else np.zeros((n, *shape), dtype)
         for i, a in enumerate(arrs):
-            if f in _SSD_SPARSE:
-                _copy_sparse(stack[i][: a.shape[0]], a)
+            if lazy:
+                copy_touched_table(stack[i][: a.shape[0]], a)
             else:
                 stack[i][tuple(slice(0, k) for k in a.shape)] = a
         out["s_" + f] = stack
@@ -596,13 +580,16 @@ def _ssd_write_back(st: L.State, ssds: Sequence[Any]) -> None:
             if f in SK.FTL_FIELDS:
                 dst = getattr(d.ftl, SK.FTL_FIELDS[f])
                 if f in _SSD_SPARSE:
-                    _copy_sparse(dst, a, both=True)
+                    copy_touched(dst, a, both=True)
                 else:
                     dst[...] = a
                 fields[f] = dst
             elif f in _SSD_SPARSE:
                 fields[f] = d._S.dirty
-                _copy_sparse(fields[f], a, both=True)
+                copy_touched(fields[f], a, both=True)
+            elif f in _SSD_LAZY:
+                fields[f] = lazy_zeros(a.shape, a.dtype)
+                copy_touched_table(fields[f], a)
             else:
                 fields[f] = a.copy()
         d._S = SK.SSDState(**fields)

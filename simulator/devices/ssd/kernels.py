@@ -16,7 +16,9 @@ kernels, called here unchanged.
 Lists (host FIFO, requests waiting for buffer space, flush waiters and the running flush's cohort)
 are singly linked through ``rq[:, RQ_NEXT]`` (a request is in at most one at a time); die queues
 are linked through ``tx[:, TX_NEXT]``; free pages and transactions are stacks linked through the
-same columns. A NAND page in DRAM (``pg`` row) lives while it is open, has programs outstanding or
+same columns, with their own encoding (:func:`_link_free`): a free row whose link is 0 is followed by the
+next row, so that a table's never-used rows stay untouched zero pages (``lazy_zeros``: the compiled core
+sizes 16 transactions per request in flight for every SSD, 13 MB per drive of which a run uses a start). A NAND page in DRAM (``pg`` row) lives while it is open, has programs outstanding or
 a flush waiter still needs its program time (``PG_REFS``).
 """
 
@@ -197,11 +199,18 @@ SSDState = namedtuple(
 
 
 # =============================================================================== building
-def _link_free(tab: np.ndarray, col: int, start: int) -> None:
-    """Chain rows ``start..`` of ``tab`` into a free stack through ``col`` (row ``start`` on top)."""
-    n = tab.shape[0]
-    tab[start:n, col] = np.arange(start + 1, n + 1)
-    tab[n - 1, col] = -1
+def _link_free(tab: np.ndarray, col: int, start: int, below: int = -1) -> None:
+    """Chain rows ``start..`` of ``tab`` (zero in ``col``) into a free stack through ``col``, row ``start`` on top,
+    the last row on ``below`` (a free row, or -1: the end). A free row's link is 0 for "the next row", 1 for the
+    end and ``k + 2`` for row ``k`` (:func:`_free_next`), so that only the last row is written."""
+    tab[tab.shape[0] - 1, col] = below + 2
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _free_next(tab, col, x):
+    """The free row below free row ``x`` of a free stack (:func:`_link_free`), -1 at the end."""
+    v = tab[x, col]
+    return x + 1 if v == 0 else v - 2
 
 
 def n_pages(cfg, n_req: int) -> int:
@@ -277,20 +286,21 @@ def make_state(cfg, ftl, order: np.ndarray, rr: int, n_req: int, n_txn: int, n_s
     die[:, DI_RQH : DI_WQT + 1] = -1
     dief = np.zeros((max(nd, f.channels), NDF))
     npg = n_pages(cfg, n_req)
-    pg = np.zeros((npg, PG_LPN + cfg.slots_per_page), np.int64)
+    from simulator.core.lazy import lazy_zeros
+
+    pg = lazy_zeros((npg, PG_LPN + cfg.slots_per_page), np.int64)
     _link_free(pg, PG_NEXT, 0)
     si[SI_PG_FREE] = 0
     si[SI_PG_NFREE] = npg
-    tx = np.zeros((n_txn, NTX), np.int64)
+    tx = lazy_zeros((n_txn, NTX), np.int64)
     _link_free(tx, TX_NEXT, 0)
     si[SI_TX_FREE] = 0
     si[SI_TX_NFREE] = n_txn
-    from simulator.core.lazy import lazy_zeros
 
     return SSDState(
-        si=si, sf=sf, die=die, dief=dief, pg=pg, pgf=np.zeros((npg, NPF)), tx=tx, txf=np.zeros(n_txn),
-        rq=np.zeros((n_req, NRQ), np.int64), rqf=np.zeros((n_req, NQF)), scr=np.zeros(n_scr, np.int64),
-        ev=np.zeros((n_events(cfg, n_req), 3)), order=order, dirty=lazy_zeros(cfg.n_lpn, np.int32),
+        si=si, sf=sf, die=die, dief=dief, pg=pg, pgf=lazy_zeros((npg, NPF)), tx=tx, txf=lazy_zeros(n_txn),
+        rq=lazy_zeros((n_req, NRQ), np.int64), rqf=lazy_zeros((n_req, NQF)), scr=np.zeros(n_scr, np.int64),
+        ev=lazy_zeros((n_events(cfg, n_req), 3)), order=order, dirty=lazy_zeros(cfg.n_lpn, np.int32),
         geo=ftl.geo, l2p=ftl.l2p, p2l=ftl.p2l, bvalid=ftl.bvalid, bstate=ftl.bstate, berase=ftl.berase,
         free_stack=ftl.free_stack, free_top=ftl.free_top, front=ftl.front, cnt=ftl.cnt, gcout=ftl._gc_out,
     )  # fmt: skip
@@ -298,31 +308,36 @@ def make_state(cfg, ftl, order: np.ndarray, rr: int, n_req: int, n_txn: int, n_s
 
 def grow(S: SSDState, cfg, n_req: int = 0, n_txn: int = 0, n_scr: int = 0) -> SSDState:
     """``S`` with larger request / transaction / scratch tables (the Python device grows them as its
-    requests need; the compiled core sizes them once). Lists and stacks keep their links."""
+    requests need; the compiled core sizes them once). Lists and stacks keep their links; the new rows of the
+    page and transaction tables are untouched zero pages (:func:`_link_free`)."""
+    from simulator.core.lazy import copy_touched_table, lazy_zeros
+
+    def longer(a: np.ndarray, n: int) -> np.ndarray:  # (its pages in use only)
+        out = lazy_zeros((n, *a.shape[1:]), a.dtype)
+        copy_touched_table(out[: a.shape[0]], a)
+        return out
+
     d = S._asdict()
     if n_req > S.rq.shape[0]:
         old = S.rq.shape[0]
-        d["rq"] = np.concatenate([S.rq, np.zeros((n_req - old, NRQ), np.int64)])
-        d["rqf"] = np.concatenate([S.rqf, np.zeros((n_req - old, NQF))])
-        d["ev"] = np.zeros((n_events(cfg, n_req), 3))
-        d["ev"][: S.ev.shape[0]] = S.ev
+        d["rq"] = longer(S.rq, n_req)
+        d["rqf"] = longer(S.rqf, n_req)
+        d["ev"] = longer(S.ev, n_events(cfg, n_req))
         npg0, npg = S.pg.shape[0], n_pages(cfg, n_req)
-        pg = np.concatenate([S.pg, np.zeros((npg - npg0, S.pg.shape[1]), np.int64)])
-        _link_free(pg, PG_NEXT, npg0)
-        pg[npg - 1, PG_NEXT] = S.si[SI_PG_FREE]
+        pg = longer(S.pg, npg)
+        _link_free(pg, PG_NEXT, npg0, S.si[SI_PG_FREE])
         S.si[SI_PG_FREE] = npg0
         S.si[SI_PG_NFREE] += npg - npg0
         d["pg"] = pg
-        d["pgf"] = np.concatenate([S.pgf, np.zeros((npg - npg0, NPF))])
+        d["pgf"] = longer(S.pgf, npg)
     if n_txn > S.tx.shape[0]:
         old = S.tx.shape[0]
-        tx = np.concatenate([S.tx, np.zeros((n_txn - old, NTX), np.int64)])
-        _link_free(tx, TX_NEXT, old)
-        tx[n_txn - 1, TX_NEXT] = S.si[SI_TX_FREE]
+        tx = longer(S.tx, n_txn)
+        _link_free(tx, TX_NEXT, old, S.si[SI_TX_FREE])
         S.si[SI_TX_FREE] = old
         S.si[SI_TX_NFREE] += n_txn - old
         d["tx"] = tx
-        d["txf"] = np.concatenate([S.txf, np.zeros(n_txn - old)])
+        d["txf"] = longer(S.txf, n_txn)
     if n_scr > S.scr.shape[0]:
         d["scr"] = np.zeros(n_scr, np.int64)
     return SSDState(**d)
@@ -401,7 +416,7 @@ def _txn_new(S, kind, plane, ready, page, a, b, seq):
     if x < 0:
         S.si[SI_ERR] = ERR_TXNS
         return -1
-    S.si[SI_TX_FREE] = S.tx[x, TX_NEXT]
+    S.si[SI_TX_FREE] = _free_next(S.tx, TX_NEXT, x)
     S.si[SI_TX_NFREE] -= 1
     S.tx[x, TX_KIND] = kind
     S.tx[x, TX_PLANE] = plane
@@ -416,7 +431,7 @@ def _txn_new(S, kind, plane, ready, page, a, b, seq):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _txn_free(S, x):
-    S.tx[x, TX_NEXT] = S.si[SI_TX_FREE]
+    S.tx[x, TX_NEXT] = S.si[SI_TX_FREE] + 2  # (_link_free's encoding)
     S.si[SI_TX_FREE] = x
     S.si[SI_TX_NFREE] += 1
 
@@ -446,7 +461,7 @@ def _q_popleft(S, die, h, t):
 def _page_unref(S, p):
     S.pg[p, PG_REFS] -= 1
     if S.pg[p, PG_REFS] == 0 and S.pg[p, PG_SEALED] != 0:
-        S.pg[p, PG_NEXT] = S.si[SI_PG_FREE]
+        S.pg[p, PG_NEXT] = S.si[SI_PG_FREE] + 2  # (_link_free's encoding)
         S.si[SI_PG_FREE] = p
         S.si[SI_PG_NFREE] += 1
 
@@ -599,7 +614,7 @@ def _new_page(S, now):
     if p < 0:
         S.si[SI_ERR] = ERR_PAGES
         return -1
-    S.si[SI_PG_FREE] = S.pg[p, PG_NEXT]
+    S.si[SI_PG_FREE] = _free_next(S.pg, PG_NEXT, p)
     S.si[SI_PG_NFREE] -= 1
     S.pg[p, PG_BASE] = base
     S.pg[p, PG_PLANE] = plane
