@@ -29,6 +29,12 @@ def _cluster() -> tuple[Simulation, Cluster]:
 
 
 _BASE = {"ioengine": "libaio", "sim_slat": 0, "bs": 4096}
+#: two threads with one linear rate arrive at the same instants: SimPy takes the tie in the order the arrivals
+#: were scheduled (thread 0's first, as it started first). (Two clones of one job, numjobs=2, would not show the
+#: order: they draw the same offsets, so swapping them changes nothing.)
+_TIES = ({"time_based": 1, "runtime": "0.2s"},
+         [{"name": "t", "rbd": "a", "rw": "randwrite", "rate_iops": 3000, "iodepth": 2},
+          {"name": "u", "rbd": "b", "rw": "randwrite", "rate_iops": 3000, "iodepth": 2}])
 #: (global options, jobs): numjobs on one image, jobs on several images and pools, mixed directions
 _STEPS = (
     ({"time_based": 1, "runtime": "0.2s", "ramp_time": "0.05s"},  # every image: the held state covers them all
@@ -43,10 +49,19 @@ _STEPS = (
     ({"time_based": 1, "runtime": "0.15s", "ramp_time": "0.1s"},
      [{"name": "x", "rbd": "c", "rw": "randrw", "rwmixread": 70, "iodepth": 16, "numjobs": 2},
       {"name": "y", "rbd": "a", "rw": "randwrite", "iodepth": 1}]),
+    # open loop (rate_iops): poisson arrivals per direction with a FIFO backlog at iodepth, beside a closed loop
+    ({"time_based": 1, "runtime": "0.25s", "ramp_time": "0.05s", "rate_process": "poisson"},
+     [{"name": "o", "rbd": "a", "rw": "randread", "rate_iops": 3000, "iodepth": 4, "numjobs": 2},
+      {"name": "p", "rbd": "b", "rw": "randrw", "rate_iops": "1500,600", "bssplit": "4k/70:64k/30", "iodepth": 8},
+      {"name": "q", "rbd": "c", "rw": "randwrite", "iodepth": 2}]),
+    ({"time_based": 1, "runtime": "0.2s"},  # linear arrivals (fio's default rate_process)
+     [{"name": "l", "rbd": "b", "rw": "randwrite", "rate_iops": 2500, "iodepth": 2},
+      {"name": "m", "rbd": "a", "rw": "randread", "rate_iops": 4000, "iodepth": 16}]),
+    _TIES,
 )
 
 
-def _chain(engine: str) -> list:
+def _chain(engine: str, steps: tuple = _STEPS) -> list:
     from simulator.core import choose
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload, run_fio
@@ -54,7 +69,7 @@ def _chain(engine: str) -> list:
     sim, cl = _cluster()
     imgs = {"a": cl.image("p", "a"), "b": cl.image("p", "b"), "c": cl.image("q", "c")}
     out = []
-    for n, (glob, jobs) in enumerate(_STEPS):
+    for n, (glob, jobs) in enumerate(steps):
         jobs = [{**{k: v for k, v in j.items() if k != "rbd"}, "filename": j["rbd"], "randseed": 31 + n} for j in jobs]
         g = {**_BASE, **glob}
 
@@ -77,6 +92,28 @@ def test_compiled_core_runs_several_threads_as_the_python_model() -> None:
     for k, (a, b) in enumerate(zip(py, cc, strict=True)):
         assert b == a, f"step {k}"
     assert len(py[0][0]) == 5 and len(py[1][0]) == 3 and len(py[2][0]) == 2  # group_reporting merged numjobs=2
+
+
+def test_mutation_open_loop_ties_taken_in_the_other_order_are_seen(monkeypatch) -> None:
+    """The tie order of arrivals at one instant matters: with the later-scheduled arrival first, the tied step's
+    results differ from the Python model's."""
+    import itertools
+
+    import simulator.core.ceph_fio as F
+
+    py = _chain("python", (_TIES,))
+    assert _chain("auto", (_TIES,)) == py
+    arrivals = F._arrivals
+
+    def ties_reversed(thrs, *args):
+        per, order = arrivals(thrs, *args)
+        at = [per[t][i][0] for t, i in order]
+        groups = [list(g) for _, g in itertools.groupby(zip(at, order, strict=True), key=lambda x: x[0])]
+        assert any(len(g) > 1 for g in groups)  # the step has ties
+        return per, [o for g in groups for _, o in reversed(g)]
+
+    monkeypatch.setattr(F, "_arrivals", ties_reversed)
+    assert _chain("auto", (_TIES,)) != py
 
 
 def test_several_threads_differing_in_their_start_run_in_python() -> None:

@@ -52,6 +52,9 @@ __all__ = ["Held", "held_state", "held_states", "rbd_targets", "release_held", "
 #: request rows of a time-limited job at first (then doubled whenever the loop has issued the last:
 #: it stops for Python then)
 ROWS = 4096
+#: arrivals an open-loop run draws ahead at most (all threads); a run whose rates promise more than half of it
+#: runs in Python (unsupported_workload), and one that draws more stops with ValueError before it starts
+OPEN_CAP = 2_000_000
 
 
 def _op_rows(depth: int, image: Any = None) -> int:
@@ -158,12 +161,15 @@ def unsupported_job(th: Any) -> str | None:
     checks = (
         (th._nfiles != 1, "several files"),
         (th._streams is not None or th._app is not None, "sim_mix / application IO"),
-        (not th._mixed and len(job.ddirs) != 1, f"rw={job.rw} (one direction, or random reads and writes mixed)"),
+        (th._rate is None and not th._mixed and len(job.ddirs) != 1,
+         f"rw={job.rw} (one direction, or random reads and writes mixed)"),
+        (th._rate is not None and (limited or not job.time_based), "rate_iops/rate with an IO limit (time_based is covered)"),
+        (th._rate is not None and (tuple(job.ddirs) not in ((0,), (1,), (0, 1)) or type(th.files[0].gen) is not RandomOffsets),
+         f"rate_iops with rw={job.rw} (random reads and/or writes are covered)"),
         (th._mixed and (tuple(job.ddirs) != (0, 1) or type(th.files[0].gen) is not RandomOffsets),
          f"rw={job.rw} (a mix of random reads and writes only: {job.random_distribution} offsets)"),
         (th._ddir0 not in (0, 1), f"rw={job.rw}"),
 
-        (th._rate is not None, "rate_iops (open loop)"),
         (th._slat != 0.0, "a submission latency (sim_slat)"),
         (th._tt > 0.0, "thinktime"),
         (bool(th._fsync_n or th._fdsync_n or job.end_fsync), "fsync/fdatasync/end_fsync"),
@@ -263,6 +269,10 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
                     or j.time_based != j0.time_based):
                 return (f"jobs {j0.name!r} and {j.name!r} differ in startdelay, ramp_time or runtime (the compiled Ceph "
                         "core runs several threads from one start, ramp and stop)")
+    n_arr = sum(sum(th._rate[d] for d in th._ddirs) * (th.job.ramp_time + th._runtime)
+                for th in wl.threads if th._rate is not None)
+    if n_arr > OPEN_CAP // 2:
+        return f"about {n_arr:,.0f} open-loop arrivals (the compiled Ceph core draws them ahead: at most {OPEN_CAP // 2:,})"
     if _pending(sim.env):
         return "events are pending in the Python engine (the cluster is in the middle of a Python run's work)"
     why = _unsupported_cluster(wl)
@@ -453,6 +463,40 @@ def _image_accounting(image: Any, t_done: np.ndarray, thr: np.ndarray, depth: np
         image.bytes[d] += int(sizes[sel].sum())
 
 
+def _image_accounting_open(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec: float, ddirs: np.ndarray,
+                           sizes: np.ndarray) -> None:
+    """:func:`_image_accounting` when an open-loop thread drives the image (issues come at arrivals, not
+    only at completions): the queue-depth area from every issue and completion in time order, with
+    Python's float operations in Python's order (events at one instant add ``inside x 0``, whatever their
+    order)."""
+    n = len(t_done)
+    if n:
+        ev_t = np.concatenate([t_issue, t_done])
+        delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
+        o = np.argsort(ev_t, kind="stable")
+        ev_t = ev_t[o]
+        delta = delta[o]
+        inside_before = np.cumsum(delta) - delta
+        w = ev_t >= t_rec
+        t = ev_t[w]
+        m = len(t)
+        if m:
+            prev = np.empty(m)
+            prev[0] = image._tq
+            prev[1:] = t[:-1]
+            terms = np.empty(m + 1)
+            terms[0] = image._qarea
+            terms[1:] = inside_before[w] * (t - prev)
+            image._qarea = float(np.cumsum(terms)[-1])
+            image._tq = float(t[-1])
+    image._inside = 0
+    kept = t_done >= t_rec
+    for d in (0, 1):
+        sel = kept & (ddirs == d)
+        image.completed[d] += int(np.count_nonzero(sel))
+        image.bytes[d] += int(sizes[sel].sum())
+
+
 class _Thr:
     """One job thread of a compiled run: its rows (a chain through RQI_LINK, in issue order), its limit."""
 
@@ -462,7 +506,7 @@ class _Thr:
         self.th, self.img, self.n_lim = th, img, n_lim
         self.gen = th.files[0].gen
         self.depth = th._depth
-        self.mix = _Mix(th) if th._mixed or th._varbs else None
+        self.mix = _Mix(th) if th._rate is None and (th._mixed or th._varbs) else None
         self.rows = 0  # rows added
         self.last = -1  # its last row
 
@@ -498,8 +542,8 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int) -> Any:
     rqi[k + n - 1, L.RQI_LINK] = -1
     if thr.last >= 0:
         rqi[thr.last, L.RQI_LINK] = k
-    if st.trn[t] < 0:
-        st.trn[t] = k
+    if st.trn[t, L.TR_NEXT] < 0:
+        st.trn[t, L.TR_NEXT] = k
     thr.last = k + n - 1
     thr.rows += n
     st = st._replace(rqi=rqi, rqf=rqf)
@@ -508,12 +552,87 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int) -> Any:
     return st
 
 
+def _arrivals(thrs: list[_Thr], t0: float, t_stop: float, cap: int) -> tuple[list[list[tuple]], list[tuple[int, int]]]:
+    """Every arrival of the open-loop threads before ``t_stop``, drawn with the threads' own rules (their
+    sizes when they arrive, JobThread._next_arrival), in SimPy's order: each arrival schedules the next of its
+    thread and direction, so arrivals come by time, then by the order of the arrivals that scheduled them
+    (every thread's directions arrive at ``t0`` at its start, thread by thread). Returns per thread its arrivals
+    (time, direction, size) in order, and the later ones' (thread, index) in global order (the start's are
+    processed by the thread's start, not by an event); at most ``cap`` in all (ValueError beyond)."""
+    import heapq as hq
+
+    per: list[list[tuple]] = [[] for _ in thrs]
+    order: list[tuple[int, int]] = []
+    heap: list[tuple[float, int, int, int]] = []
+    rank = 0
+    total = 0
+
+    def arrive(t_idx: int, d: int, t: float) -> None:
+        nonlocal rank, total
+        th = thrs[t_idx].th
+        size = th._arrival_size(d)
+        per[t_idx].append((t, d, size))
+        total += 1
+        if total > cap:
+            raise ValueError(f"more than {cap} arrivals")
+        t_next = th._next_arrival(d, t, size)
+        if t_next < t_stop:
+            hq.heappush(heap, (t_next, rank, t_idx, d))
+        rank += 1
+
+    for t_idx, thr in enumerate(thrs):
+        th = thr.th
+        if th._rate is None:
+            continue
+        for d in th._ddirs:
+            if th._rate[d] > 0:
+                arrive(t_idx, d, t0)
+    while heap:
+        t, _r, t_idx, d = hq.heappop(heap)
+        order.append((t_idx, len(per[t_idx])))
+        arrive(t_idx, d, t)
+    return per, order
+
+
+def _add_open_rows(st: Any, t: int, thr: _Thr, arr: list[tuple]) -> tuple[Any, int]:
+    """The rows of open-loop thread ``t``: its arrivals (time, direction, size) in order, chained; returns the
+    state and its first row."""
+    from simulator.core import ceph_layout as L
+
+    n = len(arr)
+    k = int(st.gi[L.GI_NREQ])
+    rqi = np.zeros((k + n, L.NRQI), np.int64)
+    rqf = np.zeros((k + n, L.NRQF))
+    rqi[:k] = st.rqi[:k]
+    rqf[:k] = st.rqf[:k]
+    if n:
+        a = np.asarray(arr, dtype=np.float64)
+        th = thr.th
+        rqf[k:, L.RQF_TARR] = a[:, 0]
+        rqi[k:, L.RQI_KIND] = a[:, 1].astype(np.int64)
+        rqi[k:, L.RQI_SIZE] = a[:, 2].astype(np.int64)
+        rqi[k:, L.RQI_IMG] = thr.img
+        rqi[k:, L.RQI_OFF] = _offsets(thr.gen, th._ddir0, th._bs[th._ddir0], n)
+        rqi[k:, L.RQI_DSEQ] = -1
+        rqi[k:, L.RQI_THR] = t
+        rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
+        rqi[k + n - 1, L.RQI_LINK] = -1
+        rqi[k:, L.RQI_ALINK] = -1
+        st.trn[t, L.TR_NEXT] = k
+        thr.last = k + n - 1
+        thr.rows = n
+    st = st._replace(rqi=rqi, rqf=rqf)
+    st.gi[L.GI_NREQ] = k + n
+    st.gi[L.GI_OUT] += n
+    return st, k
+
+
 def _queued(st: Any, t: int) -> list[int]:
     """The rows of job thread ``t`` not issued yet, in order."""
     from simulator.core import ceph_layout as L
 
     out = []
-    r = int(st.trn[t])
+    r = int(st.trn[t, L.TR_NEXT])
     while r >= 0:
         out.append(r)
         r = int(st.rqi[r, L.RQI_LINK])
@@ -598,7 +717,9 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     st.gi[L.GI_OUT] = 0
     st.gi[L.GI_NCOMP] = 0
     st.gi[L.GI_NREQ] = 0
-    st = st._replace(trn=np.full(len(threads), -1, np.int64))
+    trn = np.zeros((len(threads), L.NTR), np.int64)
+    trn[:, L.TR_NEXT] = -1
+    st = st._replace(trn=trn)
     st.gi[L.GI_NTHR] = len(threads)
     thrs = []
     for t, th in enumerate(threads):
@@ -609,7 +730,21 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))  # (variable sizes: _Mix stops at the limit)
         thr = _Thr(th, k, n_lim)
         thrs.append(thr)
-        st = _add_thread_rows(st, t, thr, int(min(n_lim, max(ROWS, 8 * th._depth))))
+        if th._rate is None:
+            st = _add_thread_rows(st, t, thr, int(min(n_lim, max(ROWS, 8 * th._depth))))
+    first_row = {}
+    arrivals: list[tuple[int, int]] = []
+    if any(th._rate is not None for th in threads):  # open loop: every arrival before the stop, drawn now
+        per, arrivals = _arrivals(thrs, t0, t_stop, OPEN_CAP)
+        for t, thr in enumerate(thrs):
+            if thr.th._rate is not None:
+                st, first_row[t] = _add_open_rows(st, t, thr, per[t])
+                thr.n_lim = thr.rows
+                st.trn[t, L.TR_OPEN] = 1
+                st.trn[t, L.TR_DEPTH] = thr.depth
+        rows_g = [first_row[t] + i for t, i in arrivals]  # the later arrivals, chained in their order
+        if rows_g:
+            st.rqi[rows_g[:-1], L.RQI_ALINK] = rows_g[1:]
     st.gi[L.GI_CLOSED] = 2 if keep else 1  # 2: the last completion schedules the run's end (EV_STOP)
     st.gi[L.GI_NEXTREQ] = 0
     w0 = time.perf_counter()
@@ -620,11 +755,18 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             img.reset_stats()  # it and the cluster, after the earlier threads' first issues
             wl._phase_devs.add(id(img))
             _reset_counters(st)
+        if thr.th._rate is not None:  # open loop: its directions' first arrivals at its start, then _pump
+            st.trn[t, L.TR_BACK] = sum(1 for d in thr.th._ddirs if thr.th._rate[d] > 0) if thr.rows else 0
+            K.pump_now(st, t)
+            continue
         for _ in range(min(thr.depth, thr.rows)):
-            r = int(st.trn[t])
-            st.trn[t] = st.rqi[r, L.RQI_LINK]
+            r = int(st.trn[t, L.TR_NEXT])
+            st.trn[t, L.TR_NEXT] = st.rqi[r, L.RQI_LINK]
             st.gi[L.GI_NEXTREQ] += 1
             K.issue_now(st, r)
+    if arrivals:  # the first later arrival (each arrival schedules the next: the loop's EV_ARRIVAL)
+        t_i, i = arrivals[0]
+        K.schedule_at(st, float(st.rqf[first_row[t_i] + i, L.RQF_TARR]), L.EV_ARRIVAL, first_row[t_i] + i, 0)
     issued_any = int(st.gi[L.GI_NEXTREQ]) > 0
     # control points: the ramp's end (statistics restart), the runtime's end (no more issues)
     points = ([(t_rec, "ramp")] if ramp else []) + ([(t_stop, "stop")] if t_stop != math.inf else [])
@@ -639,9 +781,9 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             if status == L.ST_REFILL:
                 refill(st, meta)
                 for t, thr in enumerate(thrs):
-                    if st.trn[t] < 0 and thr.rows < thr.n_lim:  # every row of the thread issued: as many again
+                    if st.trn[t, L.TR_NEXT] < 0 and thr.rows < thr.n_lim:  # every row of the thread issued: as many again
                         st = _add_thread_rows(st, t, thr, int(min(thr.rows, thr.n_lim - thr.rows)))
-                        if st.trn[t] < 0:  # the byte limit: no more rows
+                        if st.trn[t, L.TR_NEXT] < 0:  # the byte limit: no more rows
                             thr.n_lim = thr.rows
                 continue
             break
@@ -671,7 +813,8 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
             for t, thr in enumerate(thrs):
                 q = _queued(st, t)
                 st.gi[L.GI_OUT] -= len(q)
-                st.trn[t] = -1
+                st.trn[t, L.TR_NEXT] = -1
+                st.trn[t, L.TR_BACK] = 0
                 thr.n_lim = thr.rows - len(q)
     wall = time.perf_counter() - w0
     cpu = time.process_time() - c0
@@ -730,6 +873,9 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     for k, img in enumerate(meta["images"]):
         on = st.rqi[order, L.RQI_IMG] == k
         if not any(thr.img == k for thr in thrs):
+            continue
+        if any(thr.img == k and thr.th._rate is not None for thr in thrs):
+            _image_accounting_open(img, t_issue_o[on], t_done_o[on], t_rec, kinds_o[on], sizes_o[on])
             continue
         depth_of = np.array([thr.depth for thr in thrs])
         n_of = np.array([int((thr_o == t).sum()) for t in range(len(thrs))])

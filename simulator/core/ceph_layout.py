@@ -299,10 +299,19 @@ RQI_LEFT = 4  # object ops not completed (multi-object)
 RQI_DSEQ = 5  # its rank in completion order
 RQI_THR = 6  # its job thread (GI_NTHR > 0)
 RQI_LINK = 7  # the next row of its thread in issue order, -1 = none yet
-NRQI = 8
+RQI_ALINK = 8  # open loop (TR_OPEN): the next arrival of any thread, in arrival order (-1 = none)
+NRQI = 9
 RQF_TISSUE = 0
 RQF_TDONE = 1
-NRQF = 2
+RQF_TARR = 2  # open loop: its arrival time (it is issued when its thread has a slot: RQF_TISSUE)
+NRQF = 3
+# ---- job threads (GI_NTHR > 0): rows of ``trn``
+TR_NEXT = 0  # its next row to issue, -1 = none queued
+TR_BACK = 1  # open loop: rows arrived and not issued (its backlog: the first TR_BACK rows from TR_NEXT)
+TR_INFL = 2  # open loop: requests in flight
+TR_DEPTH = 3  # open loop: iodepth
+TR_OPEN = 4  # 1 = open loop (rate_iops): arrivals issue, a completion takes the backlog's next
+NTR = 5
 
 # ---- BlueStore, one row per OSD (bluestore.BlueStore)
 BS_KVBUSY = 0
@@ -495,7 +504,7 @@ CephState = namedtuple(
         "pgi", "pga", "pgb",
         "imi", "imf", "obj_ps", "obj_base",
         "opi", "opf", "opfree",
-        "rqi", "rqf", "trn",  # trn: per job thread its next row to issue (-1 = none queued), GI_NTHR > 0
+        "rqi", "rqf", "trn",  # trn: per job thread (GI_NTHR > 0) its TR_* columns
         "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
         "dev",  # the device core's State (core.layout) of the HDDs / block layers below BlueStore
         "oni", "onf", "okey", "oprev", "onext",  # the onode caches (ceph_onode, ON_* below)

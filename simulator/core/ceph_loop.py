@@ -370,8 +370,10 @@ from simulator.core.ceph_layout import (
     PGI_PPOS,
     PGI_SEED,
     REPLY,
+    RQF_TARR,
     RQF_TDONE,
     RQF_TISSUE,
+    RQI_ALINK,
     RQI_DSEQ,
     RQI_IMG,
     RQI_KIND,
@@ -402,6 +404,11 @@ from simulator.core.ceph_layout import (
     THI_JOBS,
     THI_QUEUED,
     THI_WAKES,
+    TR_BACK,
+    TR_DEPTH,
+    TR_INFL,
+    TR_NEXT,
+    TR_OPEN,
     TX_BLEN,
     TX_CB,
     TX_COST,
@@ -1327,16 +1334,20 @@ def run_until(st, t_end):
             st.gi[GI_OUT] -= 1
             if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
                 schedule(sp, t, EV_STOP, 0, 0)
-            if st.gi[GI_CLOSED] and st.gi[GI_NTHR]:  # several job threads: the completion issues its thread's next
+            if st.gi[GI_CLOSED] and st.gi[GI_NTHR]:  # job threads: the completion issues its thread's next
                 thr = st.rqi[target, RQI_THR]
-                nxt = st.trn[thr]
-                if nxt >= 0:
-                    st.trn[thr] = st.rqi[nxt, RQI_LINK]
-                    st.gi[GI_NEXTREQ] += 1  # (rows issued)
-                    st.rqf[nxt, RQF_TISSUE] = t
-                    _img_start(sp, nxt, t)
-                    if st.trn[thr] < 0:  # its last queued row is out: Python may add rows (ceph_fio)
-                        st.gi[GI_LOW] = 1
+                if st.trn[thr, TR_OPEN]:  # open loop: a slot frees, the backlog's next takes it (JobThread._pump)
+                    st.trn[thr, TR_INFL] -= 1
+                    _pump(sp, thr, t)
+                else:
+                    nxt = st.trn[thr, TR_NEXT]
+                    if nxt >= 0:
+                        st.trn[thr, TR_NEXT] = st.rqi[nxt, RQI_LINK]
+                        st.gi[GI_NEXTREQ] += 1  # (rows issued)
+                        st.rqf[nxt, RQF_TISSUE] = t
+                        _img_start(sp, nxt, t)
+                        if st.trn[thr, TR_NEXT] < 0:  # its last queued row is out: Python may add rows (ceph_fio)
+                            st.gi[GI_LOW] = 1
             elif st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
                 nxt = st.gi[GI_NEXTREQ]
                 if nxt < st.gi[GI_NREQ]:
@@ -1365,6 +1376,14 @@ def run_until(st, t_end):
             st.bsi[target, BS_TIMER] = 0
             if st.bsi[target, BS_DQ_H] >= 0:
                 _deferred_try_submit(sp, target)
+        elif kind == EV_ARRIVAL and st.gi[GI_NTHR]:  # a job thread's arrival (JobThread._on_arrival)
+            nxt = st.rqi[target, RQI_ALINK]  # the next arrival of any thread (its timer)
+            if nxt >= 0:
+                _at(sp, st.rqf[nxt, RQF_TARR], EV_ARRIVAL, nxt, 0)
+            thr = st.rqi[target, RQI_THR]
+            if st.trn[thr, TR_NEXT] >= 0:  # not stopped
+                st.trn[thr, TR_BACK] += 1
+                _pump(sp, thr, t)
         elif kind == EV_ARRIVAL:
             nxt = st.gi[GI_NEXTREQ]
             if nxt < st.gi[GI_NREQ]:
@@ -1384,6 +1403,27 @@ def run_until(st, t_end):
                 schedule(sp, t + 0.0, EV_REQ_DONE, target, 0)
         else:
             _void(sp, WHY_PATH)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _pump(sp, thr, now):
+    """JobThread._pump: an open-loop thread issues the arrivals waiting in its backlog while it has slots."""
+    st = _ld(sp)
+    while st.trn[thr, TR_BACK] > 0 and st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH]:
+        r = st.trn[thr, TR_NEXT]
+        st.trn[thr, TR_NEXT] = st.rqi[r, RQI_LINK]
+        st.trn[thr, TR_BACK] -= 1
+        st.trn[thr, TR_INFL] += 1
+        st.gi[GI_NEXTREQ] += 1  # (rows issued)
+        st.rqf[r, RQF_TISSUE] = now
+        _img_start(sp, r, now)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def pump_now(st, thr):
+    """_pump from Python (an open-loop thread's start: its first arrivals)."""
+    sp = _state_ptr(st)
+    _pump(sp, thr, st.gf[GF_NOW])
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)

@@ -529,22 +529,29 @@ class JobThread(Component):
             self._wind_up()
 
     def _on_arrival_now(self, ddir: int, t: float) -> None:
-        bv = self._bsvar[ddir]
-        size = bv() if bv is not None else self._bs[ddir]
+        size = self._arrival_size(ddir)
         self._backlog.append(ddir)
         self._backlog_bs.append(size)
+        self._arrive(ddir, self._next_arrival(ddir, t, size))
+
+    def _arrival_size(self, ddir: int) -> int:
+        """The size of an arrival of direction ``ddir`` (drawn when it arrives)."""
+        bv = self._bsvar[ddir]
+        return bv() if bv is not None else self._bs[ddir]
+
+    def _next_arrival(self, ddir: int, t: float, size: int) -> float:
+        """When the arrival after one of direction ``ddir`` at ``t`` of ``size`` bytes is due (the compiled
+        Ceph core draws them ahead: ceph_fio._arrivals)."""
         rate = self._rate[ddir]
         if self._poisson:
-            t_next = t + self._rate_rand[ddir].exponential(1.0 / rate)
-        elif self._rate_bps[ddir] > 0.0:
+            return t + self._rate_rand[ddir].exponential(1.0 / rate)
+        if self._rate_bps[ddir] > 0.0:
             # fio's linear rate by bandwidth: the next IO is due when the bytes issued so far are
             b = self._arr_bytes[ddir] = self._arr_bytes[ddir] + size
-            t_next = self._t0 + b / self._rate_bps[ddir]
-        else:
-            # fio's linear rate: the k-th IO of a direction is due at k/rate (no accumulated rounding)
-            k = self._arrivals[ddir] = self._arrivals[ddir] + 1
-            t_next = self._t0 + k / rate
-        self._arrive(ddir, t_next)
+            return self._t0 + b / self._rate_bps[ddir]
+        # fio's linear rate: the k-th IO of a direction is due at k/rate (no accumulated rounding)
+        k = self._arrivals[ddir] = self._arrivals[ddir] + 1
+        return self._t0 + k / rate
 
     def _on_time_stop(self, _ev: Any) -> None:
         if self.done:
