@@ -229,6 +229,13 @@ CASES.update({
                                     _ceph_core_case("bench_fio_qd64write", True)),
 })  # fmt: skip
 CASES.update({
+    "ceph-fio-open": ("Ceph croit MACH.2 pool, stand-in devices, no block layer, 4 fio threads of 4KiB randrw at 35+15 "
+                      "IO/s each (poisson, rate_iops: simrun plan's probes) via run_fio (Python)",
+                      _ceph_core_case("bench_fio_open", False)),
+    "ceph-fio-open-compiled": ("the same jobs via run_fio, engine auto (the compiled Ceph core, same results)",
+                               _ceph_core_case("bench_fio_open", True)),
+})  # fmt: skip
+CASES.update({
     "ceph-fio-qd64read": ("Ceph croit MACH.2 pool, stand-in devices, no block layer, no BlueStore data cache, fio 4KiB "
                           "randread QD64 via run_fio (Python)", _ceph_core_case("bench_fio_qd64read", False)),
     "ceph-fio-qd64read-compiled": ("the same fio job via run_fio_ceph (compiled Ceph core, same results)",

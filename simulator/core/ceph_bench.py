@@ -210,6 +210,25 @@ def bench_fio_qd64read(n: int, compiled: bool) -> tuple[float, str]:
     return n / wall, f"fio: {res[0].read.iops:,.0f} IOPS"
 
 
+def bench_fio_open(n: int, compiled: bool) -> tuple[float, str]:
+    """An open loop as simrun plan's probes run it: croit MACH.2 pool (stand-in queue devices, no block layer),
+    four fio threads of 4 KiB randrw at 35 reads and 15 writes per second each (poisson arrivals, iodepth 16, time-based for ``n``
+    IOs), through run_fio on the Python model or the compiled Ceph core (engine auto: the same results); client
+    IOs per wall second; note: fio's IOPS."""
+    from simulator.workloads.runner import run_fio
+
+    sim, cl = _croit_writes()
+    img = cl.image("test-mach2", "test")
+    job = {"name": "bench", "ioengine": "libaio", "sim_slat": 0, "rw": "randrw", "rwmixread": 70, "bs": 4096,
+           "iodepth": 16, "numjobs": 4, "rate_iops": "35,15", "rate_process": "poisson", "time_based": 1,
+           "runtime": f"{n / 200:.6f}s", "norandommap": 1, "randseed": 1, "group_reporting": 1}
+    t0 = time.perf_counter()
+    res = run_fio(sim, [img], job, engine="auto" if compiled else "python")
+    wall = time.perf_counter() - t0
+    done = res[0].read.total_ios + res[0].write.total_ios
+    return done / wall, f"fio: {res[0].read.iops + res[0].write.iops:,.0f} IOPS"
+
+
 #: the croit drives with the MACH.2 LUNs' write cache volatile. (Written when the profile's 14 GB media
 #: cache was refused under BlueStore; it is compiled since its extent table grows in place, 2026-11-28,
 #: but the case keeps its drives so its figures stay comparable. The fitted profile's persistent cache:
