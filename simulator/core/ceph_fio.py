@@ -428,6 +428,30 @@ def _reset_counters(st: Any) -> None:
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
+def _qarea_add(image: Any, t: np.ndarray, inside: np.ndarray) -> None:
+    """The image's queue-depth area grows by ``inside[k] x (t[k] - t[k-1])`` from its last change (``t``: the
+    window's event times in order), with Python's float operations in Python's order (qarea += ... left to right)."""
+    m = len(t)
+    if m:
+        prev = np.empty(m)
+        prev[0] = image._tq
+        prev[1:] = t[:-1]
+        terms = np.empty(m + 1)
+        terms[0] = image._qarea
+        terms[1:] = inside * (t - prev)
+        image._qarea = float(np.cumsum(terms)[-1])
+        image._tq = float(t[-1])
+
+
+def _image_done(image: Any, kept: np.ndarray, ddirs: np.ndarray, sizes: np.ndarray) -> None:
+    """The image's completions and bytes per direction (``kept``: the requests of the window); none in flight."""
+    image._inside = 0
+    for d in (0, 1):
+        sel = kept & (ddirs == d)
+        image.completed[d] += int(np.count_nonzero(sel))
+        image.bytes[d] += int(sizes[sel].sum())
+
+
 def _image_accounting(image: Any, t_done: np.ndarray, thr: np.ndarray, depth: np.ndarray, n: np.ndarray, t_rec: float,
                       ddirs: np.ndarray, sizes: np.ndarray, mine: list[int]) -> None:
     """The image's own statistics (Device.submit / Device._finish) for the window that began at ``t_rec``,
@@ -443,32 +467,15 @@ def _image_accounting(image: Any, t_done: np.ndarray, thr: np.ndarray, depth: np
         for j in mine:
             c = np.cumsum(thr == j) - (thr == j)  # thread j's completions before each one
             issued += np.minimum(n[j], depth[j] + c)
-        inside_all = issued - k_all
-        t = t_done[kept]
-        m = len(t)
-        if m:
-            inside = inside_all[kept]
-            prev = np.empty(m)
-            prev[0] = image._tq
-            prev[1:] = t[:-1]
-            terms = np.empty(m + 1)
-            terms[0] = image._qarea
-            terms[1:] = inside * (t - prev)
-            image._qarea = float(np.cumsum(terms)[-1])  # left to right, as qarea += ... adds them
-            image._tq = float(t[-1])
-    image._inside = 0
-    for d in (0, 1):
-        sel = kept & (ddirs == d)
-        image.completed[d] += int(np.count_nonzero(sel))
-        image.bytes[d] += int(sizes[sel].sum())
+        _qarea_add(image, t_done[kept], (issued - k_all)[kept])
+    _image_done(image, kept, ddirs, sizes)
 
 
 def _image_accounting_open(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec: float, ddirs: np.ndarray,
                            sizes: np.ndarray) -> None:
     """:func:`_image_accounting` when an open-loop thread drives the image (issues come at arrivals, not
-    only at completions): the queue-depth area from every issue and completion in time order, with
-    Python's float operations in Python's order (events at one instant add ``inside x 0``, whatever their
-    order)."""
+    only at completions): the queue-depth area from every issue and completion in time order (events at
+    one instant add ``inside x 0``, whatever their order)."""
     n = len(t_done)
     if n:
         ev_t = np.concatenate([t_issue, t_done])
@@ -476,25 +483,9 @@ def _image_accounting_open(image: Any, t_issue: np.ndarray, t_done: np.ndarray, 
         o = np.argsort(ev_t, kind="stable")
         ev_t = ev_t[o]
         delta = delta[o]
-        inside_before = np.cumsum(delta) - delta
         w = ev_t >= t_rec
-        t = ev_t[w]
-        m = len(t)
-        if m:
-            prev = np.empty(m)
-            prev[0] = image._tq
-            prev[1:] = t[:-1]
-            terms = np.empty(m + 1)
-            terms[0] = image._qarea
-            terms[1:] = inside_before[w] * (t - prev)
-            image._qarea = float(np.cumsum(terms)[-1])
-            image._tq = float(t[-1])
-    image._inside = 0
-    kept = t_done >= t_rec
-    for d in (0, 1):
-        sel = kept & (ddirs == d)
-        image.completed[d] += int(np.count_nonzero(sel))
-        image.bytes[d] += int(sizes[sel].sum())
+        _qarea_add(image, ev_t[w], (np.cumsum(delta) - delta)[w])
+    _image_done(image, t_done >= t_rec, ddirs, sizes)
 
 
 class _Thr:
