@@ -105,3 +105,26 @@ def test_write_cache_index_grows_in_place() -> None:
     # every drive's three maps (a drive without a cache has its empty maps' headers written)
     bound = sum(3 * (((int(c) + 1) * 16 + 4095) // 4096 + 1) * 4096 for c in ds.hi[:, DL.HI_IXCAP])
     assert resident <= bound, (resident, bound)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page residency is read from Linux's pagemap")
+def test_touched_chunks_finds_the_pages_written_not_those_only_read() -> None:
+    """copy_touched visits the pages written. A page only read maps the kernel's zero page, which counts as
+    untouched where pagemap shows frame numbers (root here), so a copy does not scan what a run merely read."""
+    import os
+
+    from simulator.core.lazy import _zero_pfn, copy_touched, touched_chunks
+
+    a = lazy_zeros(4_000_000, np.int32)
+    assert int(a.sum()) == 0  # reads every page
+    a[123_457] = 1
+    a[3_000_000] = 2
+    t = touched_chunks(a, 1024)
+    assert t[123_457 // 1024] and t[3_000_000 // 1024]
+    fd = os.open("/proc/self/pagemap", os.O_RDONLY)
+    zero = _zero_pfn(fd)
+    os.close(fd)
+    assert int(t.sum()) == 2 if zero else int(t.sum()) == len(t)  # without frame numbers: every page read counts
+    b = lazy_zeros(4_000_000, np.int32)
+    copy_touched(b, a)
+    assert resident_bytes(b) <= 2 * 4096 and np.array_equal(b, a)

@@ -54,13 +54,33 @@ def lazy_zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
 
 #: bit 63 of a /proc/self/pagemap entry: the page is present; bit 62: it is swapped out
 _PM_PRESENT_OR_SWAPPED = np.uint64(3 << 62)
+_PM_PRESENT = np.uint64(1 << 63)
+#: bits 0-54: the page frame number (0 unless the process may see frame numbers: CAP_SYS_ADMIN)
+_PM_PFN = np.uint64((1 << 55) - 1)
+
+
+def _zero_pfn(fd: int) -> int:
+    """The frame number of the kernel's shared zero page, which a read of an untouched private page maps (0 where
+    pagemap hides frame numbers)."""
+    ps = mmap.PAGESIZE
+    m = mmap.mmap(-1, ps, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        page = np.frombuffer(m, np.uint8)
+        if page[0] != 0:  # (the read maps the zero page)
+            return 0
+        word = int(np.frombuffer(os.pread(fd, 8, page.__array_interface__["data"][0] // ps * 8), np.uint64)[0])
+        del page
+    finally:
+        m.close()
+    return word & int(_PM_PFN) if word & int(_PM_PRESENT) else 0
 
 
 def touched_chunks(a: np.ndarray, chunk: int) -> np.ndarray:
     """For a 1-d C-contiguous array, which ``chunk``-element pieces may hold something other than zeros: those with a
     page present or swapped out (Linux's /proc/self/pagemap). A page of a :func:`lazy_zeros` table never touched is
     neither, so that a copy of a mostly untouched terabyte drive's FTL table visits only where it was written, without
-    reading (and mapping) the rest. Pages only read count too (they map the zero page): the answer is a superset.
+    reading (and mapping) the rest. Pages only read map the kernel's zero page: they count as untouched where pagemap
+    shows frame numbers (CAP_SYS_ADMIN), and as touched elsewhere (a superset: copies then read them).
     Where the map cannot be read (other systems, arrays not in their own pages), every piece may hold something."""
     n = a.shape[0]
     k = -(-n // chunk)
@@ -76,13 +96,17 @@ def touched_chunks(a: np.ndarray, chunk: int) -> np.ndarray:
         return every
     try:
         raw = b"".join(os.pread(fd, min(1 << 24, (p1 - p) * 8), p * 8) for p in range(p0, p1, 1 << 21))
-    except OSError:
+        zero = _zero_pfn(fd)
+    except (OSError, ValueError):
         return every
     finally:
         os.close(fd)
     if len(raw) != (p1 - p0) * 8:
         return every
-    used = (np.frombuffer(raw, np.uint64) & _PM_PRESENT_OR_SWAPPED) != 0
+    words = np.frombuffer(raw, np.uint64)
+    used = (words & _PM_PRESENT_OR_SWAPPED) != 0
+    if zero:  # a page only read maps the zero page: nothing written there
+        used &= ~(((words & _PM_PRESENT) != 0) & ((words & _PM_PFN) == np.uint64(zero)))
     page = np.nonzero(used)[0] + p0  # the pages in use, as page numbers
     first = np.maximum(page * ps - addr, 0) // a.itemsize  # the element range each used page covers
     last = np.minimum((page + 1) * ps - addr, a.nbytes) // a.itemsize - 1
