@@ -180,7 +180,7 @@ def unsupported_job(th: Any) -> str | None:
     )
     for bad, what in checks:
         if bad:
-            return f"job {job.name!r}: {what} (the compiled Ceph core runs closed-loop jobs of one direction or randrw)"
+            return f"job {job.name!r}: {what} (the compiled Ceph core runs jobs of one direction or randrw: closed loops, and time-based open loops of random offsets)"
     return None
 
 
