@@ -428,54 +428,13 @@ def _reset_counters(st: Any) -> None:
     K.reset_core_devices(st)  # the device core's HDDs, block layers and LVM volumes below BlueStore
 
 
-def _qarea_add(image: Any, t: np.ndarray, inside: np.ndarray) -> None:
-    """The image's queue-depth area grows by ``inside[k] x (t[k] - t[k-1])`` from its last change (``t``: the
-    window's event times in order), with Python's float operations in Python's order (qarea += ... left to right)."""
-    m = len(t)
-    if m:
-        prev = np.empty(m)
-        prev[0] = image._tq
-        prev[1:] = t[:-1]
-        terms = np.empty(m + 1)
-        terms[0] = image._qarea
-        terms[1:] = inside * (t - prev)
-        image._qarea = float(np.cumsum(terms)[-1])
-        image._tq = float(t[-1])
-
-
-def _image_done(image: Any, kept: np.ndarray, ddirs: np.ndarray, sizes: np.ndarray) -> None:
-    """The image's completions and bytes per direction (``kept``: the requests of the window); none in flight."""
-    image._inside = 0
-    for d in (0, 1):
-        sel = kept & (ddirs == d)
-        image.completed[d] += int(np.count_nonzero(sel))
-        image.bytes[d] += int(sizes[sel].sum())
-
-
-def _image_accounting(image: Any, t_done: np.ndarray, thr: np.ndarray, depth: np.ndarray, n: np.ndarray, t_rec: float,
-                      ddirs: np.ndarray, sizes: np.ndarray, mine: list[int]) -> None:
-    """The image's own statistics (Device.submit / Device._finish) for the window that began at ``t_rec``,
-    from its requests' completion times in completion order (``thr``: each one's job thread; ``depth`` /
-    ``n``: per thread its depth and requests issued; ``mine``: the threads on this image), with Python's
-    float operations in Python's order: before a completion, thread j has issued min(n_j, depth_j +
-    its completions so far) requests (each completion issues the next at its own instant, which adds
-    ``inside x 0``); the queue-depth area grows by inside x (t_k - t_previous) from the window's start."""
-    kept = t_done >= t_rec
-    if len(t_done):
-        k_all = np.arange(len(t_done))
-        issued = np.zeros(len(t_done), np.int64)
-        for j in mine:
-            c = np.cumsum(thr == j) - (thr == j)  # thread j's completions before each one
-            issued += np.minimum(n[j], depth[j] + c)
-        _qarea_add(image, t_done[kept], (issued - k_all)[kept])
-    _image_done(image, kept, ddirs, sizes)
-
-
-def _image_accounting_open(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec: float, ddirs: np.ndarray,
-                           sizes: np.ndarray) -> None:
-    """:func:`_image_accounting` when an open-loop thread drives the image (issues come at arrivals, not
-    only at completions): the queue-depth area from every issue and completion in time order (events at
-    one instant add ``inside x 0``, whatever their order)."""
+def _image_accounting(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec: float, ddirs: np.ndarray,
+                      sizes: np.ndarray) -> None:
+    """The image's own statistics (Device.submit / Device._finish) for the window that began at ``t_rec``, from its
+    requests' issue and completion times: the queue-depth area grows by inside x (t_k - t_previous) over every issue
+    and completion in time order, with Python's float operations in Python's order (qarea += ... left to right;
+    events at one instant add ``inside x 0``, whatever their order: a closed loop's completion and the issue it
+    makes, an open loop's arrivals)."""
     n = len(t_done)
     if n:
         ev_t = np.concatenate([t_issue, t_done])
@@ -484,8 +443,23 @@ def _image_accounting_open(image: Any, t_issue: np.ndarray, t_done: np.ndarray, 
         ev_t = ev_t[o]
         delta = delta[o]
         w = ev_t >= t_rec
-        _qarea_add(image, ev_t[w], (np.cumsum(delta) - delta)[w])
-    _image_done(image, t_done >= t_rec, ddirs, sizes)
+        t = ev_t[w]
+        m = len(t)
+        if m:
+            prev = np.empty(m)
+            prev[0] = image._tq
+            prev[1:] = t[:-1]
+            terms = np.empty(m + 1)
+            terms[0] = image._qarea
+            terms[1:] = (np.cumsum(delta) - delta)[w] * (t - prev)
+            image._qarea = float(np.cumsum(terms)[-1])
+            image._tq = float(t[-1])
+    image._inside = 0
+    kept = t_done >= t_rec
+    for d in (0, 1):
+        sel = kept & (ddirs == d)
+        image.completed[d] += int(np.count_nonzero(sel))
+        image.bytes[d] += int(sizes[sel].sum())
 
 
 class _Thr:
@@ -865,13 +839,7 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         on = st.rqi[order, L.RQI_IMG] == k
         if not any(thr.img == k for thr in thrs):
             continue
-        if any(thr.img == k and thr.th._rate is not None for thr in thrs):
-            _image_accounting_open(img, t_issue_o[on], t_done_o[on], t_rec, kinds_o[on], sizes_o[on])
-            continue
-        depth_of = np.array([thr.depth for thr in thrs])
-        n_of = np.array([int((thr_o == t).sum()) for t in range(len(thrs))])
-        _image_accounting(img, t_done_o[on], thr_o[on], depth_of, n_of, t_rec, kinds_o[on], sizes_o[on],
-                          [t for t, thr in enumerate(thrs) if thr.img == k])
+        _image_accounting(img, t_issue_o[on], t_done_o[on], t_rec, kinds_o[on], sizes_o[on])
     if env._now < t_end_all:
         env._now = t_end_all
     wl._remaining = 0
