@@ -476,16 +476,21 @@ class _Thr:
         self.last = -1  # its last row
 
 
-def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int) -> Any:
+def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] | None = None) -> Any:
     """``n`` more rows of job thread ``t`` (its next offsets, directions and sizes) at the end of the table,
-    linked after its last row (and queued in ``trn`` when none was)."""
+    linked after its last row (and queued in ``trn`` when none was); ``arrivals``: an open-loop thread's arrivals
+    (time, direction, size) in order instead (``n``: their number)."""
     from simulator.core import ceph_layout as L
 
     th = thr.th
     ddir = th._ddir0
     bs = th._bs[ddir]
     k = int(st.gi[L.GI_NREQ])
-    if thr.mix is not None:
+    kinds = sizes = None
+    if arrivals is not None:
+        a = np.asarray(arrivals, dtype=np.float64).reshape(-1, 3)
+        kinds, sizes = a[:, 1].astype(np.int64), a[:, 2].astype(np.int64)
+    elif thr.mix is not None:
         kinds, sizes = thr.mix.decide(n)
         n = len(kinds)
     if n == 0:
@@ -495,16 +500,19 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int) -> Any:
     rqi[:k] = st.rqi[:k]
     rqf[:k] = st.rqf[:k]
     rqi[k:, L.RQI_IMG] = thr.img
-    if thr.mix is None:
+    if kinds is None:
         rqi[k:, L.RQI_KIND] = ddir
         rqi[k:, L.RQI_SIZE] = bs
     else:
         rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
+    if arrivals is not None:
+        rqf[k:, L.RQF_TARR] = a[:, 0]
     rqi[k:, L.RQI_OFF] = _offsets(thr.gen, ddir, bs, n)
     rqi[k:, L.RQI_DSEQ] = -1
     rqi[k:, L.RQI_THR] = t
     rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
     rqi[k + n - 1, L.RQI_LINK] = -1
+    rqi[k:, L.RQI_ALINK] = -1  # (run_workload_ceph chains the arrivals)
     if thr.last >= 0:
         rqi[thr.last, L.RQI_LINK] = k
     if st.trn[t, L.TR_NEXT] < 0:
@@ -557,39 +565,6 @@ def _arrivals(thrs: list[_Thr], t0: float, t_stop: float, cap: int) -> tuple[lis
         order.append((t_idx, len(per[t_idx])))
         arrive(t_idx, d, t)
     return per, order
-
-
-def _add_open_rows(st: Any, t: int, thr: _Thr, arr: list[tuple]) -> tuple[Any, int]:
-    """The rows of open-loop thread ``t``: its arrivals (time, direction, size) in order, chained; returns the
-    state and its first row."""
-    from simulator.core import ceph_layout as L
-
-    n = len(arr)
-    k = int(st.gi[L.GI_NREQ])
-    rqi = np.zeros((k + n, L.NRQI), np.int64)
-    rqf = np.zeros((k + n, L.NRQF))
-    rqi[:k] = st.rqi[:k]
-    rqf[:k] = st.rqf[:k]
-    if n:
-        a = np.asarray(arr, dtype=np.float64)
-        th = thr.th
-        rqf[k:, L.RQF_TARR] = a[:, 0]
-        rqi[k:, L.RQI_KIND] = a[:, 1].astype(np.int64)
-        rqi[k:, L.RQI_SIZE] = a[:, 2].astype(np.int64)
-        rqi[k:, L.RQI_IMG] = thr.img
-        rqi[k:, L.RQI_OFF] = _offsets(thr.gen, th._ddir0, th._bs[th._ddir0], n)
-        rqi[k:, L.RQI_DSEQ] = -1
-        rqi[k:, L.RQI_THR] = t
-        rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
-        rqi[k + n - 1, L.RQI_LINK] = -1
-        rqi[k:, L.RQI_ALINK] = -1
-        st.trn[t, L.TR_NEXT] = k
-        thr.last = k + n - 1
-        thr.rows = n
-    st = st._replace(rqi=rqi, rqf=rqf)
-    st.gi[L.GI_NREQ] = k + n
-    st.gi[L.GI_OUT] += n
-    return st, k
 
 
 def _queued(st: Any, t: int) -> list[int]:
@@ -703,7 +678,8 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         per, arrivals = _arrivals(thrs, t0, t_stop, OPEN_CAP)
         for t, thr in enumerate(thrs):
             if thr.th._rate is not None:
-                st, first_row[t] = _add_open_rows(st, t, thr, per[t])
+                first_row[t] = int(st.gi[L.GI_NREQ])
+                st = _add_thread_rows(st, t, thr, len(per[t]), per[t])
                 thr.n_lim = thr.rows
                 st.trn[t, L.TR_OPEN] = 1
                 st.trn[t, L.TR_DEPTH] = thr.depth
