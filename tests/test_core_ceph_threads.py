@@ -30,8 +30,8 @@ def _cluster() -> tuple[Simulation, Cluster]:
 
 _BASE = {"ioengine": "libaio", "sim_slat": 0, "bs": 4096}
 #: two threads with one linear rate arrive at the same instants: SimPy takes the tie in the order the arrivals
-#: were scheduled (thread 0's first, as it started first). (Two clones of one job, numjobs=2, would not show the
-#: order: they draw the same offsets, so swapping them changes nothing.)
+#: were scheduled (thread 0's first, as it started first). (Two clones of one job on one image, numjobs=2, did not
+#: show the order: swapping their tied arrivals changed no result of this cluster, though their offsets differ.)
 _TIES = ({"time_based": 1, "runtime": "0.2s"},
          [{"name": "t", "rbd": "a", "rw": "randwrite", "rate_iops": 3000, "iodepth": 2},
           {"name": "u", "rbd": "b", "rw": "randwrite", "rate_iops": 3000, "iodepth": 2}])
