@@ -116,6 +116,44 @@ def test_mutation_open_loop_ties_taken_in_the_other_order_are_seen(monkeypatch) 
     assert _chain("auto", (_TIES,)) != py
 
 
+#: stonewalled phases (fio's stonewall): each starts when the last one's threads are done; a phase may differ
+#: from the others in depth, images, ramp, runtime, startdelay and IO limits
+_PHASES = (
+    ({"time_based": 1, "runtime": "0.1s"},
+     [{"name": "w", "rbd": "a", "rw": "randwrite", "iodepth": 2}, {"name": "u", "rbd": "c", "rw": "randwrite", "iodepth": 1},
+      {"name": "r", "rbd": "a", "rw": "randread", "iodepth": 16, "stonewall": 1, "ramp_time": "0.03s"},
+      {"name": "s", "rbd": "b", "rw": "randwrite", "iodepth": 4, "numjobs": 2, "stonewall": 1, "startdelay": "0.02s",
+       "runtime": "0.15s", "group_reporting": 1}]),
+    ({"number_ios": 400},
+     [{"name": "m", "rbd": "b", "rw": "randrw", "rwmixread": 60, "iodepth": 6},
+      {"name": "n", "rbd": "c", "rw": "randwrite", "iodepth": 3, "stonewall": 1},
+      {"name": "o", "rbd": "c", "rw": "randread", "iodepth": 5, "number_ios": 700},
+      {"name": "p", "rbd": "a", "rw": "randread", "iodepth": 1, "stonewall": 1, "time_based": 1, "runtime": "0.05s"}]),
+)
+
+
+def test_compiled_core_runs_stonewalled_phases_as_the_python_model() -> None:
+    py = _chain("python", _PHASES)
+    cc = _chain("auto", _PHASES)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+    assert len(py[0][0]) == 4 and len(py[1][0]) == 4  # one result per job (s: group_reporting over numjobs=2)
+
+
+def test_mutation_phases_run_in_the_other_order_are_seen(monkeypatch) -> None:
+    """The phases' order matters: run last to first, the compiled results differ from the Python model's."""
+    import simulator.core.ceph_fio as F
+
+    py = _chain("python", _PHASES[:1])
+    run = F._run_phase
+
+    def last_first(sim, wl, threads, keep):
+        return run(sim, wl, wl._phases[len(wl._phases) - 1 - wl._phase], keep)
+
+    monkeypatch.setattr(F, "_run_phase", last_first)
+    assert _chain("auto", _PHASES[:1]) != py
+
+
 def test_several_threads_differing_in_their_start_run_in_python() -> None:
     from simulator.core import choose
     from simulator.workloads.options import resolve_jobs

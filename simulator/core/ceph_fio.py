@@ -223,7 +223,7 @@ def _wl_kind(wl: Any) -> str:
 def _unsupported_cluster(wl: Any) -> str | None:
     from simulator.core.ceph_build import unsupported, unsupported_reads, unsupported_writes
 
-    images = _images_of(wl)
+    images = _images_of(wl.threads)
     cluster = images[0].cluster
     held = held_state(cluster)
     kind = _wl_kind(wl)
@@ -257,18 +257,16 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
         why = unsupported_job(th)
         if why:
             return why
-    if len(wl.threads) > 1:  # several threads run as one phase from one start, ramp and stop
-        th0 = wl.threads[0]
-        if len(wl._phases) != 1:
-            return "stonewall phases (the compiled Ceph core runs the threads of one phase)"
-        if len({id(th.files[0].dev.cluster) for th in wl.threads}) != 1:
-            return "images of several clusters in one run"
-        for th in wl.threads[1:]:
+    if len({id(th.files[0].dev.cluster) for th in wl.threads}) != 1:
+        return "images of several clusters in one run"
+    for phase in wl._phases:  # a phase's threads run from one start, ramp and stop (phases: one after the other)
+        th0 = phase[0]
+        for th in phase[1:]:
             j, j0 = th.job, th0.job
             if (j.startdelay != j0.startdelay or j.ramp_time != j0.ramp_time or th._runtime != th0._runtime
                     or j.time_based != j0.time_based):
                 return (f"jobs {j0.name!r} and {j.name!r} differ in startdelay, ramp_time or runtime (the compiled Ceph "
-                        "core runs several threads from one start, ramp and stop)")
+                        "core runs the threads of a phase from one start, ramp and stop)")
     n_arr = sum(sum(th._rate[d] for d in th._ddirs) * (th.job.ramp_time + th._runtime)
                 for th in wl.threads if th._rate is not None)
     if n_arr > OPEN_CAP // 2:
@@ -585,7 +583,33 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     and the cluster as the Python model would for reporting. Returns run figures (events, loop wall and
     CPU seconds). The run resumes the cluster's held state if it fits (:class:`Held`), else builds one; it
     stops at its last completion and keeps the state held (``keep``; False: drain and write back at once,
-    as before held states — the differential tests' mutation)."""
+    as before held states — the differential tests' mutation). Stonewalled phases run one after the other,
+    each from the instant the last one's threads are done, the state held between them."""
+    if wl.threads and rbd_targets(wl):
+        imgs = _images_of(wl.threads)
+        held = held_state(imgs[0].cluster)
+        if held is not None and not held.fits(imgs, _total_depth(wl)):
+            held.release()  # a run of other images or a deeper one: hand over (drain), then build afresh
+    why = unsupported_workload(sim, wl)
+    if why:
+        from simulator.core.run import Unsupported
+
+        raise Unsupported(why)
+    wl._started = True
+    out = {"events": 0, "wall_s": 0.0, "cpu_s": 0.0, "ios": 0}
+    for i, phase in enumerate(wl._phases):  # Workload._start_phase: a phase starts when the last one's threads are done
+        wl._phase = i
+        fig = _run_phase(sim, wl, phase, keep)  # (held between phases as between two runs)
+        for k in out:
+            out[k] += fig[k]
+    wl._remaining = 0
+    wl._phase = len(wl._phases)
+    return out
+
+
+def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, Any]:
+    """One phase of :func:`run_workload_ceph` (its ``threads``, started at one instant): resumes the held
+    state or builds one for every image and the deepest phase of ``wl``."""
     from simulator.core import ceph_layout as L
     from simulator.core import ceph_loop as K
     from simulator.core.ceph_build import (
@@ -597,20 +621,9 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         write_back_bluestore,
     )
 
-    if wl.threads and rbd_targets(wl):
-        imgs = _images_of(wl)
-        held = held_state(imgs[0].cluster)
-        if held is not None and not held.fits(imgs, _total_depth(wl)):
-            held.release()  # a run of other images or a deeper one: hand over (drain), then build afresh
-    why = unsupported_workload(sim, wl)
-    if why:
-        from simulator.core.run import Unsupported
-
-        raise Unsupported(why)
-    threads = wl.threads
     th0 = threads[0]
     job0 = th0.job
-    images = _images_of(wl)
+    images = _images_of(threads)
     cluster = images[0].cluster
     env = sim.env
     held = held_state(cluster)
@@ -620,7 +633,6 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
     t0 = env.now + job0.startdelay[0]
     if t0 > env._now:
         env._now = t0
-    wl._started = True
     wl._phase_devs = set()
     t_rec = t0 + job0.ramp_time
     t_stop = t_rec + th0._runtime
@@ -649,10 +661,10 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         if not ramp:  # the statistics restarted above (image.reset_stats): the arrays' counters too
             _reset_counters(st)
     else:
-        n_ops = max(_op_rows(_total_depth(wl), img) for img in images)
-        verdicts = _verdicts(cluster, images)
-        st, meta = build_state(cluster, n_ops=n_ops, n_req=0, images=images)
-        state_images = images
+        state_images = _images_of(wl.threads)
+        n_ops = max(_op_rows(_total_depth(wl), img) for img in state_images)
+        verdicts = _verdicts(cluster, state_images)
+        st, meta = build_state(cluster, n_ops=n_ops, n_req=0, images=state_images)
     ev0 = int(st.gi[L.GI_EVENTS])
     st.gi[L.GI_OUT] = 0
     st.gi[L.GI_NCOMP] = 0
@@ -818,15 +830,13 @@ def run_workload_ceph(sim: Any, wl: Any, keep: bool = True) -> dict[str, Any]:
         _image_accounting(img, t_issue_o[on], t_done_o[on], t_rec, kinds_o[on], sizes_o[on])
     if env._now < t_end_all:
         env._now = t_end_all
-    wl._remaining = 0
-    wl._phase = len(wl._phases)
     return {"events": int(st.gi[L.GI_EVENTS]) - ev0, "wall_s": wall, "cpu_s": cpu, "ios": int(len(order))}
 
 
-def _images_of(wl: Any) -> list[Any]:
-    """The RBD images of ``wl``'s threads, in first use."""
+def _images_of(threads: list[Any]) -> list[Any]:
+    """The RBD images of job ``threads``, in first use."""
     out: list[Any] = []
-    for th in wl.threads:
+    for th in threads:
         img = th.files[0].dev
         if all(img is not x for x in out):
             out.append(img)
@@ -834,7 +844,8 @@ def _images_of(wl: Any) -> list[Any]:
 
 
 def _total_depth(wl: Any) -> int:
-    return sum(th._depth for th in wl.threads)
+    """Requests in flight at most: the deepest phase's threads together."""
+    return max(sum(th._depth for th in phase) for phase in wl._phases if phase)
 
 
 def run_fio_ceph(sim: Any, image: Any, job: dict[str, Any], *, source: str = "run_fio_ceph") -> list:
