@@ -154,17 +154,59 @@ def test_mutation_phases_run_in_the_other_order_are_seen(monkeypatch) -> None:
     assert _chain("auto", _PHASES[:1]) != py
 
 
-def test_several_threads_differing_in_their_start_run_in_python() -> None:
+#: threads of one phase that differ in start (startdelay), ramp and runtime or IO limit: each begins, restarts the
+#: statistics and stops on its own; a thread may start after the others are done (the cluster idles in between)
+_STAGGER = (
+    ({"time_based": 1},
+     [{"name": "a", "rbd": "a", "rw": "randwrite", "iodepth": 4, "runtime": "0.1s"},
+      {"name": "b", "rbd": "b", "rw": "randread", "iodepth": 2, "runtime": "0.2s", "startdelay": "0.05s",
+       "ramp_time": "0.02s"},
+      {"name": "c", "rbd": "c", "rw": "randrw", "rwmixread": 40, "iodepth": 3, "runtime": "0.08s", "ramp_time": "0.04s",
+       "numjobs": 2},
+      {"name": "d", "rbd": "a", "rw": "randread", "iodepth": 1, "runtime": "0.05s", "startdelay": "0.5s"}]),
+    ({},
+     [{"name": "e", "rbd": "b", "rw": "randwrite", "iodepth": 2, "number_ios": 300, "startdelay": "0.01s"},
+      {"name": "f", "rbd": "a", "rw": "randread", "iodepth": 8, "time_based": 1, "runtime": "0.1s", "ramp_time": "0.03s"},
+      {"name": "g", "rbd": "b", "rw": "randread", "iodepth": 4, "number_ios": 500, "stonewall": 1},
+      {"name": "h", "rbd": "c", "rw": "randwrite", "iodepth": 2, "number_ios": 200, "startdelay": "0.03s"}]),
+)
+
+
+def test_compiled_core_runs_threads_differing_in_start_ramp_and_runtime_as_the_python_model() -> None:
+    py = _chain("python", _STAGGER)
+    cc = _chain("auto", _STAGGER)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+
+
+def test_mutation_threads_started_together_are_seen(monkeypatch) -> None:
+    """The start matters: with every startdelay taken as 0 by the compiled run, the results differ."""
+    py = _chain("python", _STAGGER[:1])
+    from simulator.workloads.runner import JobThread
+
+    start = JobThread.__init__
+
+    def no_delay(self, *a, **kw):
+        start(self, *a, **kw)
+        self.job = self.job.model_copy(update={"startdelay": (0.0, 0.0)})
+
+    monkeypatch.setattr(JobThread, "__init__", no_delay)
+    assert _chain("auto", _STAGGER[:1]) != py
+
+
+def test_an_open_loop_beside_threads_differing_in_their_start_runs_in_python() -> None:
     from simulator.core import choose
     from simulator.workloads.options import resolve_jobs
     from simulator.workloads.runner import Workload
 
     sim, cl = _cluster()
     img = cl.image("p", "a")
-    jobs = [{"name": "a", "rw": "randread", "iodepth": 2, "runtime": "0.1s", "time_based": 1},
+    jobs = [{"name": "a", "rw": "randread", "iodepth": 2, "runtime": "0.1s", "time_based": 1, "rate_iops": 1000},
             {"name": "b", "rw": "randread", "iodepth": 2, "runtime": "0.2s", "time_based": 1}]
     why = choose(sim, Workload(sim, resolve_jobs(dict(_BASE), jobs, "t"), lambda _j: [img]), "auto")
-    assert why is not None and "runtime" in why
+    assert why is not None and "runtime" in why and "open loop" in why
+    jobs[0].pop("rate_iops")
+    assert choose(sim, Workload(sim, resolve_jobs(dict(_BASE), jobs, "t"), lambda _j: [img]), "auto") is None
 
 
 @pytest.mark.parametrize("numjobs", [1, 4])

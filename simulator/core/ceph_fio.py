@@ -38,6 +38,7 @@ is left at the last completion, as the Python run leaves it.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import time
 from typing import Any
@@ -259,14 +260,16 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
             return why
     if len({id(th.files[0].dev.cluster) for th in wl.threads}) != 1:
         return "images of several clusters in one run"
-    for phase in wl._phases:  # a phase's threads run from one start, ramp and stop (phases: one after the other)
+    for phase in wl._phases:  # an open-loop thread's phase runs from one start, ramp and stop
         th0 = phase[0]
+        if all(th._rate is None for th in phase):
+            continue
         for th in phase[1:]:
             j, j0 = th.job, th0.job
             if (j.startdelay != j0.startdelay or j.ramp_time != j0.ramp_time or th._runtime != th0._runtime
                     or j.time_based != j0.time_based):
-                return (f"jobs {j0.name!r} and {j.name!r} differ in startdelay, ramp_time or runtime (the compiled Ceph "
-                        "core runs the threads of a phase from one start, ramp and stop)")
+                return (f"jobs {j0.name!r} and {j.name!r} differ in startdelay, ramp_time or runtime beside an open "
+                        "loop (rate_iops; the compiled Ceph core runs such a phase from one start, ramp and stop)")
     n_arr = sum(sum(th._rate[d] for d in th._ddirs) * (th.job.ramp_time + th._runtime)
                 for th in wl.threads if th._rate is not None)
     if n_arr > OPEN_CAP // 2:
@@ -615,51 +618,32 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     from simulator.core.ceph_build import (
         build_state,
         refill,
-        run_refilling,
         why_text,
         write_back,
         write_back_bluestore,
     )
 
-    th0 = threads[0]
-    job0 = th0.job
     images = _images_of(threads)
     cluster = images[0].cluster
     env = sim.env
     held = held_state(cluster)
     _drop_inert(env)
-    # Workload.start -> JobThread.start / _begin of each thread in order (after one fixed startdelay;
-    # nothing else is pending)
-    t0 = env.now + job0.startdelay[0]
-    if t0 > env._now:
-        env._now = t0
+    # Workload._start_phase -> JobThread.start of each thread in order: at once, or after its startdelay (a timer)
+    t_phase = env.now
     wl._phase_devs = set()
-    t_rec = t0 + job0.ramp_time
-    t_stop = t_rec + th0._runtime
-    ramp = job0.ramp_time > 0
     for th in threads:
-        th._t0 = t0
-        th._tt_last = t0
-        th._t_rec = t_rec
-        th._t_stop = t_stop
-        th._cpu_free = t0
+        th._t0 = t_phase + th.job.startdelay[0]
+        th._tt_last = th._t0
+        th._t_rec = th._t0 + th.job.ramp_time
+        th._t_stop = th._t_rec + th._runtime
+        th._cpu_free = th._t0
         if th.job.time_based:
-            th.stats.set_window(t_rec, t_stop)
-        if not ramp:
-            th._limits_on = True
-    if not ramp:  # JobThread._ramp_end at the first thread's start: its image's (and cluster's) statistics restart
-        images[0].reset_stats()
-        wl._phase_devs.add(id(images[0]))
+            th.stats.set_window(th._t_rec, th._t_stop)
     if held is not None:
         del _registry(sim)[id(cluster)]  # resumed: held again at the end
         st, meta, verdicts, n_ops = held.st, held.meta, held.verdicts, held.n_ops
         state_images = held.images  # the images its tables hold
         refill(st, meta)  # the streams went back to the Python components at the write-back
-        if t0 > st.gf[L.GF_NOW]:  # a startdelay: the pending work before the job's start
-            run_refilling(st, meta, np.nextafter(t0, -np.inf))
-            st.gf[L.GF_NOW] = t0
-        if not ramp:  # the statistics restarted above (image.reset_stats): the arrays' counters too
-            _reset_counters(st)
     else:
         state_images = _images_of(wl.threads)
         n_ops = max(_op_rows(_total_depth(wl), img) for img in state_images)
@@ -686,8 +670,8 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             st = _add_thread_rows(st, t, thr, int(min(n_lim, max(ROWS, 8 * th._depth))))
     first_row = {}
     arrivals: list[tuple[int, int]] = []
-    if any(th._rate is not None for th in threads):  # open loop: every arrival before the stop, drawn now
-        per, arrivals = _arrivals(thrs, t0, t_stop, OPEN_CAP)
+    if any(th._rate is not None for th in threads):  # open loop (one start and stop): every arrival before the stop
+        per, arrivals = _arrivals(thrs, threads[0]._t0, threads[0]._t_stop, OPEN_CAP)
         for t, thr in enumerate(thrs):
             if thr.th._rate is not None:
                 first_row[t] = int(st.gi[L.GI_NREQ])
@@ -702,33 +686,50 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     st.gi[L.GI_NEXTREQ] = 0
     w0 = time.perf_counter()
     c0 = time.process_time()
-    for t, thr in enumerate(thrs):  # each thread fills its depth at its start, thread by thread
-        img = thr.th.files[0].dev
-        if not ramp and id(img) not in wl._phase_devs:  # the first thread on another image: its _ramp_end resets
-            img.reset_stats()  # it and the cluster, after the earlier threads' first issues
-            wl._phase_devs.add(id(img))
+    t_win = [t_phase]  # when the cluster's statistics (its images' too) last restarted
+
+    def restart_stats(t: int, at: float, fresh: bool) -> None:
+        """JobThread._ramp_end of thread ``t`` at ``at`` (``fresh``: after a ramp_time, else at its start): its
+        image's and the cluster's statistics restart, unless (at its start) another thread of the phase began them."""
+        img = thrs[t].th.files[0].dev
+        thrs[t].th._limits_on = True
+        if fresh or id(img) not in wl._phase_devs:
+            now_py = env._now
+            env._now = at
+            img.reset_stats()
+            env._now = now_py
             _reset_counters(st)
-        if thr.th._rate is not None:  # open loop: its directions' first arrivals at its start, then _pump
-            st.trn[t, L.TR_BACK] = sum(1 for d in thr.th._ddirs if thr.th._rate[d] > 0) if thr.rows else 0
+            t_win[0] = at
+        wl._phase_devs.add(id(img))
+
+    def begin(t: int) -> None:
+        """JobThread._begin of thread ``t`` at its start: the statistics (without a ramp), its first requests."""
+        thr = thrs[t]
+        th = thr.th
+        if th._t0 > st.gf[L.GF_NOW]:  # the pending work before the thread's start (a startdelay, a held state)
+            advance(np.nextafter(th._t0, -np.inf), idle=True)
+            st.gf[L.GF_NOW] = th._t0
+        begun.add(t)
+        if th.job.ramp_time > 0:
+            heapq.heappush(points, (th._t_rec, next(rank), "ramp", t))
+        else:
+            restart_stats(t, th._t0, False)
+        if th._t_stop != math.inf:
+            heapq.heappush(points, (th._t_stop, next(rank), "stop", t))
+        if th._rate is not None:  # open loop: its directions' first arrivals at its start, then _pump
+            st.trn[t, L.TR_BACK] = sum(1 for d in th._ddirs if th._rate[d] > 0) if thr.rows else 0
             K.pump_now(st, t)
-            continue
+            return
         for _ in range(min(thr.depth, thr.rows)):
             r = int(st.trn[t, L.TR_NEXT])
             st.trn[t, L.TR_NEXT] = st.rqi[r, L.RQI_LINK]
             st.gi[L.GI_NEXTREQ] += 1
             K.issue_now(st, r)
-    if arrivals:  # the first later arrival (each arrival schedules the next: the loop's EV_ARRIVAL)
-        t_i, i = arrivals[0]
-        K.schedule_at(st, float(st.rqf[first_row[t_i] + i, L.RQF_TARR]), L.EV_ARRIVAL, first_row[t_i] + i, 0)
-    issued_any = int(st.gi[L.GI_NEXTREQ]) > 0
-    # control points: the ramp's end (statistics restart), the runtime's end (no more issues)
-    points = ([(t_rec, "ramp")] if ramp else []) + ([(t_stop, "stop")] if t_stop != math.inf else [])
-    points.append((math.inf, "end"))
-    if not issued_any:
-        points = []
-    for t_point, what in points:
-        # the events before the point (a timer set at the job's start comes before IO events at its instant)
-        limit = np.nextafter(t_point, -np.inf) if t_point != math.inf else np.inf
+
+    def advance(limit: float, idle: bool = False) -> int:
+        """Run the loop up to ``limit`` (refilling streams and rows); ``idle``: nothing pending while requests of
+        threads not begun yet are outstanding is the wait for their start."""
+        nonlocal st
         while True:
             status = K.run_until(st, limit)
             if status == L.ST_REFILL:
@@ -740,35 +741,53 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                             thr.n_lim = thr.rows
                 continue
             break
-        if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and t_point != math.inf and st.gi[L.GI_OUT]):
+        waiting = sum(thr.rows for t, thr in enumerate(thrs) if t not in begun)
+        if status == L.ST_EMPTY and idle and st.gi[L.GI_OUT] == waiting:
+            return L.ST_TIME
+        if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and limit != np.inf and st.gi[L.GI_OUT]):
             raise RuntimeError(f"compiled Ceph core stopped with status {status} (events {st.gi[L.GI_EVENTS]}, "
                                f"{st.gi[L.GI_OUT]} requests outstanding): {why_text(st)}")
+        return status
+
+    # control points (time, order made, what, thread): a thread's delayed start, its ramp's end (statistics
+    # restart), its runtime's end (no more issues); at one instant in the order SimPy's timers were set
+    points: list[tuple[float, int, str, int]] = []
+    rank = itertools.count()
+    begun: set[int] = set()
+    for t, th in enumerate(threads):
+        if th.job.startdelay[0] > 0:
+            heapq.heappush(points, (th._t0, next(rank), "begin", t))
+        else:
+            begin(t)
+    if arrivals:  # the first later arrival (each arrival schedules the next: the loop's EV_ARRIVAL)
+        t_i, i = arrivals[0]
+        K.schedule_at(st, float(st.rqf[first_row[t_i] + i, L.RQF_TARR]), L.EV_ARRIVAL, first_row[t_i] + i, 0)
+    status = L.ST_TIME
+    while points:
+        t_point, _r, what, t = heapq.heappop(points)
+        # the events before the point (a timer set at the job's start comes before IO events at its instant)
+        status = advance(np.nextafter(t_point, -np.inf), idle=True)
         if status == L.ST_STOP:  # the last completion (and what was queued before it): the run is over
             break
-        if what == "ramp":
-            # JobThread._ramp_end of each thread: limits on, its images' and the cluster's statistics restart
-            now_py = env._now
-            env._now = t_rec
-            for th in threads:
-                th._limits_on = True
-                th.files[0].dev.reset_stats()
-                wl._phase_devs.add(id(th.files[0].dev))
-            env._now = now_py
-            st.gf[L.GF_NOW] = t_rec  # the devices' windows restart at the ramp's end (the next event is not earlier)
-            _reset_counters(st)
-            for t, thr in enumerate(thrs):
-                if thr.th._mixed:  # the issue counters restart: the rows not issued yet are decided again
-                    q = _queued(st, t)
-                    m_undo = thr.mix.restart(thr.rows - len(q))
-                    if m_undo:
-                        st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE] = thr.mix.decide(m_undo)
-        elif what == "stop":  # JobThread._issue at now >= t_stop: no more issues
-            for t, thr in enumerate(thrs):
+        thr = thrs[t]
+        if what == "begin":
+            begin(t)
+        elif what == "ramp":  # JobThread._ramp_end: limits on, the statistics restart
+            st.gf[L.GF_NOW] = t_point  # the devices' windows restart at the ramp's end (the next event is not earlier)
+            restart_stats(t, t_point, True)
+            if thr.th._mixed:  # the issue counters restart: the rows not issued yet are decided again
                 q = _queued(st, t)
-                st.gi[L.GI_OUT] -= len(q)
-                st.trn[t, L.TR_NEXT] = -1
-                st.trn[t, L.TR_BACK] = 0
-                thr.n_lim = thr.rows - len(q)
+                m_undo = thr.mix.restart(thr.rows - len(q))
+                if m_undo:
+                    st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE] = thr.mix.decide(m_undo)
+        else:  # "stop": JobThread._issue at now >= t_stop: no more issues
+            q = _queued(st, t)
+            st.gi[L.GI_OUT] -= len(q)
+            st.trn[t, L.TR_NEXT] = -1
+            st.trn[t, L.TR_BACK] = 0
+            thr.n_lim = thr.rows - len(q)
+    if status != L.ST_STOP and int(st.gi[L.GI_NEXTREQ]) > 0:
+        advance(np.inf)  # to the last completion
     wall = time.perf_counter() - w0
     cpu = time.process_time() - c0
     if st.gi[L.GI_OUT]:
@@ -793,12 +812,11 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     kinds_o = st.rqi[order, L.RQI_KIND]
     sizes_o = st.rqi[order, L.RQI_SIZE]
     thr_o = st.rqi[order, L.RQI_THR]
-    keep_o = t_done_o >= t_rec  # JobThread._on_done records completions from the ramp's end on
-    t_end_all = t0
+    t_end_all = t_phase
     for t, thr in enumerate(thrs):
         th = thr.th
         mine = thr_o == t
-        sel = mine & keep_o
+        sel = mine & (t_done_o >= th._t_rec)  # JobThread._on_done records completions from the ramp's end on
         m = int(sel.sum())
         rows_out = np.empty((m, 5))
         rows_out[:, 0] = kinds_o[sel]
@@ -808,11 +826,11 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         rows_out[:, 4] = sizes_o[sel]
         th.stats.add_many(rows_out)
         n_t = int(mine.sum())
-        t_end = float(t_done_o[mine].max()) if n_t else t0
+        t_end = float(t_done_o[mine].max()) if n_t else th._t0
         t_end_all = max(t_end_all, t_end)
         th._c_ios = m
         th._c_bytes = int(sizes_o[sel].sum())
-        counted = mine & ((t_issue_o >= t_rec) if ramp else True)
+        counted = mine & ((t_issue_o >= th._t_rec) if th.job.ramp_time > 0 else True)
         for d in ((0, 1) if thr.mix is not None and th._mixed else (th._ddir0,)):
             th._issues[d] = int(np.count_nonzero(counted & (kinds_o == d)))
         if thr.mix is not None:
@@ -822,12 +840,12 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         th._issuing = False
         th.done = True
         th._t_end = t_end
-        th.stats.set_window(t_rec, max(t_end, t_rec))
+        th.stats.set_window(th._t_rec, max(t_end, th._t_rec))
     for k, img in enumerate(meta["images"]):
         on = st.rqi[order, L.RQI_IMG] == k
         if not any(thr.img == k for thr in thrs):
             continue
-        _image_accounting(img, t_issue_o[on], t_done_o[on], t_rec, kinds_o[on], sizes_o[on])
+        _image_accounting(img, t_issue_o[on], t_done_o[on], t_win[0], kinds_o[on], sizes_o[on])
     if env._now < t_end_all:
         env._now = t_end_all
     return {"events": int(st.gi[L.GI_EVENTS]) - ev0, "wall_s": wall, "cpu_s": cpu, "ios": int(len(order))}
