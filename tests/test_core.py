@@ -262,6 +262,8 @@ def test_stonewall_groups_identical_to_python(spec):
         {**_BASE, "name": "b", "rw": "randwrite", "iodepth": 2, "time_based": 1, "runtime": "0.5s", "stonewall": 1,
          "ramp_time": "0.1s"},
         {**_BASE, "name": "c", "rw": "read", "iodepth": 1, "number_ios": 800, "stonewall": 1, "startdelay": "0.05s"},
+        {**_BASE, "name": "d", "rw": "randread", "iodepth": 2, "number_ios": 300, "startdelay": "0.01s-0.2s",
+         "numjobs": 2},  # a range: a draw per thread
     ]  # fmt: skip
     outs = []
     for runner in (run_fio, run_fio_compiled):
@@ -271,10 +273,10 @@ def test_stonewall_groups_identical_to_python(spec):
         outs.append((to_fio_json(res, {}, time_str="t", sim_meta={}, timestamp=0), dev.stats(), sim.now))
     assert outs[0] == outs[1]
     docs = outs[0][0]["jobs"]
-    assert [j["read"]["total_ios"] for j in docs] == [1500, 1500, 0, 800]
+    assert [j["read"]["total_ios"] for j in docs] == [1500, 1500, 0, 800, 300, 300]
     assert docs[2]["write"]["total_ios"] > 20
     # in sequence: the device's statistics are those of the last group alone
-    assert outs[0][1]["completed"]["read"] == 800 and outs[0][1]["completed"]["write"] == 0
+    assert outs[0][1]["completed"]["read"] == 1400 and outs[0][1]["completed"]["write"] == 0
 
 
 def test_numjobs_on_two_hdds_identical_to_python():

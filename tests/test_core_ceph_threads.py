@@ -163,7 +163,9 @@ _STAGGER = (
        "ramp_time": "0.02s"},
       {"name": "c", "rbd": "c", "rw": "randrw", "rwmixread": 40, "iodepth": 3, "runtime": "0.08s", "ramp_time": "0.04s",
        "numjobs": 2},
-      {"name": "d", "rbd": "a", "rw": "randread", "iodepth": 1, "runtime": "0.05s", "startdelay": "0.5s"}]),
+      {"name": "d", "rbd": "a", "rw": "randread", "iodepth": 1, "runtime": "0.05s", "startdelay": "0.5s"},
+      {"name": "z", "rbd": "b", "rw": "randwrite", "iodepth": 2, "runtime": "0.05s", "startdelay": "0.02s-0.3s",
+       "numjobs": 2}]),  # a range: a draw per thread
     ({},
      [{"name": "e", "rbd": "b", "rw": "randwrite", "iodepth": 2, "number_ios": 300, "startdelay": "0.01s"},
       {"name": "f", "rbd": "a", "rw": "randread", "iodepth": 8, "time_based": 1, "runtime": "0.1s", "ramp_time": "0.03s"},

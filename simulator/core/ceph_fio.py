@@ -12,8 +12,10 @@ Covered: one job thread on one image, closed loop (an asynchronous engine, no su
 one direction (write; read — of written objects with BlueStore's data cache and writing buffers,
 core.ceph_dcache), a fixed block size, number_ios / size limits, runtime / time_based, ramp_time (the
 statistics restart at the ramp's end, as the Python runner does; limits then apply: number_ios or
-size with a ramp are refused), a fixed startdelay; the cluster as ``ceph_build.unsupported_writes``
-/ ``unsupported_reads`` allow. :func:`unsupported_job` names what is not.
+size with a ramp are refused), startdelay; the cluster as ``ceph_build.unsupported_writes``
+/ ``unsupported_reads`` allow. Since then: randrw, variable block sizes, several threads and images, open loops
+(rate_iops), stonewalled phases, threads of a phase that differ in start, ramp and runtime (see run_workload_ceph).
+:func:`unsupported_job` and :func:`unsupported_workload` name what is not.
 
 A compiled run stops where the Python runner's ``sim.run(until=done)`` stops: its last completion
 schedules the run's end (``EV_STOP``, GI_CLOSED 2) as the job thread's completion succeeds the
@@ -177,7 +179,6 @@ def unsupported_job(th: Any) -> str | None:
         (th._fua, "sync (FUA writes)"),
         (job.ramp_time > 0 and limited, "ramp_time with an IO limit (number_ios or size; time_based is covered)"),
         (not limited and th._runtime == math.inf, "no IO limit and no runtime"),
-        (job.startdelay[1] != job.startdelay[0], "startdelay as a range"),
     )
     for bad, what in checks:
         if bad:
@@ -264,6 +265,8 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
         th0 = phase[0]
         if all(th._rate is None for th in phase):
             continue
+        if any(th.job.startdelay[1] != th.job.startdelay[0] for th in phase):
+            return "startdelay as a range beside an open loop (rate_iops; one start per such phase)"
         for th in phase[1:]:
             j, j0 = th.job, th0.job
             if (j.startdelay != j0.startdelay or j.ramp_time != j0.ramp_time or th._runtime != th0._runtime
@@ -632,7 +635,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     t_phase = env.now
     wl._phase_devs = set()
     for th in threads:
-        th._t0 = t_phase + th.job.startdelay[0]
+        th._t0 = t_phase + th.draw_start_delay()
         th._tt_last = th._t0
         th._t_rec = th._t0 + th.job.ramp_time
         th._t_stop = th._t_rec + th._runtime
@@ -755,7 +758,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     rank = itertools.count()
     begun: set[int] = set()
     for t, th in enumerate(threads):
-        if th.job.startdelay[0] > 0:
+        if th.start_delay > 0:
             heapq.heappush(points, (th._t0, next(rank), "begin", t))
         else:
             begin(t)

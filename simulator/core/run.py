@@ -213,9 +213,6 @@ def unsupported(sim: Any, wl: Any) -> str | None:
             return f"{name}: fsync/fdatasync/end_fsync with rate_iops (flushes in an open loop)"
         if len(th.files) != 1:
             return f"{name}: several files per job"
-        lo, hi = job.startdelay
-        if hi != lo:
-            return f"{name}: startdelay as a range"
         if th._varbs and (job.is_mixed or job.rate_iops is not None):
             return f"{name}: bssplit/bsrange with rw={job.rw} or rate_iops (sizes drawn per direction or per arrival)"
         for opt, default in (("sim_mix", None), ("rate", None),
@@ -812,7 +809,7 @@ class CompiledRun:
             thf[t, L.TF_RUNTIME] = th._runtime
             thf[t, L.TF_SLAT] = th._slat
             thf[t, L.TF_BYTESLIM] = th._bytes_limit
-            thf[t, L.TF_DELAY] = job.startdelay[0]
+            thf[t, L.TF_DELAY] = th.draw_start_delay()  # (a range: the thread's own draw, as JobThread.start makes it)
             thf[t, L.TF_TREC] = math.inf
             thf[t, L.TF_TSTOP] = math.inf
             if th._rate is not None:
@@ -996,7 +993,7 @@ class CompiledRun:
         for th in self.threads[lo:hi]:
             job = th.job
             if job.time_based:  # JobThread._begin: the expected window, before the first IO
-                t_rec = now + job.startdelay[0] + job.ramp_time
+                t_rec = now + th.start_delay + job.ramp_time
                 th.stats.set_window(t_rec, t_rec + th._runtime)
         loop.start_threads(st, lo, hi)
 

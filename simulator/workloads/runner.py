@@ -397,13 +397,18 @@ class JobThread(Component):
         self.done = False
 
     # ------------------------------------------------------------------ control
-    def start(self) -> None:
-        """Begin (after ``startdelay``; a range: a uniform draw per thread). Called by the Workload."""
+    def draw_start_delay(self) -> float:
+        """The thread's ``startdelay`` (a range: a uniform draw from the thread's own stream), kept in ``start_delay``."""
         lo, hi = self.job.startdelay
         d = lo
         if hi > lo:
             d = lo + (hi - lo) * float(self._gen(_S_DELAY, "startdelay").random())
         self.start_delay = d
+        return d
+
+    def start(self) -> None:
+        """Begin (after ``startdelay``). Called by the Workload."""
+        d = self.draw_start_delay()
         if d > 0:
             self._timer(d, self._begin)
         else:
