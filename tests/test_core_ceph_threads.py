@@ -164,6 +164,7 @@ _STAGGER = (
       {"name": "c", "rbd": "c", "rw": "randrw", "rwmixread": 40, "iodepth": 3, "runtime": "0.08s", "ramp_time": "0.04s",
        "numjobs": 2},
       {"name": "d", "rbd": "a", "rw": "randread", "iodepth": 1, "runtime": "0.05s", "startdelay": "0.5s"},
+      {"name": "y", "rbd": "c", "rw": "randwrite", "iodepth": 2, "runtime": "0.05s", "sync": 1},  # FUA: RBD ignores it
       {"name": "z", "rbd": "b", "rw": "randwrite", "iodepth": 2, "runtime": "0.05s", "startdelay": "0.02s-0.3s",
        "numjobs": 2}]),  # a range: a draw per thread
     ({},

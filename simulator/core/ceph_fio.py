@@ -176,7 +176,6 @@ def unsupported_job(th: Any) -> str | None:
         (th._slat != 0.0, "a submission latency (sim_slat)"),
         (th._tt > 0.0, "thinktime"),
         (bool(th._fsync_n or th._fdsync_n or job.end_fsync), "fsync/fdatasync/end_fsync"),
-        (th._fua, "sync (FUA writes)"),
         (job.ramp_time > 0 and limited, "ramp_time with an IO limit (number_ios or size; time_based is covered)"),
         (not limited and th._runtime == math.inf, "no IO limit and no runtime"),
     )
