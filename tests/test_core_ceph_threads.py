@@ -5,6 +5,8 @@ statistics, merged with group_reporting or not, every image's statistics, the OS
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import simulator.ceph  # noqa: F401
@@ -173,6 +175,53 @@ _STAGGER = (
       {"name": "g", "rbd": "b", "rw": "randread", "iodepth": 4, "number_ios": 500, "stonewall": 1},
       {"name": "h", "rbd": "c", "rw": "randwrite", "iodepth": 2, "number_ios": 200, "startdelay": "0.03s"}]),
 )
+
+
+#: fsync / fdatasync (an engine whose flushes do not block, as rbd_aio_flush): a flush after every n-th write takes the next slot; its
+#: latency goes to the sync section; the cadence restarts at the ramp's end; a limit stops the thread before a due one
+_FSYNC = (
+    ({"time_based": 1, "runtime": "0.15s", "ioengine": "io_uring"},
+     [{"name": "f", "rbd": "a", "rw": "randwrite", "iodepth": 4, "fsync": 3, "ramp_time": "0.04s"},
+      {"name": "g", "rbd": "b", "rw": "randrw", "rwmixread": 50, "iodepth": 2, "fdatasync": 2, "ramp_time": "0.03s",
+       "bssplit": "4k/50:16k/50"},
+      {"name": "h", "rbd": "c", "rw": "randwrite", "iodepth": 1, "fsync": 1, "startdelay": "0.01s"}]),
+    ({"ioengine": "io_uring"},
+     [{"name": "i", "rbd": "a", "rw": "randwrite", "iodepth": 8, "fsync": 5, "number_ios": 300},
+      {"name": "j", "rbd": "b", "rw": "randwrite", "iodepth": 3, "fsync": 4, "fdatasync": 6, "number_ios": 24},
+      {"name": "k", "rbd": "c", "rw": "randrw", "iodepth": 16, "fsync": 1, "number_ios": 3000, "numjobs": 2}]),
+)
+
+
+def test_compiled_core_runs_fsync_as_the_python_model() -> None:
+    py = _chain("python", _FSYNC)
+    cc = _chain("auto", _FSYNC)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+    assert all("sync=LatStats(n=0" not in r for step in py for r in step[0]), "every job flushed"
+
+
+@pytest.mark.parametrize("mutant", ["no restart at the ramp", "a flush after the last IO"])
+def test_mutation_fsync_cadence_is_seen(monkeypatch, mutant: str) -> None:
+    """The cadence restarts at the ramp's end (step 0) and a limit stops the thread before a due flush (step 1):
+    without either, the compiled results differ from the Python model's."""
+    import simulator.core.ceph_fio as F
+
+    step = _FSYNC[:1] if mutant.startswith("no restart") else _FSYNC[1:]
+    py = _chain("python", step)
+    if mutant.startswith("no restart"):
+        monkeypatch.setattr(F, "_requeue_flushes", lambda st, t, thr, q: st)
+    else:
+        flushes = F._with_flushes
+
+        def also_last(st, t, thr, io_rows, first_io):
+            n_lim, thr.n_lim = thr.n_lim, math.inf
+            try:
+                return flushes(st, t, thr, io_rows, first_io)
+            finally:
+                thr.n_lim = n_lim
+
+        monkeypatch.setattr(F, "_with_flushes", also_last)
+    assert _chain("auto", step) != py
 
 
 def test_compiled_core_runs_threads_differing_in_start_ramp_and_runtime_as_the_python_model() -> None:

@@ -175,7 +175,11 @@ def unsupported_job(th: Any) -> str | None:
 
         (th._slat != 0.0, "a submission latency (sim_slat)"),
         (th._tt > 0.0, "thinktime"),
-        (bool(th._fsync_n or th._fdsync_n or job.end_fsync), "fsync/fdatasync/end_fsync"),
+        (bool(job.end_fsync), "end_fsync"),
+        (bool(th._fsync_n or th._fdsync_n) and (th._rate is not None or th._blocking),
+         f"fsync/fdatasync in an open loop or blocking (ioengine={job.ioengine}; rbd's flushes do not block)"),
+        (bool(th._fsync_n or th._fdsync_n) and th._varbs and th._bytes_limit != math.inf,
+         "fsync/fdatasync with variable block sizes and a size limit"),
         (job.ramp_time > 0 and limited, "ramp_time with an IO limit (number_ios or size; time_based is covered)"),
         (not limited and th._runtime == math.inf, "no IO limit and no runtime"),
     )
@@ -459,7 +463,7 @@ def _image_accounting(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec
             image._tq = float(t[-1])
     image._inside = 0
     kept = t_done >= t_rec
-    for d in (0, 1):
+    for d in (0, 1, 3):  # reads, writes, flushes (fsync)
         sel = kept & (ddirs == d)
         image.completed[d] += int(np.count_nonzero(sel))
         image.bytes[d] += int(sizes[sel].sum())
@@ -468,15 +472,94 @@ def _image_accounting(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec
 class _Thr:
     """One job thread of a compiled run: its rows (a chain through RQI_LINK, in issue order), its limit."""
 
-    __slots__ = ("depth", "gen", "img", "last", "mix", "n_lim", "rows", "th")
+    __slots__ = ("depth", "flushes", "fsync", "gen", "img", "last", "mix", "n_lim", "rows", "th", "w")
 
     def __init__(self, th: Any, img: int, n_lim: float):
         self.th, self.img, self.n_lim = th, img, n_lim
         self.gen = th.files[0].gen
         self.depth = th._depth
         self.mix = _Mix(th) if th._rate is None and (th._mixed or th._varbs) else None
-        self.rows = 0  # rows added
+        self.rows = 0  # IO rows added
         self.last = -1  # its last row
+        self.fsync = (th._fsync_n, th._fdsync_n) if th._fsync_n or th._fdsync_n else None
+        self.w = 0  # writes since the statistics restarted (JobThread._w_issues)
+        self.flushes = 0  # flush rows in its chain
+
+
+_FLUSH = 3  # Op.FLUSH: a row of a job's fsync / fdatasync
+
+
+def _link(st: Any, rows: list[int]) -> None:
+    """Chain ``rows`` (not empty) in order, the last one ending the chain."""
+    from simulator.core import ceph_layout as L
+
+    st.rqi[rows[:-1], L.RQI_LINK] = rows[1:]
+    st.rqi[rows[-1], L.RQI_LINK] = -1
+
+
+def _with_flushes(st: Any, t: int, thr: _Thr, io_rows: list[int], first_io: int) -> tuple[Any, list[int]]:
+    """JobThread._issue's fsync cadence on thread ``t``'s IO rows ``io_rows`` (in issue order, the first being its
+    IO number ``first_io``): after every fsync-th (or fdatasync-th) write since the statistics restarted, a flush
+    row (appended to the table) is issued next, unless that write is the thread's last IO (the limit stops the
+    thread first). Returns the state and the rows with the flushes in order."""
+    from simulator.core import ceph_layout as L
+
+    fs, fd = thr.fsync
+    after = []
+    kinds = st.rqi[io_rows, L.RQI_KIND]
+    for j, kind in enumerate(kinds.tolist()):
+        if kind == 1:
+            thr.w += 1
+            w = thr.w
+            if ((fs and w % fs == 0) or (fd and w % fd == 0)) and first_io + j + 1 < thr.n_lim:
+                after.append(j)
+    if not after:
+        return st, list(io_rows)
+    k, n = int(st.gi[L.GI_NREQ]), len(after)
+    rqi = np.zeros((k + n, L.NRQI), np.int64)
+    rqf = np.zeros((k + n, L.NRQF))
+    rqi[:k] = st.rqi[:k]
+    rqf[:k] = st.rqf[:k]
+    rqi[k:, L.RQI_IMG] = thr.img
+    rqi[k:, L.RQI_KIND] = _FLUSH
+    rqi[k:, L.RQI_DSEQ] = -1
+    rqi[k:, L.RQI_THR] = t
+    rqi[k:, L.RQI_ALINK] = -1
+    st = st._replace(rqi=rqi, rqf=rqf)
+    st.gi[L.GI_NREQ] = k + n
+    st.gi[L.GI_OUT] += n
+    thr.flushes += n
+    out = []
+    f = k
+    it = iter(after)
+    nxt = next(it, -1)
+    for j, r in enumerate(io_rows):
+        out.append(r)
+        if j == nxt:
+            out.append(f)
+            f += 1
+            nxt = next(it, -1)
+    return st, out
+
+
+def _requeue_flushes(st: Any, t: int, thr: _Thr, q: list[int]) -> Any:
+    """JobThread._ramp_end on a thread with fsync: the write count restarts, so its queued rows ``q`` get their
+    flushes again (a flush already due, at the head, stays; the other queued ones leave the chain)."""
+    from simulator.core import ceph_layout as L
+
+    thr.w = 0
+    head = q[0] if q and st.rqi[q[0], L.RQI_KIND] == _FLUSH else -1
+    io = [r for r in q if st.rqi[r, L.RQI_KIND] != _FLUSH]
+    gone = len(q) - len(io) - (head >= 0)
+    st.gi[L.GI_OUT] -= gone
+    thr.flushes -= gone
+    st, rows = _with_flushes(st, t, thr, io, thr.rows - len(io))
+    rows = ([head] if head >= 0 else []) + rows
+    if rows:
+        st.trn[t, L.TR_NEXT] = rows[0]
+        _link(st, rows)
+        thr.last = rows[-1]
+    return st
 
 
 def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] | None = None) -> Any:
@@ -521,10 +604,14 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] |
     if st.trn[t, L.TR_NEXT] < 0:
         st.trn[t, L.TR_NEXT] = k
     thr.last = k + n - 1
-    thr.rows += n
     st = st._replace(rqi=rqi, rqf=rqf)
     st.gi[L.GI_NREQ] = k + n
     st.gi[L.GI_OUT] += n
+    if thr.fsync is not None:  # the flushes between them (after a write, so the block still begins at row k)
+        st, rows = _with_flushes(st, t, thr, list(range(k, k + n)), thr.rows)
+        _link(st, rows)
+        thr.last = rows[-1]
+    thr.rows += n
     return st
 
 
@@ -722,8 +809,10 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             st.trn[t, L.TR_BACK] = sum(1 for d in th._ddirs if th._rate[d] > 0) if thr.rows else 0
             K.pump_now(st, t)
             return
-        for _ in range(min(thr.depth, thr.rows)):
+        for _ in range(thr.depth):
             r = int(st.trn[t, L.TR_NEXT])
+            if r < 0:
+                break
             st.trn[t, L.TR_NEXT] = st.rqi[r, L.RQI_LINK]
             st.gi[L.GI_NEXTREQ] += 1
             K.issue_now(st, r)
@@ -743,7 +832,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                             thr.n_lim = thr.rows
                 continue
             break
-        waiting = sum(thr.rows for t, thr in enumerate(thrs) if t not in begun)
+        waiting = sum(thr.rows + thr.flushes for t, thr in enumerate(thrs) if t not in begun)
         if status == L.ST_EMPTY and idle and st.gi[L.GI_OUT] == waiting:
             return L.ST_TIME
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and limit != np.inf and st.gi[L.GI_OUT]):
@@ -778,16 +867,20 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             st.gf[L.GF_NOW] = t_point  # the devices' windows restart at the ramp's end (the next event is not earlier)
             restart_stats(t, t_point, True)
             if thr.th._mixed:  # the issue counters restart: the rows not issued yet are decided again
-                q = _queued(st, t)
+                q = [r for r in _queued(st, t) if st.rqi[r, L.RQI_KIND] != _FLUSH]
                 m_undo = thr.mix.restart(thr.rows - len(q))
                 if m_undo:
                     st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE] = thr.mix.decide(m_undo)
+            if thr.fsync is not None:  # and the write count of the fsync cadence
+                st = _requeue_flushes(st, t, thr, _queued(st, t))
         else:  # "stop": JobThread._issue at now >= t_stop: no more issues
             q = _queued(st, t)
+            n_fl = int(np.count_nonzero(st.rqi[q, L.RQI_KIND] == _FLUSH)) if q else 0
             st.gi[L.GI_OUT] -= len(q)
             st.trn[t, L.TR_NEXT] = -1
             st.trn[t, L.TR_BACK] = 0
-            thr.n_lim = thr.rows - len(q)
+            thr.n_lim = thr.rows - (len(q) - n_fl)
+            thr.flushes -= n_fl
     if status != L.ST_STOP and int(st.gi[L.GI_NEXTREQ]) > 0:
         advance(np.inf)  # to the last completion
     wall = time.perf_counter() - w0
@@ -819,6 +912,11 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         th = thr.th
         mine = thr_o == t
         sel = mine & (t_done_o >= th._t_rec)  # JobThread._on_done records completions from the ramp's end on
+        if thr.fsync is not None:  # flushes: fio's sync section (add_sync), not IOs
+            sync = sel & (kinds_o == _FLUSH)
+            for t_done, lat in zip(t_done_o[sync].tolist(), (t_done_o - t_issue_o)[sync].tolist(), strict=True):
+                th.stats.add_sync(t_done, lat)
+            sel &= ~sync
         m = int(sel.sum())
         rows_out = np.empty((m, 5))
         rows_out[:, 0] = kinds_o[sel]
@@ -836,7 +934,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         for d in ((0, 1) if thr.mix is not None and th._mixed else (th._ddir0,)):
             th._issues[d] = int(np.count_nonzero(counted & (kinds_o == d)))
         if thr.mix is not None:
-            thr.mix.settle(n_t)
+            thr.mix.settle(n_t - int(np.count_nonzero(mine & (kinds_o == _FLUSH))))  # (IO rows)
         th._inflight = 0
         th._if_bytes = 0
         th._issuing = False
