@@ -200,6 +200,29 @@ def test_compiled_core_runs_fsync_as_the_python_model() -> None:
     assert all("sync=LatStats(n=0" not in r for step in py for r in step[0]), "every job flushed"
 
 
+#: flushes that block the thread until they complete (libaio: fio's blocking engines) and end_fsync (one flush once
+#: nothing is in flight, after the runtime or the last IO; a reader has none)
+_FSYNC_BLOCKING = (
+    ({"time_based": 1, "runtime": "0.12s", "ioengine": "libaio"},
+     [{"name": "f", "rbd": "a", "rw": "randwrite", "iodepth": 4, "fsync": 3, "ramp_time": "0.03s", "end_fsync": 1},
+      {"name": "g", "rbd": "b", "rw": "randrw", "iodepth": 6, "fdatasync": 2, "end_fsync": 1, "numjobs": 2},
+      {"name": "h", "rbd": "c", "rw": "randwrite", "iodepth": 2, "end_fsync": 1, "ioengine": "io_uring"}]),
+    ({"ioengine": "libaio"},
+     [{"name": "i", "rbd": "a", "rw": "randwrite", "iodepth": 8, "fsync": 5, "number_ios": 300, "end_fsync": 1},
+      {"name": "j", "rbd": "b", "rw": "randread", "iodepth": 3, "number_ios": 200, "end_fsync": 1},
+      {"name": "k", "rbd": "c", "rw": "randwrite", "iodepth": 4, "fsync": 2, "number_ios": 101, "end_fsync": 1,
+       "ioengine": "io_uring"}]),
+)
+
+
+def test_compiled_core_runs_blocking_flushes_and_end_fsync_as_the_python_model() -> None:
+    py = _chain("python", _FSYNC_BLOCKING)
+    cc = _chain("auto", _FSYNC_BLOCKING)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+    assert "sync=LatStats(n=0" in py[1][0][1] and "sync=LatStats(n=0" not in py[1][0][2]  # j reads: no end flush
+
+
 @pytest.mark.parametrize("mutant", ["no restart at the ramp", "a flush after the last IO"])
 def test_mutation_fsync_cadence_is_seen(monkeypatch, mutant: str) -> None:
     """The cadence restarts at the ramp's end (step 0) and a limit stops the thread before a due flush (step 1):

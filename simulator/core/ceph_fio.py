@@ -175,9 +175,8 @@ def unsupported_job(th: Any) -> str | None:
 
         (th._slat != 0.0, "a submission latency (sim_slat)"),
         (th._tt > 0.0, "thinktime"),
-        (bool(job.end_fsync), "end_fsync"),
-        (bool(th._fsync_n or th._fdsync_n) and (th._rate is not None or th._blocking),
-         f"fsync/fdatasync in an open loop or blocking (ioengine={job.ioengine}; rbd's flushes do not block)"),
+        (bool(th._fsync_n or th._fdsync_n or job.end_fsync) and th._rate is not None,
+         "fsync/fdatasync/end_fsync in an open loop (rate_iops)"),
         (bool(th._fsync_n or th._fdsync_n) and th._varbs and th._bytes_limit != math.inf,
          "fsync/fdatasync with variable block sizes and a size limit"),
         (job.ramp_time > 0 and limited, "ramp_time with an IO limit (number_ios or size; time_based is covered)"),
@@ -472,7 +471,7 @@ def _image_accounting(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec
 class _Thr:
     """One job thread of a compiled run: its rows (a chain through RQI_LINK, in issue order), its limit."""
 
-    __slots__ = ("depth", "flushes", "fsync", "gen", "img", "last", "mix", "n_lim", "rows", "th", "w")
+    __slots__ = ("depth", "end", "end_fsync", "flushes", "fsync", "gen", "img", "last", "mix", "n_lim", "rows", "th", "w")
 
     def __init__(self, th: Any, img: int, n_lim: float):
         self.th, self.img, self.n_lim = th, img, n_lim
@@ -484,6 +483,8 @@ class _Thr:
         self.fsync = (th._fsync_n, th._fdsync_n) if th._fsync_n or th._fdsync_n else None
         self.w = 0  # writes since the statistics restarted (JobThread._w_issues)
         self.flushes = 0  # flush rows in its chain
+        self.end_fsync = bool(th.job.end_fsync and 1 in th._ddirs)  # JobThread._stop: one flush at the end
+        self.end = -1  # its end_fsync row, once its IO rows are all there
 
 
 _FLUSH = 3  # Op.FLUSH: a row of a job's fsync / fdatasync
@@ -549,16 +550,48 @@ def _requeue_flushes(st: Any, t: int, thr: _Thr, q: list[int]) -> Any:
 
     thr.w = 0
     head = q[0] if q and st.rqi[q[0], L.RQI_KIND] == _FLUSH else -1
-    io = [r for r in q if st.rqi[r, L.RQI_KIND] != _FLUSH]
-    gone = len(q) - len(io) - (head >= 0)
+    io = [r for r in q if st.rqi[r, L.RQI_KIND] < _FLUSH]
+    end = [r for r in q if st.rqi[r, L.RQI_KIND] == L.RQ_ENDFLUSH]
+    gone = len(q) - len(io) - len(end) - (head >= 0)
     st.gi[L.GI_OUT] -= gone
     thr.flushes -= gone
     st, rows = _with_flushes(st, t, thr, io, thr.rows - len(io))
-    rows = ([head] if head >= 0 else []) + rows
+    rows = ([head] if head >= 0 else []) + rows + end
     if rows:
         st.trn[t, L.TR_NEXT] = rows[0]
         _link(st, rows)
         thr.last = rows[-1]
+    return st
+
+
+def _end_row(st: Any, t: int, thr: _Thr) -> Any:
+    """Thread ``t``'s end_fsync flush (JobThread._wind_up), once its IO rows are all there: a row at the end of its
+    chain, issued when nothing of the thread is in flight (ceph_loop._fill)."""
+    from simulator.core import ceph_layout as L
+
+    if not thr.end_fsync or thr.end >= 0:
+        return st
+    k = int(st.gi[L.GI_NREQ])
+    rqi = np.zeros((k + 1, L.NRQI), np.int64)
+    rqf = np.zeros((k + 1, L.NRQF))
+    rqi[:k] = st.rqi[:k]
+    rqf[:k] = st.rqf[:k]
+    rqi[k] = 0
+    rqi[k, L.RQI_IMG] = thr.img
+    rqi[k, L.RQI_KIND] = L.RQ_ENDFLUSH
+    rqi[k, L.RQI_DSEQ] = -1
+    rqi[k, L.RQI_THR] = t
+    rqi[k, L.RQI_LINK] = -1
+    rqi[k, L.RQI_ALINK] = -1
+    if thr.last >= 0:
+        rqi[thr.last, L.RQI_LINK] = k
+    st = st._replace(rqi=rqi, rqf=rqf)
+    if st.trn[t, L.TR_NEXT] < 0:
+        st.trn[t, L.TR_NEXT] = k
+    st.gi[L.GI_NREQ] = k + 1
+    st.gi[L.GI_OUT] += 1
+    thr.last = thr.end = k
+    thr.flushes += 1
     return st
 
 
@@ -755,8 +788,13 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             n_lim = min(n_lim, -(-int(th._bytes_limit) // bs))  # (variable sizes: _Mix stops at the limit)
         thr = _Thr(th, k, n_lim)
         thrs.append(thr)
+        st.trn[t, L.TR_DEPTH] = thr.depth
+        st.trn[t, L.TR_BLOCKER] = -1
+        st.trn[t, L.TR_BLOCKS] = 1 if th._blocking else 0
         if th._rate is None:
             st = _add_thread_rows(st, t, thr, int(min(n_lim, max(ROWS, 8 * th._depth))))
+            if thr.rows >= thr.n_lim:
+                st = _end_row(st, t, thr)
     first_row = {}
     arrivals: list[tuple[int, int]] = []
     if any(th._rate is not None for th in threads):  # open loop (one start and stop): every arrival before the stop
@@ -767,7 +805,6 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                 st = _add_thread_rows(st, t, thr, len(per[t]), per[t])
                 thr.n_lim = thr.rows
                 st.trn[t, L.TR_OPEN] = 1
-                st.trn[t, L.TR_DEPTH] = thr.depth
         rows_g = [first_row[t] + i for t, i in arrivals]  # the later arrivals, chained in their order
         if rows_g:
             st.rqi[rows_g[:-1], L.RQI_ALINK] = rows_g[1:]
@@ -807,15 +844,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             heapq.heappush(points, (th._t_stop, next(rank), "stop", t))
         if th._rate is not None:  # open loop: its directions' first arrivals at its start, then _pump
             st.trn[t, L.TR_BACK] = sum(1 for d in th._ddirs if th._rate[d] > 0) if thr.rows else 0
-            K.pump_now(st, t)
-            return
-        for _ in range(thr.depth):
-            r = int(st.trn[t, L.TR_NEXT])
-            if r < 0:
-                break
-            st.trn[t, L.TR_NEXT] = st.rqi[r, L.RQI_LINK]
-            st.gi[L.GI_NEXTREQ] += 1
-            K.issue_now(st, r)
+        K.fill_now(st, t)  # (a closed loop: _fill)
 
     def advance(limit: float, idle: bool = False) -> int:
         """Run the loop up to ``limit`` (refilling streams and rows); ``idle``: nothing pending while requests of
@@ -830,6 +859,10 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                         st = _add_thread_rows(st, t, thr, int(min(thr.rows, thr.n_lim - thr.rows)))
                         if st.trn[t, L.TR_NEXT] < 0:  # the byte limit: no more rows
                             thr.n_lim = thr.rows
+                        if thr.rows >= thr.n_lim:
+                            st = _end_row(st, t, thr)
+                        if t in begun and not thr.th._rate:
+                            K.fill_now(st, t)  # the slots its fill left when the rows ran out
                 continue
             break
         waiting = sum(thr.rows + thr.flushes for t, thr in enumerate(thrs) if t not in begun)
@@ -867,20 +900,25 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             st.gf[L.GF_NOW] = t_point  # the devices' windows restart at the ramp's end (the next event is not earlier)
             restart_stats(t, t_point, True)
             if thr.th._mixed:  # the issue counters restart: the rows not issued yet are decided again
-                q = [r for r in _queued(st, t) if st.rqi[r, L.RQI_KIND] != _FLUSH]
+                q = [r for r in _queued(st, t) if st.rqi[r, L.RQI_KIND] < _FLUSH]
                 m_undo = thr.mix.restart(thr.rows - len(q))
                 if m_undo:
                     st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE] = thr.mix.decide(m_undo)
             if thr.fsync is not None:  # and the write count of the fsync cadence
                 st = _requeue_flushes(st, t, thr, _queued(st, t))
         else:  # "stop": JobThread._issue at now >= t_stop: no more issues
-            q = _queued(st, t)
+            queued = _queued(st, t)
+            q = [r for r in queued if r != thr.end]
             n_fl = int(np.count_nonzero(st.rqi[q, L.RQI_KIND] == _FLUSH)) if q else 0
             st.gi[L.GI_OUT] -= len(q)
             st.trn[t, L.TR_NEXT] = -1
             st.trn[t, L.TR_BACK] = 0
             thr.n_lim = thr.rows - (len(q) - n_fl)
             thr.flushes -= n_fl
+            if len(q) < len(queued):  # its end_fsync flush stays queued, or comes now
+                st.trn[t, L.TR_NEXT] = thr.end
+            else:
+                st = _end_row(st, t, thr)
     if status != L.ST_STOP and int(st.gi[L.GI_NEXTREQ]) > 0:
         advance(np.inf)  # to the last completion
     wall = time.perf_counter() - w0
@@ -905,6 +943,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     t_issue_o = st.rqf[order, L.RQF_TISSUE]
     t_done_o = st.rqf[order, L.RQF_TDONE]
     kinds_o = st.rqi[order, L.RQI_KIND]
+    kinds_o[kinds_o == L.RQ_ENDFLUSH] = _FLUSH  # (an end_fsync flush is a flush)
     sizes_o = st.rqi[order, L.RQI_SIZE]
     thr_o = st.rqi[order, L.RQI_THR]
     t_end_all = t_phase
@@ -912,7 +951,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         th = thr.th
         mine = thr_o == t
         sel = mine & (t_done_o >= th._t_rec)  # JobThread._on_done records completions from the ramp's end on
-        if thr.fsync is not None:  # flushes: fio's sync section (add_sync), not IOs
+        if thr.fsync is not None or thr.end >= 0:  # flushes: fio's sync section (add_sync), not IOs
             sync = sel & (kinds_o == _FLUSH)
             for t_done, lat in zip(t_done_o[sync].tolist(), (t_done_o - t_issue_o)[sync].tolist(), strict=True):
                 th.stats.add_sync(t_done, lat)

@@ -292,7 +292,7 @@ NOPF = 4
 
 # ---- client requests
 RQI_IMG = 0
-RQI_KIND = 1
+RQI_KIND = 1  # Op (0 read, 1 write, 3 flush) or RQ_ENDFLUSH
 RQI_OFF = 2
 RQI_SIZE = 3
 RQI_LEFT = 4  # object ops not completed (multi-object)
@@ -305,13 +305,16 @@ RQF_TISSUE = 0
 RQF_TDONE = 1
 RQF_TARR = 2  # open loop: its arrival time (it is issued when its thread has a slot: RQF_TISSUE)
 NRQF = 3
+RQ_ENDFLUSH = 4  # RQI_KIND of a job's end_fsync flush (a flush issued once nothing of its thread is in flight)
 # ---- job threads (GI_NTHR > 0): rows of ``trn``
 TR_NEXT = 0  # its next row to issue, -1 = none queued
 TR_BACK = 1  # open loop: rows arrived and not issued (its backlog: the first TR_BACK rows from TR_NEXT)
-TR_INFL = 2  # open loop: requests in flight
-TR_DEPTH = 3  # open loop: iodepth
+TR_INFL = 2  # requests in flight
+TR_DEPTH = 3  # iodepth
 TR_OPEN = 4  # 1 = open loop (rate_iops): arrivals issue, a completion takes the backlog's next
-NTR = 5
+TR_BLOCKS = 5  # 1 = its flushes block the thread until they complete (fio's blocking engines: libaio)
+TR_BLOCKER = 6  # the blocking flush in flight, -1 = none
+NTR = 7
 
 # ---- BlueStore, one row per OSD (bluestore.BlueStore)
 BS_KVBUSY = 0

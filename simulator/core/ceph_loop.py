@@ -370,6 +370,7 @@ from simulator.core.ceph_layout import (
     PGI_PPOS,
     PGI_SEED,
     REPLY,
+    RQ_ENDFLUSH,
     RQF_TARR,
     RQF_TDONE,
     RQF_TISSUE,
@@ -405,6 +406,8 @@ from simulator.core.ceph_layout import (
     THI_QUEUED,
     THI_WAKES,
     TR_BACK,
+    TR_BLOCKER,
+    TR_BLOCKS,
     TR_DEPTH,
     TR_INFL,
     TR_NEXT,
@@ -1334,20 +1337,12 @@ def run_until(st, t_end):
             st.gi[GI_OUT] -= 1
             if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
                 schedule(sp, t, EV_STOP, 0, 0)
-            if st.gi[GI_CLOSED] and st.gi[GI_NTHR]:  # job threads: the completion issues its thread's next
+            if st.gi[GI_CLOSED] and st.gi[GI_NTHR]:  # job threads: a slot frees (JobThread._on_done)
                 thr = st.rqi[target, RQI_THR]
-                if st.trn[thr, TR_OPEN]:  # open loop: a slot frees, the backlog's next takes it (JobThread._pump)
-                    st.trn[thr, TR_INFL] -= 1
-                    _pump(sp, thr, t)
-                else:
-                    nxt = st.trn[thr, TR_NEXT]
-                    if nxt >= 0:
-                        st.trn[thr, TR_NEXT] = st.rqi[nxt, RQI_LINK]
-                        st.gi[GI_NEXTREQ] += 1  # (rows issued)
-                        st.rqf[nxt, RQF_TISSUE] = t
-                        _img_start(sp, nxt, t)
-                        if st.trn[thr, TR_NEXT] < 0:  # its last queued row is out: Python may add rows (ceph_fio)
-                            st.gi[GI_LOW] = 1
+                st.trn[thr, TR_INFL] -= 1
+                if st.trn[thr, TR_BLOCKER] == target:
+                    st.trn[thr, TR_BLOCKER] = -1
+                _fill(sp, thr, t)
             elif st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
                 nxt = st.gi[GI_NEXTREQ]
                 if nxt < st.gi[GI_NREQ]:
@@ -1383,7 +1378,7 @@ def run_until(st, t_end):
             thr = st.rqi[target, RQI_THR]
             if st.trn[thr, TR_NEXT] >= 0:  # not stopped
                 st.trn[thr, TR_BACK] += 1
-                _pump(sp, thr, t)
+                _fill(sp, thr, t)
         elif kind == EV_ARRIVAL:
             nxt = st.gi[GI_NEXTREQ]
             if nxt < st.gi[GI_NREQ]:
@@ -1406,24 +1401,38 @@ def run_until(st, t_end):
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def _pump(sp, thr, now):
-    """JobThread._pump: an open-loop thread issues the arrivals waiting in its backlog while it has slots."""
+def _fill(sp, thr, now):
+    """JobThread._fill (closed loop) / _pump (open loop: the arrivals waiting in its backlog): job thread ``thr``
+    issues its queued rows while it has slots and no blocking flush is in flight; an end_fsync flush
+    (JobThread._wind_up) once nothing else is in flight. A closed loop whose last queued row went out flags
+    GI_LOW: Python may add rows (ceph_fio), then fills again."""
     st = _ld(sp)
-    while st.trn[thr, TR_BACK] > 0 and st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH]:
+    open_ = st.trn[thr, TR_OPEN]
+    while st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH] and st.trn[thr, TR_BLOCKER] < 0:
         r = st.trn[thr, TR_NEXT]
+        if r < 0 or (open_ and st.trn[thr, TR_BACK] <= 0):
+            return
+        kind = st.rqi[r, RQI_KIND]
+        if kind == RQ_ENDFLUSH and st.trn[thr, TR_INFL] > 0:
+            return
         st.trn[thr, TR_NEXT] = st.rqi[r, RQI_LINK]
-        st.trn[thr, TR_BACK] -= 1
+        if open_:
+            st.trn[thr, TR_BACK] -= 1
         st.trn[thr, TR_INFL] += 1
         st.gi[GI_NEXTREQ] += 1  # (rows issued)
         st.rqf[r, RQF_TISSUE] = now
+        if kind == _FLUSH and st.trn[thr, TR_BLOCKS]:
+            st.trn[thr, TR_BLOCKER] = r
         _img_start(sp, r, now)
+        if not open_ and st.trn[thr, TR_NEXT] < 0:
+            st.gi[GI_LOW] = 1
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
-def pump_now(st, thr):
-    """_pump from Python (an open-loop thread's start: its first arrivals)."""
+def fill_now(st, thr):
+    """_fill from Python (a thread's start, after Python added rows)."""
     sp = _state_ptr(st)
-    _pump(sp, thr, st.gf[GF_NOW])
+    _fill(sp, thr, st.gf[GF_NOW])
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
