@@ -476,8 +476,8 @@ def test_run_fio_ceph_refuses_what_it_does_not_cover():
 
     job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "rw": "randwrite", "bs": 4096, "iodepth": 4, "number_ios": 10}
     sim, cl = _cluster(_params(extra={"block_layer": {"enabled": False}}))
-    with pytest.raises(ConfigError, match="rw=rw"):  # a sequential mix (randrw is covered: test_core_ceph_mixed.py)
-        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "rw"})
+    with pytest.raises(ConfigError, match="rw=rw with ramp_time"):  # a sequential mix with a ramp
+        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "rw", "ramp_time": "0.1s"})
     sim, cl = _cluster(_params())  # the block layer in front of the drives
     with pytest.raises(ConfigError, match="BlockLayer"):
         run_fio_ceph(sim, cl.image("p", "img"), job)

@@ -223,6 +223,92 @@ def test_compiled_core_runs_blocking_flushes_and_end_fsync_as_the_python_model()
     assert "sync=LatStats(n=0" in py[1][0][1] and "sync=LatStats(n=0" not in py[1][0][2]  # j reads: no end flush
 
 
+#: thinktime: after thinktime_blocks IOs (completed, or issued) or thinktime_iotime, the thread waits for its IOs in
+#: flight, then thinks (cut at its runtime's end); a think after the last IO ends the thread (and its phase) later
+_THINK = (
+    ({"time_based": 1, "runtime": "0.15s", "ramp_time": "0.03s"},
+     [{"name": "a", "rbd": "a", "rw": "randwrite", "iodepth": 4, "thinktime": "2ms", "thinktime_blocks": 8},
+      {"name": "b", "rbd": "b", "rw": "randread", "iodepth": 2, "thinktime": "1ms", "thinktime_blocks": 3,
+       "thinktime_blocks_type": "issue"},
+      {"name": "c", "rbd": "c", "rw": "randrw", "iodepth": 3, "thinktime": "500us", "thinktime_iotime": "10ms"},
+      {"name": "d", "rbd": "a", "rw": "randwrite", "iodepth": 2, "thinktime": "5ms", "thinktime_blocks": 4,
+       "fsync": 3, "end_fsync": 1, "ioengine": "libaio"}]),
+    ({},
+     [{"name": "e", "rbd": "a", "rw": "randread", "iodepth": 4, "number_ios": 200, "thinktime": "3ms",
+       "thinktime_blocks": 10},
+      {"name": "f", "rbd": "b", "rw": "randwrite", "iodepth": 1, "number_ios": 50, "thinktime": "20ms",
+       "thinktime_blocks": 7, "thinktime_spin": "30ms"},
+      {"name": "g", "rbd": "c", "rw": "randread", "iodepth": 2, "number_ios": 100, "stonewall": 1}]),
+)
+
+
+#: offsets that follow each request's direction and size (sequential: fio's per-direction position): rw=rw,
+#: sequential writes of variable sizes (with a ramp), open loops of sequential reads and writes
+_SEQ = (
+    ({"time_based": 1, "runtime": "0.1s"},
+     [{"name": "s", "rbd": "a", "rw": "rw", "rwmixread": 30, "iodepth": 4, "bs": "16k"},
+      {"name": "t", "rbd": "b", "rw": "write", "bssplit": "4k/50:64k/50", "iodepth": 2, "ramp_time": "0.02s"},
+      {"name": "u", "rbd": "c", "rw": "read", "bsrange": "4k-32k", "iodepth": 3, "number_ios": 400, "time_based": 0}]),
+    ({"time_based": 1, "runtime": "0.1s", "rate_process": "poisson"},
+     [{"name": "o", "rbd": "a", "rw": "write", "rate_iops": 1500, "iodepth": 4, "bssplit": "4k/70:32k/30"},
+      {"name": "p", "rbd": "b", "rw": "rw", "rate_iops": "800,400", "iodepth": 8},
+      {"name": "q", "rbd": "c", "rw": "rw", "rwmixread": 60, "iodepth": 2, "bssplit": "4k/50:8k/50"}]),
+)
+
+
+def test_compiled_core_runs_sequential_offsets_as_the_python_model() -> None:
+    py = _chain("python", _SEQ)
+    cc = _chain("auto", _SEQ)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+
+
+#: a submission latency (sim_slat; libaio's and io_uring's defaults): each request reaches the image after it,
+#: one submission after another per thread (its slat in the job's statistics)
+_SLAT = (
+    ({"time_based": 1, "runtime": "0.1s", "ramp_time": "0.02s", "ioengine": "libaio"},
+     [{"name": "a", "rbd": "a", "rw": "randwrite", "iodepth": 4, "sim_slat": "20us"},
+      {"name": "b", "rbd": "b", "rw": "randrw", "iodepth": 8, "sim_slat": "50us", "fsync": 4},
+      {"name": "c", "rbd": "c", "rw": "randread", "iodepth": 2, "sim_slat": "5us", "rate_iops": 3000}]),
+    ({"number_ios": 300},
+     [{"name": "d", "rbd": "a", "rw": "randwrite", "iodepth": 3, "sim_slat": "1ms", "end_fsync": 1,
+       "thinktime": "1ms", "thinktime_blocks": 20}]),
+)
+
+
+def test_compiled_core_runs_a_submission_latency_as_the_python_model() -> None:
+    py = _chain("python", _SLAT)
+    cc = _chain("auto", _SLAT)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+
+
+def test_compiled_core_runs_thinktime_as_the_python_model() -> None:
+    py = _chain("python", _THINK)
+    cc = _chain("auto", _THINK)
+    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
+        assert b == a, f"step {k}"
+
+
+@pytest.mark.parametrize("mutant", ["no thinktime", "counted on completions"])
+def test_mutation_thinktime_is_seen(monkeypatch, mutant: str) -> None:
+    from simulator.workloads.runner import JobThread
+
+    py = _chain("python", _THINK)
+    init = JobThread.__init__
+
+    def changed(self, *a, **kw):
+        init(self, *a, **kw)
+        if mutant == "no thinktime":
+            self._tt = 0.0
+        else:
+            self._tt_on_issue = False
+
+    monkeypatch.setattr(JobThread, "__init__", changed)
+    cc = _chain("auto", _THINK)
+    assert cc[0] != py[0] and (mutant != "no thinktime" or cc[1] != py[1])
+
+
 @pytest.mark.parametrize("mutant", ["no restart at the ramp", "a flush after the last IO"])
 def test_mutation_fsync_cadence_is_seen(monkeypatch, mutant: str) -> None:
     """The cadence restarts at the ramp's end (step 0) and a limit stops the thread before a due flush (step 1):

@@ -167,14 +167,15 @@ def unsupported_job(th: Any) -> str | None:
         (th._rate is None and not th._mixed and len(job.ddirs) != 1,
          f"rw={job.rw} (one direction, or random reads and writes mixed)"),
         (th._rate is not None and (limited or not job.time_based), "rate_iops/rate with an IO limit (time_based is covered)"),
-        (th._rate is not None and (tuple(job.ddirs) not in ((0,), (1,), (0, 1)) or type(th.files[0].gen) is not RandomOffsets),
-         f"rate_iops with rw={job.rw} (random reads and/or writes are covered)"),
-        (th._mixed and (tuple(job.ddirs) != (0, 1) or type(th.files[0].gen) is not RandomOffsets),
-         f"rw={job.rw} (a mix of random reads and writes only: {job.random_distribution} offsets)"),
+        (th._rate is not None and tuple(job.ddirs) not in ((0,), (1,), (0, 1)),
+         f"rate_iops with rw={job.rw} (reads and/or writes are covered)"),
+        (th._mixed and tuple(job.ddirs) != (0, 1), f"rw={job.rw} (a mix of reads and writes only)"),
+        (th._mixed and job.ramp_time > 0 and type(th.files[0].gen) is not RandomOffsets,
+         f"rw={job.rw} with ramp_time ({type(th.files[0].gen).__name__}: offsets that follow the directions, which "
+         "the ramp's end decides again)"),
         (th._ddir0 not in (0, 1), f"rw={job.rw}"),
 
-        (th._slat != 0.0, "a submission latency (sim_slat)"),
-        (th._tt > 0.0, "thinktime"),
+        (th._tt > 0.0 and th._rate is not None, "thinktime in an open loop (rate_iops)"),
         (bool(th._fsync_n or th._fdsync_n or job.end_fsync) and th._rate is not None,
          "fsync/fdatasync/end_fsync in an open loop (rate_iops)"),
         (bool(th._fsync_n or th._fdsync_n) and th._varbs and th._bytes_limit != math.inf,
@@ -285,13 +286,16 @@ def unsupported_workload(sim: Any, wl: Any) -> str | None:
     return f"the cluster: {why}" if why else None
 
 
-def _offsets(gen: Any, ddir: int, bs: int, n: int) -> np.ndarray:
-    """The thread's next ``n`` offsets, as ``n`` calls of ``gen.next(ddir, bs)`` return them (fio's
-    random offsets in bulk: what the generator had drawn, then whole blocks of it)."""
+def _offsets(gen: Any, kinds: np.ndarray, sizes: np.ndarray, n: int) -> np.ndarray:
+    """The thread's next ``n`` offsets, as ``gen.next(kinds[i], sizes[i])`` returns them in order
+    (JobThread._issue; fio's random offsets, which depend on neither, in bulk: what the generator had drawn,
+    then whole blocks of it)."""
     from simulator.workloads.offsets import RandomOffsets
 
     if type(gen) is not RandomOffsets:
-        return np.fromiter((gen.next(ddir, bs) for _ in range(n)), dtype=np.int64, count=n)
+        nxt = gen.next
+        return np.fromiter((nxt(d, b) for d, b in zip(kinds.tolist(), sizes.tolist(), strict=True)), dtype=np.int64,
+                           count=n)
     out = np.empty(n, np.int64)
     k = 0
     while k < n:
@@ -437,7 +441,7 @@ def _reset_counters(st: Any) -> None:
 def _image_accounting(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec: float, ddirs: np.ndarray,
                       sizes: np.ndarray) -> None:
     """The image's own statistics (Device.submit / Device._finish) for the window that began at ``t_rec``, from its
-    requests' issue and completion times: the queue-depth area grows by inside x (t_k - t_previous) over every issue
+    requests' submission (``t_issue``: when the image took them) and completion times: the queue-depth area grows by inside x (t_k - t_previous) over every issue
     and completion in time order, with Python's float operations in Python's order (qarea += ... left to right;
     events at one instant add ``inside x 0``, whatever their order: a closed loop's completion and the issue it
     makes, an open loop's arrivals)."""
@@ -564,6 +568,15 @@ def _requeue_flushes(st: Any, t: int, thr: _Thr, q: list[int]) -> Any:
     return st
 
 
+def _rows_final(st: Any, t: int, thr: _Thr) -> Any:
+    """Thread ``t``'s IO rows are all there (its limit, its runtime's end): the loop's next issue attempt without
+    a row stops it (TR_FINAL), and its end_fsync flush comes last."""
+    from simulator.core import ceph_layout as L
+
+    st.trn[t, L.TR_FINAL] = 1
+    return _end_row(st, t, thr)
+
+
 def _end_row(st: Any, t: int, thr: _Thr) -> Any:
     """Thread ``t``'s end_fsync flush (JobThread._wind_up), once its IO rows are all there: a row at the end of its
     chain, issued when nothing of the thread is in flight (ceph_loop._fill)."""
@@ -626,7 +639,7 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] |
         rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
     if arrivals is not None:
         rqf[k:, L.RQF_TARR] = a[:, 0]
-    rqi[k:, L.RQI_OFF] = _offsets(thr.gen, ddir, bs, n)
+    rqi[k:, L.RQI_OFF] = _offsets(thr.gen, rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE], n)
     rqi[k:, L.RQI_DSEQ] = -1
     rqi[k:, L.RQI_THR] = t
     rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
@@ -776,8 +789,9 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     st.gi[L.GI_NCOMP] = 0
     st.gi[L.GI_NREQ] = 0
     trn = np.zeros((len(threads), L.NTR), np.int64)
+    trf = np.zeros((len(threads), L.NTRF))
     trn[:, L.TR_NEXT] = -1
-    st = st._replace(trn=trn)
+    st = st._replace(trn=trn, trf=trf)
     st.gi[L.GI_NTHR] = len(threads)
     thrs = []
     for t, th in enumerate(threads):
@@ -791,10 +805,21 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         st.trn[t, L.TR_DEPTH] = thr.depth
         st.trn[t, L.TR_BLOCKER] = -1
         st.trn[t, L.TR_BLOCKS] = 1 if th._blocking else 0
+        st.trn[t, L.TR_ISSUING] = 1
+        if th._tt > 0.0:  # thinktime (JobThread._think_due, _think)
+            st.trn[t, L.TR_TTBLOCKS] = th._tt_blocks if th._tt_use_blocks else 0
+            st.trn[t, L.TR_TTON] = 1 if th._tt_on_issue else 0
+            st.trf[t, L.TRF_TT] = th._tt
+            st.trf[t, L.TRF_IOTIME] = th._tt_iotime
+        st.trf[t, L.TRF_TTLAST] = th._t0
+        st.trf[t, L.TRF_TSTOP] = th._t_stop
+        st.trf[t, L.TRF_TEND] = -math.inf
+        st.trf[t, L.TRF_SLAT] = th._slat
+        st.trf[t, L.TRF_CPUFREE] = th._cpu_free
         if th._rate is None:
             st = _add_thread_rows(st, t, thr, int(min(n_lim, max(ROWS, 8 * th._depth))))
             if thr.rows >= thr.n_lim:
-                st = _end_row(st, t, thr)
+                st = _rows_final(st, t, thr)
     first_row = {}
     arrivals: list[tuple[int, int]] = []
     if any(th._rate is not None for th in threads):  # open loop (one start and stop): every arrival before the stop
@@ -860,7 +885,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                         if st.trn[t, L.TR_NEXT] < 0:  # the byte limit: no more rows
                             thr.n_lim = thr.rows
                         if thr.rows >= thr.n_lim:
-                            st = _end_row(st, t, thr)
+                            st = _rows_final(st, t, thr)
                         if t in begun and not thr.th._rate:
                             K.fill_now(st, t)  # the slots its fill left when the rows ran out
                 continue
@@ -918,7 +943,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             if len(q) < len(queued):  # its end_fsync flush stays queued, or comes now
                 st.trn[t, L.TR_NEXT] = thr.end
             else:
-                st = _end_row(st, t, thr)
+                st = _rows_final(st, t, thr)
     if status != L.ST_STOP and int(st.gi[L.GI_NEXTREQ]) > 0:
         advance(np.inf)  # to the last completion
     wall = time.perf_counter() - w0
@@ -941,6 +966,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     issued = np.flatnonzero(dseq >= 0)  # every issued row completed (the run drained its requests)
     order = issued[np.argsort(dseq[issued], kind="stable")]  # the issued rows in completion order
     t_issue_o = st.rqf[order, L.RQF_TISSUE]
+    t_sub_o = st.rqf[order, L.RQF_TSUB]
     t_done_o = st.rqf[order, L.RQF_TDONE]
     kinds_o = st.rqi[order, L.RQI_KIND]
     kinds_o[kinds_o == L.RQ_ENDFLUSH] = _FLUSH  # (an end_fsync flush is a flush)
@@ -953,19 +979,19 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         sel = mine & (t_done_o >= th._t_rec)  # JobThread._on_done records completions from the ramp's end on
         if thr.fsync is not None or thr.end >= 0:  # flushes: fio's sync section (add_sync), not IOs
             sync = sel & (kinds_o == _FLUSH)
-            for t_done, lat in zip(t_done_o[sync].tolist(), (t_done_o - t_issue_o)[sync].tolist(), strict=True):
+            for t_done, lat in zip(t_done_o[sync].tolist(), (t_done_o - t_sub_o)[sync].tolist(), strict=True):
                 th.stats.add_sync(t_done, lat)
             sel &= ~sync
         m = int(sel.sum())
         rows_out = np.empty((m, 5))
         rows_out[:, 0] = kinds_o[sel]
         rows_out[:, 1] = t_done_o[sel]
-        rows_out[:, 2] = 0.0  # slat: no submission latency
-        rows_out[:, 3] = (t_done_o - t_issue_o)[sel]
+        rows_out[:, 2] = (t_sub_o - t_issue_o)[sel]  # slat (sim_slat)
+        rows_out[:, 3] = (t_done_o - t_sub_o)[sel]
         rows_out[:, 4] = sizes_o[sel]
         th.stats.add_many(rows_out)
         n_t = int(mine.sum())
-        t_end = float(t_done_o[mine].max()) if n_t else th._t0
+        t_end = max(float(t_done_o[mine].max()) if n_t else th._t0, float(st.trf[t, L.TRF_TEND]))  # (a last think)
         t_end_all = max(t_end_all, t_end)
         th._c_ios = m
         th._c_bytes = int(sizes_o[sel].sum())
@@ -984,7 +1010,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
         on = st.rqi[order, L.RQI_IMG] == k
         if not any(thr.img == k for thr in thrs):
             continue
-        _image_accounting(img, t_issue_o[on], t_done_o[on], t_win[0], kinds_o[on], sizes_o[on])
+        _image_accounting(img, t_sub_o[on], t_done_o[on], t_win[0], kinds_o[on], sizes_o[on])
     if env._now < t_end_all:
         env._now = t_end_all
     return {"events": int(st.gi[L.GI_EVENTS]) - ev0, "wall_s": wall, "cpu_s": cpu, "ios": int(len(order))}

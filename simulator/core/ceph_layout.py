@@ -32,6 +32,8 @@ EV_READ_MISS = 10  # target OSD, argument op: a read's CPU job is over, its devi
 EV_STOP = 11  # the end of a run that stops at its last completion (GI_CLOSED 2): scheduled by that completion, as
 #             the Python runner's done event is (what was queued before it is processed, what comes after stays pending)
 EV_EC = 12  # target EC_STEP_*, argument op: an erasure-coded client op's next step (simulator.ceph.ec)
+EV_THINK_END = 13  # target job thread: its thinktime is over (JobThread._think_end)
+EV_SUBMIT = 14  # target client request: submitted after its thread's submission latency (JobThread._on_slat)
 EC_STEP_START = 0  # ec._read_start / ec._write_start (after the op's CPU job)
 EC_STEP_WAFTER = 1  # ec._write_after_reads (the partial stripes are read, and decoded if degraded)
 
@@ -304,7 +306,8 @@ NRQI = 9
 RQF_TISSUE = 0
 RQF_TDONE = 1
 RQF_TARR = 2  # open loop: its arrival time (it is issued when its thread has a slot: RQF_TISSUE)
-NRQF = 3
+RQF_TSUB = 3  # its submission to the image (RQF_TISSUE + the thread's submission latency, sim_slat)
+NRQF = 4
 RQ_ENDFLUSH = 4  # RQI_KIND of a job's end_fsync flush (a flush issued once nothing of its thread is in flight)
 # ---- job threads (GI_NTHR > 0): rows of ``trn``
 TR_NEXT = 0  # its next row to issue, -1 = none queued
@@ -314,7 +317,23 @@ TR_DEPTH = 3  # iodepth
 TR_OPEN = 4  # 1 = open loop (rate_iops): arrivals issue, a completion takes the backlog's next
 TR_BLOCKS = 5  # 1 = its flushes block the thread until they complete (fio's blocking engines: libaio)
 TR_BLOCKER = 6  # the blocking flush in flight, -1 = none
-NTR = 7
+TR_STALL = 7  # 1 = thinktime is due: no issue until it is over (JobThread._stall)
+TR_THINKING = 8  # 1 = thinking (its think time runs: EV_THINK_END pending)
+TR_TTCOUNT = 9  # IOs counted towards thinktime_blocks
+TR_TTBLOCKS = 10  # thinktime_blocks, 0 = not counted (thinktime_iotime alone)
+TR_TTON = 11  # 1 = thinktime_blocks counts issues, 0 = completions
+TR_ISSUING = 12  # 1 until the thread stops at an issue attempt (its rows are over: JobThread._stop)
+TR_FINAL = 13  # 1 = no row will be added to its chain (its IO limit, its runtime's end)
+NTR = 14
+#: ``trf``: per job thread, its TRF_* columns
+TRF_TT = 0  # think time, s (0 = no thinktime)
+TRF_IOTIME = 1  # thinktime_iotime, s (0 = off)
+TRF_TTLAST = 2  # the last think's end (its start at first: JobThread._tt_last)
+TRF_TSTOP = 3  # its runtime's end (a think is cut there)
+TRF_TEND = 4  # the last think's end, -inf = none (the thread ends then if nothing follows)
+TRF_SLAT = 5  # submission latency, s (sim_slat; 0 = submitted at issue)
+TRF_CPUFREE = 6  # when its submitting CPU is free (JobThread._cpu_free: submissions are serial)
+NTRF = 7
 
 # ---- BlueStore, one row per OSD (bluestore.BlueStore)
 BS_KVBUSY = 0
@@ -507,7 +526,7 @@ CephState = namedtuple(
         "pgi", "pga", "pgb",
         "imi", "imf", "obj_ps", "obj_base",
         "opi", "opf", "opfree",
-        "rqi", "rqf", "trn",  # trn: per job thread (GI_NTHR > 0) its TR_* columns
+        "rqi", "rqf", "trn", "trf",  # trn / trf: per job thread (GI_NTHR > 0) its TR_* / TRF_* columns
         "bsi", "bsf", "txi", "txfree", "osi", "dvi", "dvf", "dri", "drfree", "scr",
         "dev",  # the device core's State (core.layout) of the HDDs / block layers below BlueStore
         "oni", "onf", "okey", "oprev", "onext",  # the onode caches (ceph_onode, ON_* below)

@@ -219,6 +219,8 @@ from simulator.core.ceph_layout import (
     EV_REQ_DONE,
     EV_RESUME,
     EV_STOP,
+    EV_SUBMIT,
+    EV_THINK_END,
     EV_WAKE,
     FN_COMMIT_IN,
     FN_EC_DECODE,
@@ -374,6 +376,7 @@ from simulator.core.ceph_layout import (
     RQF_TARR,
     RQF_TDONE,
     RQF_TISSUE,
+    RQF_TSUB,
     RQI_ALINK,
     RQI_DSEQ,
     RQI_IMG,
@@ -409,9 +412,23 @@ from simulator.core.ceph_layout import (
     TR_BLOCKER,
     TR_BLOCKS,
     TR_DEPTH,
+    TR_FINAL,
     TR_INFL,
+    TR_ISSUING,
     TR_NEXT,
     TR_OPEN,
+    TR_STALL,
+    TR_THINKING,
+    TR_TTBLOCKS,
+    TR_TTCOUNT,
+    TR_TTON,
+    TRF_CPUFREE,
+    TRF_IOTIME,
+    TRF_SLAT,
+    TRF_TEND,
+    TRF_TSTOP,
+    TRF_TT,
+    TRF_TTLAST,
     TX_BLEN,
     TX_CB,
     TX_COST,
@@ -1335,14 +1352,25 @@ def run_until(st, t_end):
             st.rqi[target, RQI_DSEQ] = st.gi[GI_NCOMP]
             st.gi[GI_NCOMP] += 1
             st.gi[GI_OUT] -= 1
-            if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
-                schedule(sp, t, EV_STOP, 0, 0)
             if st.gi[GI_CLOSED] and st.gi[GI_NTHR]:  # job threads: a slot frees (JobThread._on_done)
                 thr = st.rqi[target, RQI_THR]
                 st.trn[thr, TR_INFL] -= 1
                 if st.trn[thr, TR_BLOCKER] == target:
                     st.trn[thr, TR_BLOCKER] = -1
-                _fill(sp, thr, t)
+                if st.trf[thr, TRF_TT] > 0.0 and st.trn[thr, TR_ISSUING]:  # thinktime (counted, due, then taken)
+                    if st.rqi[target, RQI_KIND] < _FLUSH and not st.trn[thr, TR_TTON]:
+                        st.trn[thr, TR_TTCOUNT] += 1
+                    if not st.trn[thr, TR_STALL] and _think_due(sp, thr, t):
+                        st.trn[thr, TR_STALL] = 1
+                if st.trn[thr, TR_STALL]:  # no issue: once nothing is in flight, the think time
+                    if st.trn[thr, TR_INFL] == 0 and not st.trn[thr, TR_THINKING]:
+                        _think(sp, thr, t)
+                else:
+                    _fill(sp, thr, t)
+                if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
+                    schedule(sp, t, EV_STOP, 0, 0)
+            elif st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:
+                schedule(sp, t, EV_STOP, 0, 0)
             elif st.gi[GI_CLOSED]:  # closed loop: the completion issues the next request
                 nxt = st.gi[GI_NEXTREQ]
                 if nxt < st.gi[GI_NREQ]:
@@ -1389,6 +1417,13 @@ def run_until(st, t_end):
             _wake(sp, target)
         elif kind == EV_STOP:  # the last completion's done event: what is queued after it stays pending
             return ST_STOP
+        elif kind == EV_THINK_END:
+            _think_end(sp, target, t)
+        elif kind == EV_SUBMIT:  # JobThread._on_slat: the image takes it now
+            st.rqf[target, RQF_TSUB] = t
+            _img_start(sp, target, t)
+            if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the thread ends with its think: the run's end
+                schedule(sp, t, EV_STOP, 0, 0)
         elif kind == EV_RESUME:
             _then(sp, 0, t, target, arg, 0)
         elif kind == EV_EXTENT_DONE:
@@ -1408,13 +1443,17 @@ def _fill(sp, thr, now):
     GI_LOW: Python may add rows (ceph_fio), then fills again."""
     st = _ld(sp)
     open_ = st.trn[thr, TR_OPEN]
-    while st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH] and st.trn[thr, TR_BLOCKER] < 0:
+    while st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH] and st.trn[thr, TR_BLOCKER] < 0 and not st.trn[thr, TR_STALL]:
         r = st.trn[thr, TR_NEXT]
         if r < 0 or (open_ and st.trn[thr, TR_BACK] <= 0):
+            if r < 0 and st.trn[thr, TR_FINAL]:  # JobThread._issue finds its limit or its runtime's end: _stop
+                st.trn[thr, TR_ISSUING] = 0
             return
         kind = st.rqi[r, RQI_KIND]
-        if kind == RQ_ENDFLUSH and st.trn[thr, TR_INFL] > 0:
-            return
+        if kind == RQ_ENDFLUSH:  # its IO rows are over (_stop); the end flush once nothing is in flight (_wind_up)
+            st.trn[thr, TR_ISSUING] = 0
+            if st.trn[thr, TR_INFL] > 0:
+                return
         st.trn[thr, TR_NEXT] = st.rqi[r, RQI_LINK]
         if open_:
             st.trn[thr, TR_BACK] -= 1
@@ -1423,9 +1462,61 @@ def _fill(sp, thr, now):
         st.rqf[r, RQF_TISSUE] = now
         if kind == _FLUSH and st.trn[thr, TR_BLOCKS]:
             st.trn[thr, TR_BLOCKER] = r
-        _img_start(sp, r, now)
+        slat = st.trf[thr, TRF_SLAT]
+        if slat > 0.0:  # JobThread._submit: after the submission latency, one submission after another
+            tc = max(st.trf[thr, TRF_CPUFREE], now) + slat
+            st.trf[thr, TRF_CPUFREE] = tc
+            schedule(sp, now + (tc - now), EV_SUBMIT, r, 0)
+        else:
+            st.rqf[r, RQF_TSUB] = now
+            _img_start(sp, r, now)
         if not open_ and st.trn[thr, TR_NEXT] < 0:
             st.gi[GI_LOW] = 1
+        if kind < _FLUSH and st.trf[thr, TRF_TT] > 0.0:  # thinktime: an issue counts (blocks_type issue), it may be due
+            if st.trn[thr, TR_TTON]:
+                st.trn[thr, TR_TTCOUNT] += 1
+            if not st.trn[thr, TR_STALL] and _think_due(sp, thr, now):
+                st.trn[thr, TR_STALL] = 1
+
+
+@njit(cache=_CACHE_LOOP, inline="always", _nrt=False)
+def _think_due(sp, thr, now):
+    """JobThread._think_due: thinktime_iotime elapsed since the last think, or thinktime_blocks counted."""
+    st = _ld(sp)
+    io = st.trf[thr, TRF_IOTIME]
+    if io > 0.0 and now - st.trf[thr, TRF_TTLAST] >= io:
+        return True
+    b = st.trn[thr, TR_TTBLOCKS]
+    return b > 0 and st.trn[thr, TR_TTCOUNT] >= b
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _think(sp, thr, now):
+    """JobThread._think: nothing of the thread in flight, it thinks (cut at its runtime's end); the think counts as
+    outstanding work of the run (the thread may end at its end)."""
+    st = _ld(sp)
+    d = min(st.trf[thr, TRF_TT], st.trf[thr, TRF_TSTOP] - now)
+    st.trn[thr, TR_THINKING] = 1
+    st.gi[GI_OUT] += 1
+    if d > 0.0:
+        schedule(sp, now + d, EV_THINK_END, thr, 0)
+    else:
+        _think_end(sp, thr, now)
+
+
+@njit(cache=_CACHE_LOOP, _nrt=False)
+def _think_end(sp, thr, now):
+    """JobThread._think_end: the count restarts, the thread fills again (or stops there: its end flush, its end;
+    the caller schedules the run's end if nothing is left)."""
+    st = _ld(sp)
+    st.trn[thr, TR_THINKING] = 0
+    st.trn[thr, TR_STALL] = 0
+    st.trn[thr, TR_TTCOUNT] = 0
+    st.trf[thr, TRF_TTLAST] = now
+    st.trf[thr, TRF_TEND] = now
+    st.gi[GI_OUT] -= 1
+    if st.trn[thr, TR_ISSUING]:
+        _fill(sp, thr, now)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
