@@ -494,6 +494,28 @@ class _Thr:
 _FLUSH = 3  # Op.FLUSH: a row of a job's fsync / fdatasync
 
 
+def _new_rows(st: Any, t: int, thr: _Thr, n: int, kind: int) -> tuple[Any, int]:
+    """``n`` request rows of thread ``t`` (of ``kind``, not issued, unlinked) at the end of the table, counted as
+    outstanding; returns the state and the first one's index."""
+    from simulator.core import ceph_layout as L
+
+    k = int(st.gi[L.GI_NREQ])
+    rqi = np.zeros((k + n, L.NRQI), np.int64)
+    rqf = np.zeros((k + n, L.NRQF))
+    rqi[:k] = st.rqi[:k]
+    rqf[:k] = st.rqf[:k]
+    rqi[k:, L.RQI_IMG] = thr.img
+    rqi[k:, L.RQI_KIND] = kind
+    rqi[k:, L.RQI_DSEQ] = -1
+    rqi[k:, L.RQI_THR] = t
+    rqi[k:, L.RQI_LINK] = -1
+    rqi[k:, L.RQI_ALINK] = -1  # (run_workload_ceph chains an open loop's arrivals)
+    st = st._replace(rqi=rqi, rqf=rqf)
+    st.gi[L.GI_NREQ] = k + n
+    st.gi[L.GI_OUT] += n
+    return st, k
+
+
 def _link(st: Any, rows: list[int]) -> None:
     """Chain ``rows`` (not empty) in order, the last one ending the chain."""
     from simulator.core import ceph_layout as L
@@ -520,20 +542,8 @@ def _with_flushes(st: Any, t: int, thr: _Thr, io_rows: list[int], first_io: int)
                 after.append(j)
     if not after:
         return st, list(io_rows)
-    k, n = int(st.gi[L.GI_NREQ]), len(after)
-    rqi = np.zeros((k + n, L.NRQI), np.int64)
-    rqf = np.zeros((k + n, L.NRQF))
-    rqi[:k] = st.rqi[:k]
-    rqf[:k] = st.rqf[:k]
-    rqi[k:, L.RQI_IMG] = thr.img
-    rqi[k:, L.RQI_KIND] = _FLUSH
-    rqi[k:, L.RQI_DSEQ] = -1
-    rqi[k:, L.RQI_THR] = t
-    rqi[k:, L.RQI_ALINK] = -1
-    st = st._replace(rqi=rqi, rqf=rqf)
-    st.gi[L.GI_NREQ] = k + n
-    st.gi[L.GI_OUT] += n
-    thr.flushes += n
+    st, k = _new_rows(st, t, thr, len(after), _FLUSH)
+    thr.flushes += len(after)
     out = []
     f = k
     it = iter(after)
@@ -584,25 +594,11 @@ def _end_row(st: Any, t: int, thr: _Thr) -> Any:
 
     if not thr.end_fsync or thr.end >= 0:
         return st
-    k = int(st.gi[L.GI_NREQ])
-    rqi = np.zeros((k + 1, L.NRQI), np.int64)
-    rqf = np.zeros((k + 1, L.NRQF))
-    rqi[:k] = st.rqi[:k]
-    rqf[:k] = st.rqf[:k]
-    rqi[k] = 0
-    rqi[k, L.RQI_IMG] = thr.img
-    rqi[k, L.RQI_KIND] = L.RQ_ENDFLUSH
-    rqi[k, L.RQI_DSEQ] = -1
-    rqi[k, L.RQI_THR] = t
-    rqi[k, L.RQI_LINK] = -1
-    rqi[k, L.RQI_ALINK] = -1
+    st, k = _new_rows(st, t, thr, 1, L.RQ_ENDFLUSH)
     if thr.last >= 0:
-        rqi[thr.last, L.RQI_LINK] = k
-    st = st._replace(rqi=rqi, rqf=rqf)
+        st.rqi[thr.last, L.RQI_LINK] = k
     if st.trn[t, L.TR_NEXT] < 0:
         st.trn[t, L.TR_NEXT] = k
-    st.gi[L.GI_NREQ] = k + 1
-    st.gi[L.GI_OUT] += 1
     thr.last = thr.end = k
     thr.flushes += 1
     return st
@@ -616,8 +612,6 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] |
 
     th = thr.th
     ddir = th._ddir0
-    bs = th._bs[ddir]
-    k = int(st.gi[L.GI_NREQ])
     kinds = sizes = None
     if arrivals is not None:
         a = np.asarray(arrivals, dtype=np.float64).reshape(-1, 3)
@@ -627,32 +621,22 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] |
         n = len(kinds)
     if n == 0:
         return st
-    rqi = np.zeros((k + n, L.NRQI), np.int64)
-    rqf = np.zeros((k + n, L.NRQF))
-    rqi[:k] = st.rqi[:k]
-    rqf[:k] = st.rqf[:k]
-    rqi[k:, L.RQI_IMG] = thr.img
+    st, k = _new_rows(st, t, thr, n, ddir)
+    rqi = st.rqi
     if kinds is None:
-        rqi[k:, L.RQI_KIND] = ddir
-        rqi[k:, L.RQI_SIZE] = bs
+        rqi[k:, L.RQI_SIZE] = th._bs[ddir]
     else:
         rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
     if arrivals is not None:
-        rqf[k:, L.RQF_TARR] = a[:, 0]
+        st.rqf[k:, L.RQF_TARR] = a[:, 0]
     rqi[k:, L.RQI_OFF] = _offsets(thr.gen, rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE], n)
-    rqi[k:, L.RQI_DSEQ] = -1
-    rqi[k:, L.RQI_THR] = t
     rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
     rqi[k + n - 1, L.RQI_LINK] = -1
-    rqi[k:, L.RQI_ALINK] = -1  # (run_workload_ceph chains the arrivals)
     if thr.last >= 0:
         rqi[thr.last, L.RQI_LINK] = k
     if st.trn[t, L.TR_NEXT] < 0:
         st.trn[t, L.TR_NEXT] = k
     thr.last = k + n - 1
-    st = st._replace(rqi=rqi, rqf=rqf)
-    st.gi[L.GI_NREQ] = k + n
-    st.gi[L.GI_OUT] += n
     if thr.fsync is not None:  # the flushes between them (after a write, so the block still begins at row k)
         st, rows = _with_flushes(st, t, thr, list(range(k, k + n)), thr.rows)
         _link(st, rows)
