@@ -476,8 +476,8 @@ def test_run_fio_ceph_refuses_what_it_does_not_cover():
 
     job = {"name": "j", "ioengine": "libaio", "sim_slat": 0, "rw": "randwrite", "bs": 4096, "iodepth": 4, "number_ios": 10}
     sim, cl = _cluster(_params(extra={"block_layer": {"enabled": False}}))
-    with pytest.raises(ConfigError, match="rw=rw with ramp_time"):  # a sequential mix with a ramp
-        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "rw", "ramp_time": "0.1s"})
+    with pytest.raises(ConfigError, match="rw=randrw with ramp_time"):  # a mix of part-sequential offsets with a ramp
+        run_fio_ceph(sim, cl.image("p", "img"), {**job, "rw": "randrw", "percentage_random": 50, "ramp_time": "0.1s"})
     sim, cl = _cluster(_params())  # the block layer in front of the drives
     with pytest.raises(ConfigError, match="BlockLayer"):
         run_fio_ceph(sim, cl.image("p", "img"), job)

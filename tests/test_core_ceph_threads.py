@@ -248,7 +248,8 @@ _SEQ = (
     ({"time_based": 1, "runtime": "0.1s"},
      [{"name": "s", "rbd": "a", "rw": "rw", "rwmixread": 30, "iodepth": 4, "bs": "16k"},
       {"name": "t", "rbd": "b", "rw": "write", "bssplit": "4k/50:64k/50", "iodepth": 2, "ramp_time": "0.02s"},
-      {"name": "u", "rbd": "c", "rw": "read", "bsrange": "4k-32k", "iodepth": 3, "number_ios": 400, "time_based": 0}]),
+      {"name": "u", "rbd": "c", "rw": "read", "bsrange": "4k-32k", "iodepth": 3, "number_ios": 400, "time_based": 0},
+      {"name": "v", "rbd": "c", "rw": "rw", "rwmixread": 70, "iodepth": 3, "bs": "8k", "ramp_time": "0.03s"}]),
     ({"time_based": 1, "runtime": "0.1s", "rate_process": "poisson"},
      [{"name": "o", "rbd": "a", "rw": "write", "rate_iops": 1500, "iodepth": 4, "bssplit": "4k/70:32k/30"},
       {"name": "p", "rbd": "b", "rw": "rw", "rate_iops": "800,400", "iodepth": 8},
@@ -261,6 +262,24 @@ def test_compiled_core_runs_sequential_offsets_as_the_python_model() -> None:
     cc = _chain("auto", _SEQ)
     for k, (a, b) in enumerate(zip(py, cc, strict=True)):
         assert b == a, f"step {k}"
+
+
+def test_mutation_rw_offsets_not_drawn_again_at_the_ramp_are_seen(monkeypatch) -> None:
+    """rw=rw with a ramp: the queued rows' directions are decided again at the ramp's end, and their sequential
+    offsets must follow; keeping the offsets drawn for the old directions differs from the Python model."""
+    import simulator.core.ceph_fio as F
+
+    step = ((_SEQ[0][0], [j for j in _SEQ[0][1] if j["name"] == "v"]),)  # (alone: its redecided directions differ)
+    py = _chain("python", step)
+    assert _chain("auto", step) == py
+    init = F._Thr.__init__
+
+    def no_snaps(self, *a, **kw):
+        init(self, *a, **kw)
+        self.snaps = None
+
+    monkeypatch.setattr(F._Thr, "__init__", no_snaps)
+    assert _chain("auto", step) != py
 
 
 #: a submission latency (sim_slat; libaio's and io_uring's defaults): each request reaches the image after it,

@@ -136,8 +136,9 @@ def test_the_decision_names_why_python_runs():
     two.append({**two[1], "name": "c", "stonewall": 0, "startdelay": 0})
     assert choose(sim, Workload(sim, resolve_jobs({}, two, "t"), lambda _j: [img]), "auto") is None
     assert why(rw="randrw", number_ios=10) is None  # covered since 2026-11-29 (test_core_ceph_mixed.py)
-    assert why(rw="rw", number_ios=10) is None  # a sequential mix (test_core_ceph_threads.py), not with a ramp:
-    assert "rw=rw with ramp_time" in why(rw="rw", time_based=1, runtime="1s", ramp_time="0.1s")
+    assert why(rw="rw", number_ios=10) is None  # a sequential mix (test_core_ceph_threads.py), with a ramp too,
+    assert why(rw="rw", time_based=1, runtime="1s", ramp_time="0.1s") is None  # but not part-random offsets:
+    assert "with ramp_time" in why(rw="randrw", percentage_random=50, time_based=1, runtime="1s", ramp_time="0.1s")
     assert why(rw="randwrite", number_ios=10, thinktime="1ms") is None  # covered: test_core_ceph_threads.py
     assert "thinktime in an open loop" in why(rw="randwrite", time_based=1, runtime="1s", rate_iops=100, thinktime="1ms")
     assert "ramp_time with an IO limit" in why(rw="randwrite", number_ios=10, ramp_time="1s")

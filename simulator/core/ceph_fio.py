@@ -157,7 +157,7 @@ def release_held(sim: Any, cluster: Any | None = None) -> None:
 
 def unsupported_job(th: Any) -> str | None:
     """Why the compiled Ceph core cannot run job thread ``th`` (None = it can)."""
-    from simulator.workloads.offsets import RandomOffsets
+    from simulator.workloads.offsets import RandomOffsets, SequentialOffsets
 
     job = th.job
     limited = th._ios_limit != math.inf or th._bytes_limit != math.inf
@@ -170,7 +170,7 @@ def unsupported_job(th: Any) -> str | None:
         (th._rate is not None and tuple(job.ddirs) not in ((0,), (1,), (0, 1)),
          f"rate_iops with rw={job.rw} (reads and/or writes are covered)"),
         (th._mixed and tuple(job.ddirs) != (0, 1), f"rw={job.rw} (a mix of reads and writes only)"),
-        (th._mixed and job.ramp_time > 0 and type(th.files[0].gen) is not RandomOffsets,
+        (th._mixed and job.ramp_time > 0 and type(th.files[0].gen) not in (RandomOffsets, SequentialOffsets),
          f"rw={job.rw} with ramp_time ({type(th.files[0].gen).__name__}: offsets that follow the directions, which "
          "the ramp's end decides again)"),
         (th._ddir0 not in (0, 1), f"rw={job.rw}"),
@@ -475,7 +475,8 @@ def _image_accounting(image: Any, t_issue: np.ndarray, t_done: np.ndarray, t_rec
 class _Thr:
     """One job thread of a compiled run: its rows (a chain through RQI_LINK, in issue order), its limit."""
 
-    __slots__ = ("depth", "end", "end_fsync", "flushes", "fsync", "gen", "img", "last", "mix", "n_lim", "rows", "th", "w")
+    __slots__ = ("depth", "end", "end_fsync", "flushes", "fsync", "gen", "img", "last", "mix", "n_lim", "rows", "snaps",
+                 "th", "w")
 
     def __init__(self, th: Any, img: int, n_lim: float):
         self.th, self.img, self.n_lim = th, img, n_lim
@@ -489,6 +490,12 @@ class _Thr:
         self.flushes = 0  # flush rows in its chain
         self.end_fsync = bool(th.job.end_fsync and 1 in th._ddirs)  # JobThread._stop: one flush at the end
         self.end = -1  # its end_fsync row, once its IO rows are all there
+        # rw=rw with a ramp: the sequential generator's positions before each row, per block of rows (first row ->
+        # array), until the ramp's end decides the queued rows again and their offsets are drawn again from there
+        from simulator.workloads.offsets import SequentialOffsets
+
+        self.snaps: dict[int, np.ndarray] | None = (
+            {} if th._mixed and th.job.ramp_time > 0 and type(self.gen) is SequentialOffsets else None)
 
 
 _FLUSH = 3  # Op.FLUSH: a row of a job's fsync / fdatasync
@@ -629,7 +636,17 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] |
         rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE] = kinds, sizes
     if arrivals is not None:
         st.rqf[k:, L.RQF_TARR] = a[:, 0]
-    rqi[k:, L.RQI_OFF] = _offsets(thr.gen, rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE], n)
+    if thr.snaps is not None:  # (before the ramp's end: the generator's positions before each row)
+        pos = thr.gen._pos
+        snaps = np.empty((n, len(pos)), np.int64)
+        offs = np.empty(n, np.int64)
+        for i, (d, b) in enumerate(zip(rqi[k:, L.RQI_KIND].tolist(), rqi[k:, L.RQI_SIZE].tolist(), strict=True)):
+            snaps[i] = thr.gen._pos
+            offs[i] = thr.gen.next(d, b)
+        thr.snaps[k] = snaps
+        rqi[k:, L.RQI_OFF] = offs
+    else:
+        rqi[k:, L.RQI_OFF] = _offsets(thr.gen, rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE], n)
     rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
     rqi[k + n - 1, L.RQI_LINK] = -1
     if thr.last >= 0:
@@ -913,6 +930,12 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                 m_undo = thr.mix.restart(thr.rows - len(q))
                 if m_undo:
                     st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE] = thr.mix.decide(m_undo)
+                if thr.snaps is not None:  # sequential offsets follow the new directions: drawn again from q[0] on
+                    if q:
+                        k0 = max(k for k in thr.snaps if k <= q[0])
+                        thr.gen._pos = thr.snaps[k0][q[0] - k0].tolist()
+                        st.rqi[q, L.RQI_OFF] = _offsets(thr.gen, st.rqi[q, L.RQI_KIND], st.rqi[q, L.RQI_SIZE], len(q))
+                    thr.snaps = None
             if thr.fsync is not None:  # and the write count of the fsync cadence
                 st = _requeue_flushes(st, t, thr, _queued(st, t))
         else:  # "stop": JobThread._issue at now >= t_stop: no more issues
