@@ -88,11 +88,18 @@ def _chain(engine: str, steps: tuple = _STEPS) -> list:
     return out
 
 
-def test_compiled_core_runs_several_threads_as_the_python_model() -> None:
-    py = _chain("python")
-    cc = _chain("auto")
+def _same(steps: tuple) -> list:
+    """The chain of ``steps`` in Python and compiled (engine auto: no silent Python run), identical step by step;
+    returns the Python chain."""
+    py = _chain("python", steps)
+    cc = _chain("auto", steps)
     for k, (a, b) in enumerate(zip(py, cc, strict=True)):
         assert b == a, f"step {k}"
+    return py
+
+
+def test_compiled_core_runs_several_threads_as_the_python_model() -> None:
+    py = _same(_STEPS)
     assert len(py[0][0]) == 5 and len(py[1][0]) == 3 and len(py[2][0]) == 2  # group_reporting merged numjobs=2
 
 
@@ -135,10 +142,7 @@ _PHASES = (
 
 
 def test_compiled_core_runs_stonewalled_phases_as_the_python_model() -> None:
-    py = _chain("python", _PHASES)
-    cc = _chain("auto", _PHASES)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    py = _same(_PHASES)
     assert len(py[0][0]) == 4 and len(py[1][0]) == 4  # one result per job (s: group_reporting over numjobs=2)
 
 
@@ -193,10 +197,7 @@ _FSYNC = (
 
 
 def test_compiled_core_runs_fsync_as_the_python_model() -> None:
-    py = _chain("python", _FSYNC)
-    cc = _chain("auto", _FSYNC)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    py = _same(_FSYNC)
     assert all("sync=LatStats(n=0" not in r for step in py for r in step[0]), "every job flushed"
 
 
@@ -216,10 +217,7 @@ _FSYNC_BLOCKING = (
 
 
 def test_compiled_core_runs_blocking_flushes_and_end_fsync_as_the_python_model() -> None:
-    py = _chain("python", _FSYNC_BLOCKING)
-    cc = _chain("auto", _FSYNC_BLOCKING)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    py = _same(_FSYNC_BLOCKING)
     assert "sync=LatStats(n=0" in py[1][0][1] and "sync=LatStats(n=0" not in py[1][0][2]  # j reads: no end flush
 
 
@@ -258,10 +256,7 @@ _SEQ = (
 
 
 def test_compiled_core_runs_sequential_offsets_as_the_python_model() -> None:
-    py = _chain("python", _SEQ)
-    cc = _chain("auto", _SEQ)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    _same(_SEQ)
 
 
 def test_mutation_rw_offsets_not_drawn_again_at_the_ramp_are_seen(monkeypatch) -> None:
@@ -296,17 +291,11 @@ _SLAT = (
 
 
 def test_compiled_core_runs_a_submission_latency_as_the_python_model() -> None:
-    py = _chain("python", _SLAT)
-    cc = _chain("auto", _SLAT)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    _same(_SLAT)
 
 
 def test_compiled_core_runs_thinktime_as_the_python_model() -> None:
-    py = _chain("python", _THINK)
-    cc = _chain("auto", _THINK)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    _same(_THINK)
 
 
 @pytest.mark.parametrize("mutant", ["no thinktime", "counted on completions"])
@@ -353,10 +342,7 @@ def test_mutation_fsync_cadence_is_seen(monkeypatch, mutant: str) -> None:
 
 
 def test_compiled_core_runs_threads_differing_in_start_ramp_and_runtime_as_the_python_model() -> None:
-    py = _chain("python", _STAGGER)
-    cc = _chain("auto", _STAGGER)
-    for k, (a, b) in enumerate(zip(py, cc, strict=True)):
-        assert b == a, f"step {k}"
+    _same(_STAGGER)
 
 
 def test_mutation_threads_started_together_are_seen(monkeypatch) -> None:
