@@ -298,6 +298,32 @@ def test_compiled_core_runs_thinktime_as_the_python_model() -> None:
     _same(_THINK)
 
 
+#: open loops with flushes (fsync, fdatasync, end_fsync; blocking with libaio) and thinktime: a due flush waits for the
+#: next issue attempt (an arrival, or a completion with arrivals waiting); the thread stops at its timer and winds up
+_OPEN_SYNC = (
+    ({"time_based": 1, "runtime": "0.15s", "ramp_time": "0.03s", "rate_process": "poisson"},
+     [{"name": "o", "rbd": "a", "rw": "randwrite", "rate_iops": 2000, "iodepth": 4, "fsync": 3, "end_fsync": 1},
+      {"name": "p", "rbd": "b", "rw": "randrw", "rate_iops": "1500,800", "iodepth": 2, "thinktime": "2ms",
+       "thinktime_blocks": 5, "end_fsync": 1},
+      {"name": "q", "rbd": "c", "rw": "randwrite", "rate_iops": 800, "iodepth": 8, "fdatasync": 2, "ioengine": "libaio",
+       "thinktime": "1ms", "thinktime_iotime": "20ms"}]),
+    ({"time_based": 1, "runtime": "0.1s"},
+     [{"name": "r", "rbd": "a", "rw": "write", "rate_iops": 3000, "iodepth": 1, "end_fsync": 1, "thinktime": "500us",
+       "thinktime_blocks": 4, "thinktime_blocks_type": "issue"},
+      {"name": "s", "rbd": "b", "rw": "randwrite", "rate_iops": 60, "iodepth": 2, "end_fsync": 1},
+      {"name": "u", "rbd": "c", "rw": "randread", "rate_iops": 50, "iodepth": 2}]),
+    # idle at the stop: the threads, and the run, end at the stop timer, not at their last completion (until
+    # 2026-11-29 the compiled run ended at the last completion: another clock and other windows)
+    ({"time_based": 1, "runtime": "0.1s"},
+     [{"name": "s", "rbd": "b", "rw": "randwrite", "rate_iops": 60, "iodepth": 2},
+      {"name": "u", "rbd": "c", "rw": "randread", "rate_iops": 50, "iodepth": 2}]),
+)
+
+
+def test_compiled_core_runs_flushes_and_thinktime_in_open_loops_as_the_python_model() -> None:
+    _same(_OPEN_SYNC)
+
+
 @pytest.mark.parametrize("mutant", ["no thinktime", "counted on completions"])
 def test_mutation_thinktime_is_seen(monkeypatch, mutant: str) -> None:
     from simulator.workloads.runner import JobThread

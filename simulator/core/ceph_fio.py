@@ -175,9 +175,6 @@ def unsupported_job(th: Any) -> str | None:
          "the ramp's end decides again)"),
         (th._ddir0 not in (0, 1), f"rw={job.rw}"),
 
-        (th._tt > 0.0 and th._rate is not None, "thinktime in an open loop (rate_iops)"),
-        (bool(th._fsync_n or th._fdsync_n or job.end_fsync) and th._rate is not None,
-         "fsync/fdatasync/end_fsync in an open loop (rate_iops)"),
         (bool(th._fsync_n or th._fdsync_n) and th._varbs and th._bytes_limit != math.inf,
          "fsync/fdatasync with variable block sizes and a size limit"),
         (job.ramp_time > 0 and limited, "ramp_time with an IO limit (number_ios or size; time_based is covered)"),
@@ -870,6 +867,9 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
             heapq.heappush(points, (th._t_stop, next(rank), "stop", t))
         if th._rate is not None:  # open loop: its directions' first arrivals at its start, then _pump
             st.trn[t, L.TR_BACK] = sum(1 for d in th._ddirs if th._rate[d] > 0) if thr.rows else 0
+            if th._t_stop != math.inf:
+                st.gi[L.GI_OUT] += 1  # its stop timer (JobThread._on_time_stop) is outstanding work of the run
+                timers.add(t)
         K.fill_now(st, t)  # (a closed loop: _fill)
 
     def advance(limit: float, idle: bool = False) -> int:
@@ -891,7 +891,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                             K.fill_now(st, t)  # the slots its fill left when the rows ran out
                 continue
             break
-        waiting = sum(thr.rows + thr.flushes for t, thr in enumerate(thrs) if t not in begun)
+        waiting = sum(thr.rows + thr.flushes for t, thr in enumerate(thrs) if t not in begun) + len(timers)
         if status == L.ST_EMPTY and idle and st.gi[L.GI_OUT] == waiting:
             return L.ST_TIME
         if status in (L.ST_EMPTY, L.ST_FULL) or (status == L.ST_DONE and limit != np.inf and st.gi[L.GI_OUT]):
@@ -904,6 +904,7 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
     points: list[tuple[float, int, str, int]] = []
     rank = itertools.count()
     begun: set[int] = set()
+    timers: set[int] = set()  # open loops whose stop timer is pending (outstanding work: GI_OUT)
     for t, th in enumerate(threads):
         if th.start_delay > 0:
             heapq.heappush(points, (th._t0, next(rank), "begin", t))
@@ -951,6 +952,17 @@ def _run_phase(sim: Any, wl: Any, threads: list[Any], keep: bool) -> dict[str, A
                 st.trn[t, L.TR_NEXT] = thr.end
             else:
                 st = _rows_final(st, t, thr)
+            if thr.th._rate is not None:  # an open loop stops at its timer (JobThread._on_time_stop), then winds up
+                st.trn[t, L.TR_ISSUING] = 0
+                st.gi[L.GI_OUT] -= 1
+                timers.discard(t)
+                if t_point > st.gf[L.GF_NOW]:
+                    st.gf[L.GF_NOW] = t_point
+                K.fill_now(st, t)
+                if st.trn[t, L.TR_INFL] == 0:  # nothing in flight (a think or not): it ends now (_wind_up -> _finish)
+                    st.trf[t, L.TRF_TEND] = t_point
+                if st.gi[L.GI_OUT] == 0 and st.gi[L.GI_CLOSED] == 2:  # and with it the run (the runner's done event)
+                    K.schedule_at(st, t_point, L.EV_STOP, 0, 0)
     if status != L.ST_STOP and int(st.gi[L.GI_NEXTREQ]) > 0:
         advance(np.inf)  # to the last completion
     wall = time.perf_counter() - w0

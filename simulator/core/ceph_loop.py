@@ -1362,9 +1362,11 @@ def run_until(st, t_end):
                         st.trn[thr, TR_TTCOUNT] += 1
                     if not st.trn[thr, TR_STALL] and _think_due(sp, thr, t):
                         st.trn[thr, TR_STALL] = 1
-                if st.trn[thr, TR_STALL]:  # no issue: once nothing is in flight, the think time
-                    if st.trn[thr, TR_INFL] == 0 and not st.trn[thr, TR_THINKING]:
-                        _think(sp, thr, t)
+                    if st.trn[thr, TR_STALL]:  # no issue: once nothing is in flight, the think time
+                        if st.trn[thr, TR_INFL] == 0 and not st.trn[thr, TR_THINKING]:
+                            _think(sp, thr, t)
+                    else:
+                        _fill(sp, thr, t)
                 else:
                     _fill(sp, thr, t)
                 if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the run's end, queued as the runner's done event
@@ -1443,19 +1445,28 @@ def _fill(sp, thr, now):
     GI_LOW: Python may add rows (ceph_fio), then fills again."""
     st = _ld(sp)
     open_ = st.trn[thr, TR_OPEN]
-    while st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH] and st.trn[thr, TR_BLOCKER] < 0 and not st.trn[thr, TR_STALL]:
+    while True:
         r = st.trn[thr, TR_NEXT]
-        if r < 0 or (open_ and st.trn[thr, TR_BACK] <= 0):
-            if r < 0 and st.trn[thr, TR_FINAL]:  # JobThread._issue finds its limit or its runtime's end: _stop
-                st.trn[thr, TR_ISSUING] = 0
-            return
-        kind = st.rqi[r, RQI_KIND]
-        if kind == RQ_ENDFLUSH:  # its IO rows are over (_stop); the end flush once nothing is in flight (_wind_up)
-            st.trn[thr, TR_ISSUING] = 0
-            if st.trn[thr, TR_INFL] > 0:
+        if r >= 0 and st.rqi[r, RQI_KIND] == RQ_ENDFLUSH and not st.trn[thr, TR_ISSUING]:
+            if st.trn[thr, TR_INFL] > 0:  # stopped: the end flush once nothing is in flight, whatever the stall
                 return
+        else:
+            if not (st.trn[thr, TR_INFL] < st.trn[thr, TR_DEPTH] and st.trn[thr, TR_BLOCKER] < 0
+                    and not st.trn[thr, TR_STALL]):
+                return
+            if r < 0:
+                if st.trn[thr, TR_FINAL]:  # JobThread._issue finds its limit or its runtime's end: _stop
+                    st.trn[thr, TR_ISSUING] = 0
+                return
+            if st.rqi[r, RQI_KIND] == RQ_ENDFLUSH:  # its IO rows are over (_stop); the end flush (_wind_up)
+                st.trn[thr, TR_ISSUING] = 0
+                if st.trn[thr, TR_INFL] > 0:
+                    return
+            elif open_ and st.trn[thr, TR_BACK] <= 0:  # (a flush due in an open loop waits for an issue attempt)
+                return
+        kind = st.rqi[r, RQI_KIND]
         st.trn[thr, TR_NEXT] = st.rqi[r, RQI_LINK]
-        if open_:
+        if open_ and kind < _FLUSH:  # an arrival leaves the backlog (a flush takes a slot, not an arrival)
             st.trn[thr, TR_BACK] -= 1
         st.trn[thr, TR_INFL] += 1
         st.gi[GI_NEXTREQ] += 1  # (rows issued)
@@ -1515,8 +1526,7 @@ def _think_end(sp, thr, now):
     st.trf[thr, TRF_TTLAST] = now
     st.trf[thr, TRF_TEND] = now
     st.gi[GI_OUT] -= 1
-    if st.trn[thr, TR_ISSUING]:
-        _fill(sp, thr, now)
+    _fill(sp, thr, now)  # (issuing: its refill; stopped: its end flush, _wind_up)
 
 
 @njit(cache=_CACHE_LOOP, _nrt=False)
