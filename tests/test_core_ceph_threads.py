@@ -324,6 +324,22 @@ def test_compiled_core_runs_flushes_and_thinktime_in_open_loops_as_the_python_mo
     _same(_OPEN_SYNC)
 
 
+def test_a_run_ending_with_a_think_stops_there_and_holds_its_background_work() -> None:
+    """A thread that thinks after its last IO ends the run at the think's end (the runner's done event), with the
+    cluster's background work still pending in the held state, not drained beyond it."""
+    from simulator.core import ceph_layout as L
+    from simulator.core.ceph_fio import held_state
+    from simulator.workloads.runner import run_fio
+
+    sim, cl = _cluster()
+    img = cl.image("p", "a")
+    job = {**_BASE, "name": "e", "rw": "randwrite", "iodepth": 4, "number_ios": 200, "thinktime": "3ms",
+           "thinktime_blocks": 10, "randseed": 3}
+    run_fio(sim, [img], job, engine="auto")
+    held = held_state(cl)
+    assert held is not None and held.st.gf[L.GF_NOW] == sim.env.now
+
+
 @pytest.mark.parametrize("mutant", ["no thinktime", "counted on completions"])
 def test_mutation_thinktime_is_seen(monkeypatch, mutant: str) -> None:
     from simulator.workloads.runner import JobThread

@@ -1421,11 +1421,11 @@ def run_until(st, t_end):
             return ST_STOP
         elif kind == EV_THINK_END:
             _think_end(sp, target, t)
+            if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the thread ends with its think: the run's end
+                schedule(sp, t, EV_STOP, 0, 0)
         elif kind == EV_SUBMIT:  # JobThread._on_slat: the image takes it now
             st.rqf[target, RQF_TSUB] = t
             _img_start(sp, target, t)
-            if st.gi[GI_CLOSED] == 2 and st.gi[GI_OUT] == 0:  # the thread ends with its think: the run's end
-                schedule(sp, t, EV_STOP, 0, 0)
         elif kind == EV_RESUME:
             _then(sp, 0, t, target, arg, 0)
         elif kind == EV_EXTENT_DONE:
