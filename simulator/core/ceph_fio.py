@@ -182,7 +182,7 @@ def unsupported_job(th: Any) -> str | None:
     )
     for bad, what in checks:
         if bad:
-            return f"job {job.name!r}: {what} (the compiled Ceph core runs jobs of one direction or randrw: closed loops, and time-based open loops of random offsets)"
+            return f"job {job.name!r}: {what} (not covered by the compiled Ceph core)"
     return None
 
 
@@ -495,7 +495,7 @@ class _Thr:
             {} if th._mixed and th.job.ramp_time > 0 and type(self.gen) is SequentialOffsets else None)
 
 
-_FLUSH = 3  # Op.FLUSH: a row of a job's fsync / fdatasync
+_WRITE, _FLUSH = 1, 3  # Op.WRITE; Op.FLUSH: a row of a job's fsync / fdatasync
 
 
 def _new_rows(st: Any, t: int, thr: _Thr, n: int, kind: int) -> tuple[Any, int]:
@@ -520,6 +520,18 @@ def _new_rows(st: Any, t: int, thr: _Thr, n: int, kind: int) -> tuple[Any, int]:
     return st, k
 
 
+def _append(st: Any, t: int, thr: _Thr, first: int, last: int) -> None:
+    """Put the chain ``first`` .. ``last`` after thread ``t``'s last row (at the head of its queue when none is
+    queued)."""
+    from simulator.core import ceph_layout as L
+
+    if thr.last >= 0:
+        st.rqi[thr.last, L.RQI_LINK] = first
+    if st.trn[t, L.TR_NEXT] < 0:
+        st.trn[t, L.TR_NEXT] = first
+    thr.last = last
+
+
 def _link(st: Any, rows: list[int]) -> None:
     """Chain ``rows`` (not empty) in order, the last one ending the chain."""
     from simulator.core import ceph_layout as L
@@ -539,7 +551,7 @@ def _with_flushes(st: Any, t: int, thr: _Thr, io_rows: list[int], first_io: int)
     after = []
     kinds = st.rqi[io_rows, L.RQI_KIND]
     for j, kind in enumerate(kinds.tolist()):
-        if kind == 1:
+        if kind == _WRITE:
             thr.w += 1
             w = thr.w
             if ((fs and w % fs == 0) or (fd and w % fd == 0)) and first_io + j + 1 < thr.n_lim:
@@ -599,11 +611,8 @@ def _end_row(st: Any, t: int, thr: _Thr) -> Any:
     if not thr.end_fsync or thr.end >= 0:
         return st
     st, k = _new_rows(st, t, thr, 1, L.RQ_ENDFLUSH)
-    if thr.last >= 0:
-        st.rqi[thr.last, L.RQI_LINK] = k
-    if st.trn[t, L.TR_NEXT] < 0:
-        st.trn[t, L.TR_NEXT] = k
-    thr.last = thr.end = k
+    _append(st, t, thr, k, k)
+    thr.end = k
     thr.flushes += 1
     return st
 
@@ -646,11 +655,7 @@ def _add_thread_rows(st: Any, t: int, thr: _Thr, n: int, arrivals: list[tuple] |
         rqi[k:, L.RQI_OFF] = _offsets(thr.gen, rqi[k:, L.RQI_KIND], rqi[k:, L.RQI_SIZE], n)
     rqi[k:, L.RQI_LINK] = np.arange(k + 1, k + n + 1)
     rqi[k + n - 1, L.RQI_LINK] = -1
-    if thr.last >= 0:
-        rqi[thr.last, L.RQI_LINK] = k
-    if st.trn[t, L.TR_NEXT] < 0:
-        st.trn[t, L.TR_NEXT] = k
-    thr.last = k + n - 1
+    _append(st, t, thr, k, k + n - 1)
     if thr.fsync is not None:  # the flushes between them (after a write, so the block still begins at row k)
         st, rows = _with_flushes(st, t, thr, list(range(k, k + n)), thr.rows)
         _link(st, rows)
